@@ -1,0 +1,80 @@
+// Error: the one exception type of tilejit. Every failure a caller can cause
+// is an Error with a kind; each kind maps to one Python exception type.
+#pragma once
+
+#include <exception>
+#include <sstream>
+#include <string>
+
+namespace tilejit {
+
+/// What went wrong, coarsely. The Python binding maps each kind to an
+/// exception type (ValueError, TypeError, RuntimeError, tilejit.CompileError,
+/// tilejit.InternalError, tilejit.OutOfMemoryError).
+enum class ErrorKind : int {
+  kValueError,        // a value is wrong: a shape, an index, a size
+  kTypeError,         // a type is wrong: a dtype, a tensor where a scalar goes
+  kRuntimeError,      // the environment failed: a driver call, a file
+  kCompileError,      // the generated source did not compile
+  kOutOfMemoryError,  // an allocation failed or a memory cap was hit
+  kInternalError,     // a bug in tilejit itself
+};
+
+/// "ValueError", "TypeError", ...
+const char* error_kind_name(ErrorKind kind) noexcept;
+
+class Error : public std::exception {
+ public:
+  Error(ErrorKind kind, std::string message);
+
+  ErrorKind kind() const noexcept { return kind_; }
+  /// The message without the kind prefix.
+  const std::string& message() const noexcept { return message_; }
+  /// "<Kind>: <message>".
+  const char* what() const noexcept override { return what_.c_str(); }
+
+ private:
+  ErrorKind kind_;
+  std::string message_;
+  std::string what_;
+};
+
+namespace detail {
+
+// Collects a message with operator<< and throws it from its destructor, so a
+// failure reads as one statement: TILEJIT_THROW(kValueError) << "bad " << x;
+// Construction is out of line and cold: the streaming code stays off hot paths.
+class ErrorBuilder {
+ public:
+  [[gnu::cold, gnu::noinline]] explicit ErrorBuilder(ErrorKind kind);
+  [[noreturn]] ~ErrorBuilder() noexcept(false);
+  ErrorBuilder(const ErrorBuilder&) = delete;
+  ErrorBuilder& operator=(const ErrorBuilder&) = delete;
+
+  std::ostringstream& stream() { return stream_; }
+
+ private:
+  ErrorKind kind_;
+  std::ostringstream stream_;
+};
+
+}  // namespace detail
+}  // namespace tilejit
+
+#define TILEJIT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TILEJIT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/// Throws an Error of the given kind (an ErrorKind enumerator name) with the
+/// message streamed after it.
+#define TILEJIT_THROW(kind) \
+  ::tilejit::detail::ErrorBuilder(::tilejit::ErrorKind::kind).stream()
+
+/// Throws when cond is false; the message is built only on failure.
+#define TILEJIT_CHECK(cond, kind) \
+  if (TILEJIT_LIKELY(cond)) {     \
+  } else                          \
+    TILEJIT_THROW(kind)
+
+/// An invariant of tilejit itself.
+#define TILEJIT_ICHECK(cond) \
+  TILEJIT_CHECK(cond, kInternalError) << __FILE__ << ":" << __LINE__ << ": check failed: " #cond " "

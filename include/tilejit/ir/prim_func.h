@@ -1,0 +1,83 @@
+// PrimFunc: a kernel's declared signature, launch configuration and body.
+//
+// A PrimFunc is plain data: parameters in signature order (tensors with
+// symbolic shapes, or scalars), the launch grid as expressions, and one body
+// per target ("cpu", "cuda") as source text. Which parameters are outputs or
+// workspaces is not part of it: jit() options say that, as in the seed API.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tilejit/core/data_type.h"
+#include "tilejit/ir/expr.h"
+
+namespace tilejit::ir {
+
+struct TensorType {
+  std::vector<Expr> shape;
+  DataType dtype;
+};
+
+struct Param {
+  std::string name;
+  bool is_scalar = false;
+  TensorType tensor;  // when !is_scalar
+  DataType scalar;    // when is_scalar: int32, int64 or float32
+};
+
+struct LaunchConfig {
+  /// One to three extents (x, y, z); the number of blocks is their product.
+  std::vector<Expr> grid{Expr(1)};
+  /// Threads per block (CUDA); the CPU backend runs a block on one thread.
+  int threads = 1;
+  /// Dynamic shared memory per block in bytes (CUDA).
+  Expr dynamic_smem_bytes{0};
+};
+
+struct PrimFunc {
+  std::string name;
+  std::vector<Param> params;
+  LaunchConfig launch;
+  /// Body source per target name.
+  std::map<std::string, std::string> bodies;
+
+  /// The index of the parameter called `name`, or -1.
+  int param_index(const std::string& name) const;
+};
+
+/// Builds a PrimFunc and validates it (names, dtypes, grid rank, scalar
+/// dtypes) when build() is called; every error is a ValueError or TypeError
+/// that names the function and the parameter.
+///
+///   auto f = tilejit::prim_func("splitk")
+///                .tensor("A", {M, K}, DataType::float32())
+///                .tensor("C", {M, N}, DataType::float32())
+///                .scalar("alpha", DataType::float32())
+///                .grid({ceildiv(M, 64), split_k})
+///                .body("cpu", "...")
+///                .build();
+class PrimFuncBuilder {
+ public:
+  explicit PrimFuncBuilder(std::string name);
+
+  PrimFuncBuilder& tensor(std::string name, std::vector<Expr> shape, DataType dtype);
+  PrimFuncBuilder& scalar(std::string name, DataType dtype);
+  PrimFuncBuilder& grid(std::vector<Expr> extents);
+  PrimFuncBuilder& threads(int threads);
+  PrimFuncBuilder& dynamic_smem(Expr bytes);
+  PrimFuncBuilder& body(std::string target, std::string source);
+
+  PrimFunc build() const;
+
+ private:
+  PrimFunc func_;
+};
+
+inline PrimFuncBuilder prim_func(std::string name) { return PrimFuncBuilder(std::move(name)); }
+
+/// Checks a PrimFunc made by hand as build() does.
+void validate(const PrimFunc& func);
+
+}  // namespace tilejit::ir

@@ -1,0 +1,57 @@
+// ShapeProgram: a list of expressions compiled once into flat register code
+// over symbol slots, so that the call path evaluates every shape, grid and
+// size without walking trees or allocating.
+//
+// Invariants: registers are numbered densely; slots [0, num_symbols) hold the
+// symbol values as given; each instruction writes one new register; results
+// are read from `result_regs_`. A program never needs more than
+// kMaxRegisters registers (compile() enforces it).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tilejit/ir/expr.h"
+
+namespace tilejit::ir {
+
+class ShapeProgram {
+ public:
+  static constexpr int kMaxRegisters = 1024;
+
+  enum class Op : uint8_t { kConst, kAdd, kSub, kMul, kFloorDiv, kFloorMod, kCeilDiv, kMin, kMax };
+  struct Instr {
+    Op op;
+    int32_t dst;
+    int32_t a;  // register of the first operand
+    int32_t b;  // register of the second operand
+    int64_t imm;  // kConst's value
+  };
+
+  ShapeProgram() = default;
+
+  /// Compiles `exprs` over the symbols named in `symbols` (slot i holds
+  /// symbols[i]). Shared subexpressions (structurally equal) are computed
+  /// once. Throws InternalError for a symbol not in `symbols`.
+  static ShapeProgram compile(std::span<const Expr> exprs, std::span<const std::string> symbols);
+
+  /// Evaluates every expression: `symbols` holds num_symbols() values,
+  /// `results` receives num_results() values. Returns false when an
+  /// evaluation divided by zero (the quotient is then taken as 0 and the
+  /// caller raises). Allocation-free and thread-safe.
+  bool run(const int64_t* symbols, int64_t* results) const noexcept;
+
+  int num_symbols() const noexcept { return num_symbols_; }
+  int num_results() const noexcept { return int(result_regs_.size()); }
+  const std::vector<Instr>& instructions() const noexcept { return code_; }
+
+ private:
+  int num_symbols_ = 0;
+  int num_registers_ = 0;
+  std::vector<Instr> code_;
+  std::vector<int32_t> result_regs_;
+};
+
+}  // namespace tilejit::ir

@@ -1,0 +1,88 @@
+#include "tilejit/core/tensor.h"
+
+#include "tilejit/core/error.h"
+
+namespace tilejit {
+
+Tensor::Tensor(const Tensor& other) noexcept : node_(other.node_) {
+  if (node_) node_->refcount.fetch_add(1, std::memory_order_relaxed);
+}
+
+Tensor& Tensor::operator=(const Tensor& other) noexcept {
+  if (other.node_) other.node_->refcount.fetch_add(1, std::memory_order_relaxed);
+  release();
+  node_ = other.node_;
+  return *this;
+}
+
+Tensor& Tensor::operator=(Tensor&& other) noexcept {
+  if (this != &other) {
+    release();
+    node_ = other.node_;
+    other.node_ = nullptr;
+  }
+  return *this;
+}
+
+Tensor::~Tensor() { release(); }
+
+void Tensor::release() noexcept {
+  if (node_ && node_->refcount.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (node_->deleter) node_->deleter(node_->context);
+    delete node_;
+  }
+  node_ = nullptr;
+}
+
+void contiguous_strides(std::span<const int64_t> shape, int64_t* out) noexcept {
+  int64_t running = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    out[i] = running;
+    running *= shape[i];
+  }
+}
+
+Tensor Tensor::from_blob(void* data, std::span<const int64_t> shape, DataType dtype,
+                         Device device, Deleter deleter, void* context,
+                         std::span<const int64_t> strides) {
+  TILEJIT_CHECK(shape.size() <= size_t(kMaxRank), kValueError)
+      << "tensor rank " << shape.size() << " exceeds the maximum of " << kMaxRank;
+  TILEJIT_CHECK(strides.empty() || strides.size() == shape.size(), kValueError)
+      << "tensor has " << shape.size() << " dimensions but " << strides.size() << " strides";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    TILEJIT_CHECK(shape[i] >= 0, kValueError)
+        << "tensor dimension " << i << " is negative (" << shape[i] << ")";
+  }
+  auto* node = new Node;
+  node->data = data;
+  node->dtype = dtype;
+  node->device = device;
+  node->ndim = int(shape.size());
+  node->deleter = deleter;
+  node->context = context;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    node->shape[i] = shape[i];
+    node->numel *= shape[i];
+  }
+  contiguous_strides(shape, node->strides);
+  if (!strides.empty()) {
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i] != 1 && strides[i] != node->strides[i] && node->numel != 0) {
+        node->contiguous = false;
+      }
+      node->strides[i] = strides[i];
+    }
+  }
+  return Tensor(node);
+}
+
+std::string Tensor::shape_str() const {
+  std::string out = "[";
+  for (int i = 0; i < ndim(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(shape(i));
+  }
+  return out + "]";
+}
+
+}  // namespace tilejit

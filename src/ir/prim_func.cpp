@@ -1,0 +1,156 @@
+#include "tilejit/ir/prim_func.h"
+
+#include <set>
+
+#include "tilejit/core/error.h"
+#include "tilejit/core/tensor.h"
+
+namespace tilejit::ir {
+namespace {
+
+bool is_identifier(const std::string& s) {
+  if (s.empty()) return false;
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (!alpha(s[0])) return false;
+  for (char c : s) {
+    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
+// Names the generated wrapper declares itself; a parameter or symbol may not
+// shadow them.
+const std::set<std::string>& reserved_names() {
+  static const std::set<std::string> names = {
+      "block_idx", "grid_dim", "bx", "by", "bz", "tilejit", "tilejit_args", "tilejit_syms",
+      "tilejit_kernel", "threads", "int", "float", "double", "char", "return", "for",
+      "if", "while", "auto", "const", "void", "struct", "class"};
+  return names;
+}
+
+}  // namespace
+
+int PrimFunc::param_index(const std::string& param_name) const {
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (params[i].name == param_name) return int(i);
+  }
+  return -1;
+}
+
+PrimFuncBuilder::PrimFuncBuilder(std::string name) { func_.name = std::move(name); }
+
+PrimFuncBuilder& PrimFuncBuilder::tensor(std::string name, std::vector<Expr> shape,
+                                         DataType dtype) {
+  Param p;
+  p.name = std::move(name);
+  p.tensor = TensorType{std::move(shape), dtype};
+  func_.params.push_back(std::move(p));
+  return *this;
+}
+
+PrimFuncBuilder& PrimFuncBuilder::scalar(std::string name, DataType dtype) {
+  Param p;
+  p.name = std::move(name);
+  p.is_scalar = true;
+  p.scalar = dtype;
+  func_.params.push_back(std::move(p));
+  return *this;
+}
+
+PrimFuncBuilder& PrimFuncBuilder::grid(std::vector<Expr> extents) {
+  func_.launch.grid = std::move(extents);
+  return *this;
+}
+
+PrimFuncBuilder& PrimFuncBuilder::threads(int threads) {
+  func_.launch.threads = threads;
+  return *this;
+}
+
+PrimFuncBuilder& PrimFuncBuilder::dynamic_smem(Expr bytes) {
+  func_.launch.dynamic_smem_bytes = std::move(bytes);
+  return *this;
+}
+
+PrimFuncBuilder& PrimFuncBuilder::body(std::string target, std::string source) {
+  func_.bodies[std::move(target)] = std::move(source);
+  return *this;
+}
+
+PrimFunc PrimFuncBuilder::build() const {
+  validate(func_);
+  return func_;
+}
+
+void validate(const PrimFunc& f) {
+  TILEJIT_CHECK(is_identifier(f.name), kValueError)
+      << "prim_func name '" << f.name << "' is not an identifier";
+  std::set<std::string> seen;
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    const Param& p = f.params[i];
+    TILEJIT_CHECK(is_identifier(p.name), kValueError)
+        << f.name << ": parameter #" << i << " name '" << p.name << "' is not an identifier";
+    TILEJIT_CHECK(!reserved_names().count(p.name) && p.name.rfind("tilejit_", 0) != 0,
+                  kValueError)
+        << f.name << ": parameter #" << i << " name '" << p.name << "' is reserved";
+    TILEJIT_CHECK(seen.insert(p.name).second, kValueError)
+        << f.name << ": parameter #" << i << " '" << p.name << "' duplicates an earlier name";
+    if (p.is_scalar) {
+      TILEJIT_CHECK(p.scalar == DataType::int32() || p.scalar == DataType::int64() ||
+                        p.scalar == DataType::float32(),
+                    kTypeError)
+          << f.name << ": scalar parameter #" << i << " '" << p.name << "' has dtype "
+          << p.scalar.name() << "; scalars are int32, int64 or float32";
+      continue;
+    }
+    TILEJIT_CHECK(is_supported(p.tensor.dtype), kTypeError)
+        << f.name << ": parameter #" << i << " '" << p.name << "' has unsupported dtype "
+        << p.tensor.dtype.name();
+    TILEJIT_CHECK(p.tensor.shape.size() <= size_t(kMaxRank), kValueError)
+        << f.name << ": parameter #" << i << " '" << p.name << "' has rank "
+        << p.tensor.shape.size() << "; the maximum is " << kMaxRank;
+    for (size_t d = 0; d < p.tensor.shape.size(); ++d) {
+      const Expr& e = p.tensor.shape[d];
+      TILEJIT_CHECK(e.defined(), kValueError)
+          << f.name << ": parameter #" << i << " '" << p.name << "' dimension " << d
+          << " is undefined";
+      TILEJIT_CHECK(!e.is_const() || e.int_value() >= 0, kValueError)
+          << f.name << ": parameter #" << i << " '" << p.name << "' dimension " << d
+          << " is negative (" << e.int_value() << ")";
+    }
+  }
+  const auto& grid = f.launch.grid;
+  TILEJIT_CHECK(!grid.empty() && grid.size() <= 3, kValueError)
+      << f.name << ": the grid has " << grid.size() << " extents; expected 1 to 3";
+  for (size_t d = 0; d < grid.size(); ++d) {
+    TILEJIT_CHECK(grid[d].defined(), kValueError)
+        << f.name << ": grid extent " << d << " is undefined";
+    TILEJIT_CHECK(!grid[d].is_const() || grid[d].int_value() > 0, kValueError)
+        << f.name << ": grid extent " << d << " is " << grid[d].int_value()
+        << "; extents must be positive";
+  }
+  TILEJIT_CHECK(f.launch.threads > 0 && f.launch.threads <= 1024, kValueError)
+      << f.name << ": threads = " << f.launch.threads << "; expected 1 to 1024";
+  for (const auto& [target, _] : f.bodies) {
+    TILEJIT_CHECK(!target.empty(), kValueError) << f.name << ": a body has an empty target name";
+  }
+  std::vector<std::string> symbols;
+  for (const Param& p : f.params) {
+    if (!p.is_scalar) {
+      for (const Expr& e : p.tensor.shape) collect_vars(e, &symbols);
+    }
+  }
+  for (const Expr& e : grid) collect_vars(e, &symbols);
+  for (const std::string& s : symbols) {
+    TILEJIT_CHECK(!reserved_names().count(s) && s.rfind("tilejit_", 0) != 0, kValueError)
+        << f.name << ": symbol name '" << s << "' is reserved";
+    int idx = f.param_index(s);
+    TILEJIT_CHECK(idx < 0 || f.params[idx].is_scalar, kValueError)
+        << f.name << ": symbol '" << s << "' has the name of tensor parameter #" << idx;
+    TILEJIT_CHECK(idx < 0 || f.params[idx].scalar.is_int(), kTypeError)
+        << f.name << ": symbol '" << s << "' is bound by scalar parameter #" << idx
+        << " of dtype " << f.params[idx].scalar.name() << "; it must be int32 or int64";
+  }
+}
+
+}  // namespace tilejit::ir
