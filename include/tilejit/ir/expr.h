@@ -110,12 +110,20 @@ void collect_vars(const Expr& e, std::vector<std::string>* out);
 /// on division by zero.
 int64_t evaluate(const Expr& e, const std::function<int64_t(const std::string&)>& lookup);
 
-/// Floor division and modulo of integers (Python semantics); b != 0.
+/// Floor division and modulo of integers (Python semantics); b != 0, and not
+/// a == INT64_MIN with b == -1 (the one quotient that does not fit). Written
+/// from the truncating / and % so that no intermediate overflows.
 constexpr int64_t floordiv_int(int64_t a, int64_t b) {
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
-constexpr int64_t floormod_int(int64_t a, int64_t b) { return a - floordiv_int(a, b) * b; }
-constexpr int64_t ceildiv_int(int64_t a, int64_t b) { return -floordiv_int(-a, b); }
+constexpr int64_t floormod_int(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+constexpr int64_t ceildiv_int(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) == (b < 0))) ? q + 1 : q;
+}
 
 }  // namespace tilejit::ir

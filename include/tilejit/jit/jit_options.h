@@ -1,0 +1,75 @@
+// JitOptions and the legalisation of out_idx / workspace_idx.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tilejit/ir/prim_func.h"
+#include "tilejit/runtime/backend.h"
+
+namespace tilejit {
+
+/// How a workspace's memory is prepared before each launch.
+enum class WorkspaceInit : uint8_t {
+  kEmpty,     // uninitialised (the default)
+  kZero,      // zeroed before every launch
+  kZeroOnce,  // zeroed when its arena is first used for this layout; the
+              // kernel promises to leave it zeroed when it returns
+};
+
+/// "empty", "zero", "zero_once".
+const char* workspace_init_name(WorkspaceInit init);
+/// Parses the names above; ValueError otherwise.
+WorkspaceInit parse_workspace_init(const std::string& name);
+
+/// An index list as the seed API takes it: absent, one int, or a list. Copied
+/// on construction: legalisation never touches the caller's list.
+class IndexSpec {
+ public:
+  IndexSpec() = default;
+  IndexSpec(int index) : given_(true), values_{index} {}  // NOLINT: `out_idx = 3`
+  IndexSpec(int64_t index) : given_(true), values_{index} {}  // NOLINT
+  IndexSpec(std::initializer_list<int64_t> values) : given_(true), values_(values) {}
+  IndexSpec(std::vector<int64_t> values) : given_(true), values_(std::move(values)) {}  // NOLINT
+
+  bool given() const noexcept { return given_; }
+  const std::vector<int64_t>& values() const noexcept { return values_; }
+
+ private:
+  bool given_ = false;
+  std::vector<int64_t> values_;
+};
+
+struct JitOptions {
+  /// Parameters returned as outputs, in return order. Negative indices count
+  /// from the end of the signature.
+  IndexSpec out_idx;
+  /// Parameters allocated as scratch and never returned.
+  IndexSpec workspace_idx;
+  /// Init policy per workspace parameter name; unnamed workspaces are kEmpty.
+  std::map<std::string, WorkspaceInit> workspace_init;
+  /// "cpu", "cuda", or "auto" (cuda when it is available and the PrimFunc
+  /// has a cuda body, else cpu).
+  std::string target = "auto";
+  runtime::CompileOptions compile;
+  /// Read and write the disk cache of binaries.
+  bool disk_cache = true;
+};
+
+/// Parameter indices by role, legalised.
+struct LegalizedIndices {
+  std::vector<int> outputs;     // in out_idx order
+  std::vector<int> workspaces;  // in workspace_idx order
+};
+
+/// Legalises out_idx and workspace_idx against `func`'s signature as
+/// DESIGN.md says: negatives count from the end; out of range, duplicates,
+/// overlap, and a scalar named as output or workspace are ValueErrors naming
+/// the index and the parameter.
+LegalizedIndices legalize_indices(const ir::PrimFunc& func, const IndexSpec& out_idx,
+                                  const IndexSpec& workspace_idx);
+
+}  // namespace tilejit

@@ -1,0 +1,140 @@
+// Kernel: the callable that jit() returns.
+//
+// A call binds the inputs, checks them, solves the symbols, allocates the
+// outputs and one workspace arena, launches, releases the arena
+// stream-ordered, and returns the outputs (Note [Call plan] in call_plan.h).
+// Kernels are cheap to copy (shared, immutable state) and safe to call from
+// many threads at once.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tilejit/core/tensor.h"
+#include "tilejit/jit/call_plan.h"
+#include "tilejit/jit/jit_options.h"
+#include "tilejit/runtime/allocator.h"
+
+namespace tilejit {
+
+/// One argument of a call: a tensor (borrowed for the duration of the call),
+/// an integer or a float scalar, or nothing (a Python None).
+class Arg {
+ public:
+  enum class Kind : uint8_t { kNone, kTensor, kInt, kFloat };
+
+  Arg() = default;
+  Arg(const Tensor& t) : kind_(Kind::kTensor), tensor_(&t) {}  // NOLINT
+  Arg(int v) : kind_(Kind::kInt), int_(v) {}                   // NOLINT
+  Arg(long v) : kind_(Kind::kInt), int_(v) {}                  // NOLINT
+  Arg(long long v) : kind_(Kind::kInt), int_(v) {}             // NOLINT
+  Arg(double v) : kind_(Kind::kFloat), float_(v) {}            // NOLINT
+  Arg(float v) : kind_(Kind::kFloat), float_(v) {}             // NOLINT
+  Arg(Tensor&&) = delete;  // a temporary would dangle: bind it to a name first
+
+  Kind kind() const noexcept { return kind_; }
+  const Tensor& tensor() const noexcept { return *tensor_; }
+  int64_t int_value() const noexcept { return int_; }
+  double float_value() const noexcept { return float_; }
+
+ private:
+  Kind kind_ = Kind::kNone;
+  const Tensor* tensor_ = nullptr;
+  int64_t int_ = 0;
+  double float_ = 0;
+};
+
+/// The outputs of a call, in out_idx order. Converts to a Tensor when there
+/// is exactly one.
+class Outputs {
+ public:
+  Outputs() = default;
+  size_t size() const noexcept { return tensors_.size(); }
+  bool empty() const noexcept { return tensors_.empty(); }
+  const Tensor& operator[](size_t i) const { return tensors_.at(i); }
+  auto begin() const noexcept { return tensors_.begin(); }
+  auto end() const noexcept { return tensors_.end(); }
+  /// The only output; TypeError when there are none or several.
+  operator Tensor() const;  // NOLINT(google-explicit-constructor)
+  std::vector<Tensor>& tensors() noexcept { return tensors_; }
+
+ private:
+  std::vector<Tensor> tensors_;
+};
+
+struct CallOptions {
+  /// Launch on this stream instead of the backend's current stream.
+  bool has_stream = false;
+  runtime::Stream stream = nullptr;
+  /// Caller-supplied outputs, in out_idx order; an undefined entry (or an
+  /// empty span) is allocated as usual. Each supplied one is checked for
+  /// dtype, shape, device and contiguity.
+  std::span<const Tensor> out;
+  /// A caller-supplied arena for all workspaces (any dtype, contiguous, on
+  /// the call's device, 256-byte aligned, at least workspace_bytes()). Its
+  /// `zero` and `zero_once` workspaces are zeroed on every call: tilejit
+  /// cannot know what the caller did with the memory in between.
+  Tensor workspace;
+  /// Makes the outputs; default: the backend's TensorAllocator.
+  runtime::TensorAllocator* allocator = nullptr;
+};
+
+/// A workspace's place in the arena of one call.
+struct WorkspaceSlice {
+  std::string name;
+  size_t offset = 0;  // bytes from the arena's start; a multiple of 256
+  size_t bytes = 0;
+  std::vector<int64_t> shape;
+  DataType dtype;
+  WorkspaceInit init = WorkspaceInit::kEmpty;
+};
+
+class Kernel {
+ public:
+  Kernel() = default;
+
+  /// Calls with inputs only (tensors and scalars in signature order).
+  template <typename... Args>
+  Outputs operator()(const Args&... args) const {
+    const std::array<Arg, sizeof...(Args)> packed{Arg(args)...};
+    return call(packed);
+  }
+  Outputs call(std::span<const Arg> inputs, const CallOptions& options = {}) const;
+
+  /// The arena size a call with these inputs leases, in bytes, without
+  /// launching (the inputs are checked as by a call).
+  size_t workspace_bytes(std::span<const Arg> inputs) const;
+  template <typename... Args>
+  size_t workspace_bytes_of(const Args&... args) const {
+    const std::array<Arg, sizeof...(Args)> packed{Arg(args)...};
+    return workspace_bytes(packed);
+  }
+  /// Where each workspace lies in the arena for these inputs.
+  std::vector<WorkspaceSlice> workspace_layout(std::span<const Arg> inputs) const;
+
+  bool defined() const noexcept { return impl_ != nullptr; }
+  const std::string& name() const;
+  const std::string& target() const;
+  /// The generated translation unit.
+  const std::string& source() const;
+  const ir::PrimFunc& prim_func() const;
+  const CallPlan& plan() const;
+  /// Names of the input parameters, in call order.
+  std::vector<std::string> input_names() const;
+
+  struct Impl;
+
+ private:
+  friend Kernel jit(const ir::PrimFunc& func, const JitOptions& options);
+  std::shared_ptr<const Impl> impl_;
+};
+
+/// Builds a Kernel: legalises the indices, builds the plan, generates the
+/// target's source and compiles it (through the disk cache), once.
+Kernel jit(const ir::PrimFunc& func, const JitOptions& options = {});
+
+}  // namespace tilejit

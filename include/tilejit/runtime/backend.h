@@ -1,0 +1,126 @@
+// Backend: everything a target does, behind one interface, so that jit/
+// never includes a backend and a new target touches nothing outside its
+// directory (see DESIGN.md, "Layers").
+//
+// The stages are distinct (STYLE.md, after jitify2): generate_source() gives
+// source text, compile() gives binary bytes, load() gives a Module, and
+// Module::launch() runs it. The runtime caches binaries on disk and modules
+// in memory (compile_cache.h); a backend does no caching of its own.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tilejit/core/device.h"
+#include "tilejit/ir/prim_func.h"
+#include "tilejit/runtime/allocator.h"
+
+namespace tilejit::runtime {
+
+/// What a backend generates source from.
+struct SourceRequest {
+  const ir::PrimFunc* func = nullptr;
+  /// Dynamic symbols in slot order: the kernel receives their values in an
+  /// int64 array in this order and declares each by name for the body.
+  std::span<const std::string> symbols;
+};
+
+struct CompileOptions {
+  /// Replace the backend's default flags (e.g. -O3 -march=native for the CPU
+  /// backend) when non-empty.
+  std::vector<std::string> flags;
+  /// Appended after the default (or replaced) flags.
+  std::vector<std::string> extra_flags;
+};
+
+/// One launch. `args` has one entry per parameter of the PrimFunc in
+/// signature order: a tensor's data pointer, or a pointer to a scalar's value
+/// stored in its declared dtype.
+struct LaunchParams {
+  void* const* args = nullptr;
+  int num_args = 0;
+  const int64_t* symbols = nullptr;
+  int num_symbols = 0;
+  int64_t grid[3] = {1, 1, 1};
+  int threads = 1;
+  int64_t dynamic_smem_bytes = 0;
+  Device device;
+  Stream stream = nullptr;
+};
+
+/// A binary loaded for one device, ready to launch. Thread-safe.
+class Module {
+ public:
+  virtual ~Module() = default;
+  virtual void launch(const LaunchParams& params) = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  /// "cpu", "cuda".
+  virtual const std::string& target() const = 0;
+  virtual DeviceType device_type() const = 0;
+  /// Whether the target can run here (a driver and a device exist). A backend
+  /// that is not available still generates source and, where its compiler
+  /// is present, compiles.
+  virtual bool available() const = 0;
+
+  /// The complete translation unit for `request`: the body of the target
+  /// wrapped in the entry point. Throws ValueError when the PrimFunc has no
+  /// body for this target.
+  virtual std::string generate_source(const SourceRequest& request) const = 0;
+  /// Everything besides the source that decides the binary: compiler
+  /// identity and version, flags, architecture. Part of the disk-cache key.
+  virtual std::string toolchain_key(const CompileOptions& options, Device device) = 0;
+  /// Compiles `source` (whose entry point generate_source() made for
+  /// `kernel_name`) into binary bytes. Throws CompileError with the
+  /// compiler's command, log and the numbered source lines around the first
+  /// error.
+  virtual std::string compile(const std::string& source, const std::string& kernel_name,
+                              const CompileOptions& options, Device device) = 0;
+  /// Loads compiled bytes for `device`. Throws RuntimeError for bytes that do
+  /// not load (a corrupt binary is never executed).
+  virtual std::unique_ptr<Module> load(const std::string& binary, Device device) = 0;
+
+  /// Raw memory, used by the workspace pool.
+  virtual Allocator& allocator() = 0;
+  /// The default TensorAllocator for outputs.
+  virtual TensorAllocator& tensor_allocator() = 0;
+  /// Sets `bytes` bytes at `ptr` to `value`, ordered on `stream`.
+  virtual void memset_async(void* ptr, int value, size_t bytes, Device device, Stream stream) = 0;
+
+  // Stream ordering, for the workspace pool (Note [Stream-ordered reuse] in
+  // workspace_pool.h). The CPU backend is synchronous: its events are nullptr.
+  virtual Stream current_stream(Device device) { return nullptr; }
+  /// An event recorded on `stream` now, or nullptr when nothing can be
+  /// pending. The pool destroys it with destroy_event().
+  virtual Event record_event(Device device, Stream stream) { return nullptr; }
+  virtual bool event_completed(Event event) { return true; }
+  virtual void destroy_event(Event event) noexcept {}
+  /// Whether `stream` is being captured into a CUDA graph.
+  virtual bool is_capturing(Device device, Stream stream) { return false; }
+};
+
+/// The backend for `target`; throws ValueError naming the registered targets.
+Backend& get_backend(std::string_view target);
+/// The backend whose device type is `type`, or nullptr.
+Backend* find_backend(DeviceType type);
+/// Registered target names, in registration order.
+std::vector<std::string> registered_targets();
+/// Registers a backend; a second backend for the same target replaces
+/// nothing and throws InternalError.
+void register_backend(std::unique_ptr<Backend> backend);
+
+/// Registers a backend from a static initializer in the backend's own source:
+///   static BackendRegistration reg([] { return std::make_unique<CpuBackend>(); });
+struct BackendRegistration {
+  explicit BackendRegistration(std::unique_ptr<Backend> (*factory)());
+};
+
+}  // namespace tilejit::runtime

@@ -1,0 +1,60 @@
+// DiskCache: compiled binaries on disk, keyed by a hash of everything that
+// decides them.
+//
+// An entry is one file <dir>/<key>.bin: a header (magic, format version,
+// payload size, payload checksum) followed by the payload. It is written to a
+// temporary file in the same directory, flushed, and renamed over the final
+// name, so a reader sees either no entry or a whole one. A reader verifies
+// the header and the checksum; an entry that fails is removed and counted,
+// never returned: a truncated or corrupt binary is recompiled, never loaded.
+// Two processes storing the same key both succeed and leave one entry.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace tilejit::runtime {
+
+struct DiskCacheStats {
+  uint64_t hits = 0;
+  uint64_t misses = 0;        // no entry
+  uint64_t corrupt = 0;       // entries rejected (and removed) on load
+  uint64_t stores = 0;
+  uint64_t store_failures = 0;  // unwritable directory, full disk, ...
+};
+
+class DiskCache {
+ public:
+  /// `dir` is created on first store. An empty `dir` disables the cache.
+  explicit DiskCache(std::string dir);
+
+  /// TILEJIT_CACHE_DIR, else $XDG_CACHE_HOME/tilejit, else ~/.cache/tilejit.
+  static std::string default_dir();
+
+  /// The payload stored under `key`, or nullopt.
+  std::optional<std::string> load(const std::string& key);
+  /// Stores atomically; returns false (and warns once on stderr) when the
+  /// directory cannot be written. Never throws for I/O failures.
+  bool store(const std::string& key, std::string_view payload);
+
+  const std::string& dir() const noexcept { return dir_; }
+  bool enabled() const noexcept { return !dir_.empty(); }
+  DiskCacheStats stats() const;
+
+ private:
+  std::string dir_;
+  mutable std::mutex mutex_;
+  DiskCacheStats stats_;
+  bool warned_ = false;
+};
+
+/// A 128-bit non-cryptographic hash of `data` as 32 hex digits; stable across
+/// processes, builds and machines (it names disk-cache entries).
+std::string hash_hex(std::string_view data);
+/// A 64-bit checksum of `data` (the same function, truncated).
+uint64_t hash64(std::string_view data);
+
+}  // namespace tilejit::runtime

@@ -1,0 +1,122 @@
+// CpuBackend: target "cpu". Generated C++ is compiled by the host compiler
+// into a shared object, loaded from memory, and run one block per call of the
+// body with the grid's blocks spread over a thread pool. Memory is plain
+// aligned host memory; everything is synchronous, so streams and events are
+// all nullptr (the Backend defaults).
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "backend/cpu/cpu_backend_internal.h"
+#include "tilejit/core/error.h"
+#include "tilejit/runtime/backend.h"
+
+namespace tilejit::cpu {
+namespace {
+
+// The alignment runtime::Allocator promises; also what a SIMD loop over a
+// workspace wants.
+constexpr size_t kAlignment = 256;
+
+void check_cpu(Device device, const char* what) {
+  TILEJIT_CHECK(device.type == DeviceType::kCPU, kValueError)
+      << "cpu backend: " << what << " on device '" << device.str() << "', which is not a CPU";
+}
+
+class CpuAllocator final : public runtime::Allocator {
+ public:
+  void* allocate(size_t bytes, Device device, runtime::Stream) override {
+    check_cpu(device, "allocate");
+    // aligned_alloc wants a multiple of the alignment; zero bytes still get
+    // a unique pointer, as from malloc.
+    if (bytes > SIZE_MAX - kAlignment) return nullptr;
+    const size_t rounded = ((bytes == 0 ? 1 : bytes) + kAlignment - 1) / kAlignment * kAlignment;
+    return std::aligned_alloc(kAlignment, rounded);
+  }
+  void deallocate(void* ptr, size_t, Device, runtime::Stream) noexcept override {
+    std::free(ptr);
+  }
+};
+
+void free_tensor_memory(void* ptr) noexcept { std::free(ptr); }
+
+class CpuTensorAllocator final : public runtime::TensorAllocator {
+ public:
+  explicit CpuTensorAllocator(CpuAllocator& raw) : raw_(raw) {}
+
+  Tensor empty(std::span<const int64_t> shape, DataType dtype, Device device,
+               runtime::Stream stream) override {
+    int64_t numel = 1;
+    for (int64_t d : shape) {
+      TILEJIT_CHECK(d >= 0, kValueError)
+          << "empty: tensor dimension " << d << " is negative (shape " << shape_str(shape) << ")";
+      TILEJIT_CHECK(!__builtin_mul_overflow(numel, d, &numel), kValueError)
+          << "empty: shape " << shape_str(shape) << " has more elements than int64 can count";
+    }
+    int64_t bytes = 0;
+    TILEJIT_CHECK(!__builtin_mul_overflow(numel, dtype.bytes(), &bytes), kValueError)
+        << "empty: shape " << shape_str(shape) << " of " << dtype.name()
+        << " has more bytes than int64 can count";
+    void* ptr = raw_.allocate(size_t(bytes), device, stream);
+    TILEJIT_CHECK(ptr != nullptr, kOutOfMemoryError)
+        << "empty: cannot allocate " << bytes << " bytes of host memory for a tensor of shape "
+        << shape_str(shape) << " and dtype " << dtype.name();
+    try {
+      return Tensor::from_blob(ptr, shape, dtype, device, free_tensor_memory, ptr);
+    } catch (...) {
+      std::free(ptr);
+      throw;
+    }
+  }
+
+ private:
+  static std::string shape_str(std::span<const int64_t> shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+  }
+
+  CpuAllocator& raw_;
+};
+
+class CpuBackend final : public runtime::Backend {
+ public:
+  const std::string& target() const override { return target_; }
+  DeviceType device_type() const override { return DeviceType::kCPU; }
+  bool available() const override { return true; }
+
+  std::string generate_source(const runtime::SourceRequest& request) const override {
+    return cpu::generate_source(request);
+  }
+  std::string toolchain_key(const runtime::CompileOptions& options, Device) override {
+    return cpu::toolchain_key(options);
+  }
+  std::string compile(const std::string& source, const std::string& kernel_name,
+                      const runtime::CompileOptions& options, Device) override {
+    return compile_source(source, kernel_name, options);
+  }
+  std::unique_ptr<runtime::Module> load(const std::string& binary, Device device) override {
+    check_cpu(device, "load");
+    return load_module(binary);
+  }
+
+  runtime::Allocator& allocator() override { return allocator_; }
+  runtime::TensorAllocator& tensor_allocator() override { return tensor_allocator_; }
+  void memset_async(void* ptr, int value, size_t bytes, Device device,
+                    runtime::Stream) override {
+    check_cpu(device, "memset");
+    if (bytes != 0) std::memset(ptr, value, bytes);
+  }
+
+ private:
+  const std::string target_ = "cpu";
+  CpuAllocator allocator_;
+  CpuTensorAllocator tensor_allocator_{allocator_};
+};
+
+const runtime::BackendRegistration kRegistration(
+    []() -> std::unique_ptr<runtime::Backend> { return std::make_unique<CpuBackend>(); });
+
+}  // namespace
+}  // namespace tilejit::cpu

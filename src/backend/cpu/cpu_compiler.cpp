@@ -1,0 +1,377 @@
+// The CPU backend's compile stage: generated C++ -> shared-object bytes, by
+// running the host C++ compiler.
+//
+// The compiler is TILEJIT_CXX, else CXX, else `c++`, read at every compile so
+// that a process can switch compilers (tests do). It runs through
+// posix_spawnp, never a shell: nothing in a kernel name, a flag or a path is
+// ever interpreted, and a missing compiler is reported as exactly that rather
+// than as a shell's exit code 127. Each compile works in a fresh directory,
+// removed on every path out.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/cpu/cpu_backend_internal.h"
+#include "tilejit/core/error.h"
+
+extern char** environ;
+
+namespace tilejit::cpu {
+namespace {
+
+// The most of a compiler log an error message carries; template errors can
+// run to megabytes, and the first error is what the reader needs.
+constexpr size_t kMaxLogChars = 32 * 1024;
+// Lines of source shown on each side of the first error.
+constexpr int kContextLines = 3;
+
+std::string compiler_name() {
+  for (const char* var : {"TILEJIT_CXX", "CXX"}) {
+    const char* v = std::getenv(var);
+    if (v != nullptr && *v != '\0') return v;
+  }
+  return "c++";
+}
+
+std::vector<std::string> user_flags(const runtime::CompileOptions& options) {
+  std::vector<std::string> flags = options.flags;
+  if (flags.empty()) flags = {"-O3", "-march=native"};
+  flags.insert(flags.end(), options.extra_flags.begin(), options.extra_flags.end());
+  return flags;
+}
+
+// Flags without which the output would not be a loadable kernel.
+const std::vector<std::string>& required_flags() {
+  static const std::vector<std::string> flags = {"-std=c++17", "-fPIC", "-shared"};
+  return flags;
+}
+
+bool needs_quotes(const std::string& s) {
+  if (s.empty()) return true;
+  for (char c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || std::strchr("-_=+./,:@%", c))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The command as one line a reader can paste into a shell.
+std::string command_line(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& a : argv) {
+    if (!out.empty()) out += ' ';
+    if (!needs_quotes(a)) {
+      out += a;
+      continue;
+    }
+    out += '\'';
+    for (char c : a) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+    out += '\'';
+  }
+  return out;
+}
+
+// A fresh directory under $TMPDIR (or /tmp), removed with its contents when
+// this goes out of scope, whichever way that happens.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string templ = std::string(base && *base ? base : "/tmp") + "/tilejit-cpu-XXXXXX";
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    if (TILEJIT_UNLIKELY(::mkdtemp(buf.data()) == nullptr)) {
+      const int err = errno;
+      TILEJIT_THROW(kRuntimeError) << "cpu backend: cannot create a temporary directory '"
+                                   << templ << "': " << std::strerror(err);
+    }
+    path_ = buf.data();
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  TILEJIT_CHECK(out.good(), kRuntimeError) << "cpu backend: cannot write '" << path << "'";
+}
+
+struct ProcessResult {
+  int spawn_errno = 0;  // nonzero: the program could not be started
+  int status = 0;       // waitpid status otherwise
+};
+
+// Runs argv[0] (searched in PATH) with stdin from /dev/null and stdout and
+// stderr both into `output_path`.
+ProcessResult run_process(const std::vector<std::string>& argv, const std::string& output_path) {
+  std::vector<char*> cargv;
+  for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, output_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = -1;
+  ProcessResult result;
+  // glibc's posix_spawnp reports a failed exec (no such file, not
+  // executable) as its return value, not as a child exit status.
+  result.spawn_errno = posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (result.spawn_errno != 0) return result;
+  while (::waitpid(pid, &result.status, 0) < 0) {
+    if (errno != EINTR) {
+      result.spawn_errno = errno;
+      break;
+    }
+  }
+  return result;
+}
+
+// `name` as the absolute path that posix_spawnp would run, so that the cache
+// key changes when PATH points somewhere else; `name` itself when not found.
+std::string resolve_in_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return name;
+}
+
+// The first line of `<compiler> --version`, once per compiler path: a
+// compiler is not upgraded under a running process often enough to pay a
+// process spawn per key.
+std::string compiler_version(const std::string& compiler) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> versions;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = versions.find(compiler);
+    if (it != versions.end()) return it->second;
+  }
+  TempDir dir;
+  const std::string out_path = dir.path() + "/version.txt";
+  ProcessResult r = run_process({compiler, "--version"}, out_path);
+  if (r.spawn_errno != 0 || !WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0) {
+    // Not cached: compile() reports the failure with the kernel's name, and a
+    // compiler installed later is seen.
+    return "unknown";
+  }
+  std::string text = read_file(out_path);
+  std::string line = text.substr(0, text.find('\n'));
+  std::lock_guard<std::mutex> lock(mutex);
+  versions.emplace(compiler, line);
+  return line;
+}
+
+// -march=native makes the binary depend on the host CPU.
+const std::string& cpu_model() {
+  static const std::string model = [] {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("model name", 0) == 0) {
+        size_t colon = line.find(':');
+        if (colon != std::string::npos) {
+          size_t start = line.find_first_not_of(" \t", colon + 1);
+          return start == std::string::npos ? std::string() : line.substr(start);
+        }
+      }
+    }
+    return std::string("unknown");
+  }();
+  return model;
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  return lines;
+}
+
+// The first "<file>:<line>[:<col>]: [fatal ]error" in `log` whose file is
+// `source_path` or `body_name`: {line, is_body}; {0, false} when none is.
+std::pair<int, bool> first_error_line(const std::string& log, const std::string& source_path,
+                                      const std::string& body_name) {
+  for (const std::string& line : split_lines(log)) {
+    size_t at = line.find(": error");
+    if (at == std::string::npos) at = line.find(": fatal error");
+    if (at == std::string::npos) continue;
+    // Peel ":<col>" and ":<line>" off the end of the location.
+    std::string loc = line.substr(0, at);
+    std::vector<std::string> numbers;
+    while (numbers.size() < 2) {
+      size_t colon = loc.rfind(':');
+      if (colon == std::string::npos) break;
+      std::string tail = loc.substr(colon + 1);
+      if (tail.empty() || tail.find_first_not_of("0123456789") != std::string::npos) break;
+      numbers.push_back(tail);
+      loc.resize(colon);
+    }
+    if (numbers.empty() || numbers.back().size() > 9) continue;
+    const int line_no = std::stoi(numbers.back());
+    if (loc == body_name) return {line_no, true};
+    if (loc == source_path) return {line_no, false};
+  }
+  return {0, false};
+}
+
+// "   L-3 | text" ... ">  L | text" ... for lines [first, last] of `lines`,
+// where lines[offset + n - 1] is line n of what is shown.
+void append_excerpt(std::ostringstream& os, const std::vector<std::string>& lines, int offset,
+                    int error_line, const std::string& what) {
+  const int count = int(lines.size()) - offset;
+  if (error_line < 1 || error_line > count) return;
+  const int first = std::max(1, error_line - kContextLines);
+  const int last = std::min(count, error_line + kContextLines);
+  const int width = int(std::to_string(last).size());
+  os << "\nsource around line " << error_line << " of " << what << ":";
+  for (int n = first; n <= last; ++n) {
+    std::string num = std::to_string(n);
+    os << "\n" << (n == error_line ? ">  " : "   ") << std::string(width - num.size(), ' ')
+       << num << " | " << lines[size_t(offset + n - 1)];
+  }
+}
+
+// File names are built from the kernel name; keep them plain.
+std::string file_stem(const std::string& kernel_name) {
+  std::string stem;
+  for (char c : kernel_name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') stem += c;
+  }
+  if (stem.empty()) stem = "kernel";
+  return stem.substr(0, 64);
+}
+
+[[noreturn, gnu::cold]] void throw_compile_failure(const std::string& kernel_name,
+                                                   const std::vector<std::string>& argv,
+                                                   const ProcessResult& r, std::string log,
+                                                   const std::string& source,
+                                                   const std::string& source_path) {
+  std::ostringstream os;
+  os << kernel_name << ": the CPU compiler failed (";
+  if (WIFEXITED(r.status)) {
+    os << "exit code " << WEXITSTATUS(r.status);
+  } else if (WIFSIGNALED(r.status)) {
+    os << "killed by signal " << WTERMSIG(r.status);
+  } else {
+    os << "wait status " << r.status;
+  }
+  os << ")\ncommand: " << command_line(argv) << "\n";
+  const std::string body_name = body_file_name(kernel_name);
+  auto [error_line, in_body] = first_error_line(log, source_path, body_name);
+  if (log.size() > kMaxLogChars) {
+    const size_t dropped = log.size() - kMaxLogChars;
+    log.resize(kMaxLogChars);
+    log += "\n... (" + std::to_string(dropped) + " more bytes of log)";
+  }
+  while (!log.empty() && log.back() == '\n') log.pop_back();
+  os << log;
+  const std::vector<std::string> lines = split_lines(source);
+  if (!in_body) {
+    append_excerpt(os, lines, 0, error_line, source_path);
+  } else {
+    // Body line 1 follows the `#line 1 "<kernel>_body"` directive.
+    const std::string marker = "#line 1 \"" + body_name + "\"";
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (lines[i] == marker) {
+        append_excerpt(os, lines, int(i) + 1, error_line, body_name);
+        break;
+      }
+    }
+  }
+  TILEJIT_THROW(kCompileError) << os.str();
+}
+
+}  // namespace
+
+std::string toolchain_key(const runtime::CompileOptions& options) {
+  const std::string compiler = resolve_in_path(compiler_name());
+  std::ostringstream key;
+  key << "cpu abi " << kAbiVersion << "; compiler " << compiler << "; version "
+      << compiler_version(compiler) << "; flags";
+  bool native = false;
+  for (const std::string& f : user_flags(options)) {
+    key << ' ' << f;
+    native = native || f == "-march=native" || f == "-mcpu=native" || f == "-mtune=native";
+  }
+  for (const std::string& f : required_flags()) key << ' ' << f;
+  if (native) key << "; cpu " << cpu_model();
+  return key.str();
+}
+
+std::string compile_source(const std::string& source, const std::string& kernel_name,
+                           const runtime::CompileOptions& options) {
+  TempDir dir;
+  const std::string stem = file_stem(kernel_name);
+  const std::string source_path = dir.path() + "/" + stem + ".cpp";
+  const std::string object_path = dir.path() + "/" + stem + ".so";
+  const std::string log_path = dir.path() + "/compile.log";
+  write_file(source_path, source);
+
+  const std::string compiler = compiler_name();
+  std::vector<std::string> argv = {compiler};
+  for (const std::string& f : user_flags(options)) argv.push_back(f);
+  for (const std::string& f : required_flags()) argv.push_back(f);
+  for (const char* a : {"-x", "c++"}) argv.push_back(a);
+  argv.push_back(source_path);
+  argv.push_back("-o");
+  argv.push_back(object_path);
+
+  ProcessResult r = run_process(argv, log_path);
+  if (TILEJIT_UNLIKELY(r.spawn_errno != 0)) {
+    TILEJIT_THROW(kCompileError) << kernel_name << ": cannot run the C++ compiler '" << compiler
+                                 << "': " << std::strerror(r.spawn_errno) << " (set TILEJIT_CXX)";
+  }
+  if (TILEJIT_UNLIKELY(!WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0)) {
+    throw_compile_failure(kernel_name, argv, r, read_file(log_path), source, source_path);
+  }
+  std::string binary = read_file(object_path);
+  TILEJIT_CHECK(!binary.empty(), kCompileError)
+      << kernel_name << ": the CPU compiler exited with 0 but wrote no shared object\ncommand: "
+      << command_line(argv) << "\n" << read_file(log_path);
+  return binary;
+}
+
+}  // namespace tilejit::cpu

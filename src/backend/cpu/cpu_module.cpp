@@ -1,0 +1,179 @@
+// The CPU backend's load and launch stages: shared-object bytes -> a dlopen'ed
+// Module whose launch() runs the grid's blocks on the thread pool.
+//
+// Note [Loading from memory]
+// The bytes go into an anonymous memfd and are dlopen'ed as
+// "/proc/self/fd/N": no file on disk to clean up or race on. glibc matches
+// an already-loaded library by the path string before it looks at the file,
+// so two libraries must never be opened under the same "/proc/self/fd/N"
+// while the first is loaded. Hence the memfd stays open until after
+// dlclose (the number cannot be reused meanwhile), and a path that still
+// names a library (one that dlclose could not unload) is avoided by moving
+// the memfd to another number.
+//
+// Bytes that are not a complete shared object for this machine are refused
+// before dlopen, which would otherwise map a truncated file and fault on
+// the missing pages instead of failing.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend_internal.h"
+#include "backend/cpu/thread_pool.h"
+#include "tilejit/core/error.h"
+
+namespace tilejit::cpu {
+namespace {
+
+#if defined(__x86_64__)
+constexpr int kHostMachine = EM_X86_64;
+#elif defined(__aarch64__)
+constexpr int kHostMachine = EM_AARCH64;
+#else
+constexpr int kHostMachine = -1;  // not checked
+#endif
+
+// Why `bytes` cannot be a loadable shared object here, or "" when it can.
+std::string elf_problem(const std::string& bytes) {
+  using Ehdr = ElfW(Ehdr);
+  using Phdr = ElfW(Phdr);
+  if (bytes.empty()) return "the binary is empty";
+  if (bytes.size() < sizeof(Ehdr) || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0) {
+    return "the binary is not an ELF file (" + std::to_string(bytes.size()) + " bytes)";
+  }
+  Ehdr eh;
+  std::memcpy(&eh, bytes.data(), sizeof eh);
+  const uint64_t size = bytes.size();
+  if (eh.e_ident[EI_CLASS] != (sizeof(void*) == 8 ? ELFCLASS64 : ELFCLASS32) ||
+      eh.e_type != ET_DYN || (kHostMachine >= 0 && eh.e_machine != kHostMachine)) {
+    return "the binary is not a shared object for this machine";
+  }
+  if (eh.e_phentsize != sizeof(Phdr) || eh.e_phoff > size ||
+      uint64_t(eh.e_phnum) * sizeof(Phdr) > size - eh.e_phoff) {
+    return "the binary's program headers are truncated";
+  }
+  for (int i = 0; i < eh.e_phnum; ++i) {
+    Phdr ph;
+    std::memcpy(&ph, bytes.data() + eh.e_phoff + uint64_t(i) * sizeof(Phdr), sizeof ph);
+    if (ph.p_type == PT_LOAD && (ph.p_offset > size || ph.p_filesz > size - ph.p_offset)) {
+      return "the binary is truncated (a loadable segment ends past its " +
+             std::to_string(size) + " bytes)";
+    }
+  }
+  return "";
+}
+
+[[noreturn, gnu::cold]] void throw_load_error(const std::string& what) {
+  TILEJIT_THROW(kRuntimeError) << "cpu backend: cannot load the kernel binary: " << what;
+}
+
+std::string dl_error_text() {
+  const char* e = dlerror();
+  return e ? e : "unknown dlerror";
+}
+
+// An fd that is closed unless released.
+struct FdGuard {
+  int fd = -1;
+  ~FdGuard() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+struct LaunchContext {
+  EntryFn entry;
+  const runtime::LaunchParams* params;
+};
+
+void run_blocks(void* context, int64_t begin, int64_t end) {
+  const auto* c = static_cast<const LaunchContext*>(context);
+  c->entry(c->params->args, c->params->symbols, c->params->grid, begin, end);
+}
+
+class CpuModule final : public runtime::Module {
+ public:
+  CpuModule(void* handle, int fd, EntryFn entry) : handle_(handle), fd_(fd), entry_(entry) {}
+  ~CpuModule() override {
+    dlclose(handle_);
+    ::close(fd_);  // after dlclose: Note [Loading from memory]
+  }
+  CpuModule(const CpuModule&) = delete;
+  CpuModule& operator=(const CpuModule&) = delete;
+
+  void launch(const runtime::LaunchParams& params) override {
+    int64_t total = 1;
+    for (int64_t g : params.grid) {
+      if (TILEJIT_UNLIKELY(g < 0 || __builtin_mul_overflow(total, g, &total))) {
+        TILEJIT_THROW(kValueError) << "cpu launch: invalid grid (" << params.grid[0] << ", "
+                                   << params.grid[1] << ", " << params.grid[2] << ")";
+      }
+    }
+    LaunchContext context{entry_, &params};
+    ThreadPool::global().run(total, run_blocks, &context);
+  }
+
+ private:
+  void* handle_;
+  int fd_;
+  EntryFn entry_;
+};
+
+}  // namespace
+
+std::unique_ptr<runtime::Module> load_module(const std::string& binary) {
+  if (std::string problem = elf_problem(binary); !problem.empty()) throw_load_error(problem);
+
+  FdGuard fd{::memfd_create("tilejit_kernel", MFD_CLOEXEC)};
+  if (fd.fd < 0) throw_load_error(std::string("memfd_create: ") + std::strerror(errno));
+  for (size_t done = 0; done < binary.size();) {
+    const ssize_t n = ::write(fd.fd, binary.data() + done, binary.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw_load_error(std::string("writing the memfd: ") + std::strerror(errno));
+    done += size_t(n);
+  }
+
+  // Note [Loading from memory]: step past any path that still names a
+  // library. The numbers passed over stay open until we are done, so the
+  // next try cannot be handed one of them again.
+  std::vector<FdGuard> passed_over;
+  std::string path;
+  for (int attempt = 0;; ++attempt) {
+    path = "/proc/self/fd/" + std::to_string(fd.fd);
+    void* stale = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (stale == nullptr) break;
+    dlclose(stale);
+    const int moved = ::fcntl(fd.fd, F_DUPFD_CLOEXEC, 0);
+    if (attempt >= 64 || moved < 0) throw_load_error("no free path for " + path);
+    passed_over.push_back(FdGuard{fd.fd});
+    fd.fd = moved;
+  }
+
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) throw_load_error(dl_error_text());
+  auto fail = [&](const std::string& what) {
+    dlclose(handle);
+    throw_load_error(what);
+  };
+  dlerror();
+  auto abi = reinterpret_cast<int (*)()>(dlsym(handle, "tilejit_abi_version"));
+  if (abi == nullptr) fail(dl_error_text());
+  if (const int v = abi(); v != kAbiVersion) {
+    fail("its ABI version is " + std::to_string(v) + "; this tilejit expects " +
+         std::to_string(kAbiVersion));
+  }
+  auto entry = reinterpret_cast<EntryFn>(dlsym(handle, "tilejit_entry"));
+  if (entry == nullptr) fail(dl_error_text());
+  auto module = std::make_unique<CpuModule>(handle, fd.fd, entry);
+  fd.fd = -1;  // the module owns it now
+  return module;
+}
+
+}  // namespace tilejit::cpu

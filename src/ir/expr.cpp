@@ -1,0 +1,249 @@
+#include "tilejit/ir/expr.h"
+
+#include <ostream>
+#include <utility>
+
+#include "tilejit/core/error.h"
+
+namespace tilejit::ir {
+
+// Note [Integer semantics]
+// Every place that computes with constants (folding here, evaluate(),
+// simplify()'s coefficients, ShapeProgram::run) uses the same rules, so that
+// they agree bit for bit: + - * wrap in two's complement (computed on
+// uint64_t, never undefined behaviour), // and % are floor division and floor
+// modulo, and the one quotient that does not fit, INT64_MIN // -1, wraps to
+// INT64_MIN instead of trapping. Shapes never come near these limits; the
+// point is that no input, however wrong, can make the call path undefined.
+
+namespace {
+
+int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
+int64_t wrap_sub(int64_t a, int64_t b) { return int64_t(uint64_t(a) - uint64_t(b)); }
+int64_t wrap_mul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
+
+// Division by `b != 0` as Note [Integer semantics] says.
+int64_t divide(ExprKind kind, int64_t a, int64_t b) {
+  if (b == -1) return kind == ExprKind::kFloorMod ? 0 : wrap_sub(0, a);
+  switch (kind) {
+    case ExprKind::kFloorDiv: return floordiv_int(a, b);
+    case ExprKind::kFloorMod: return floormod_int(a, b);
+    default: return ceildiv_int(a, b);
+  }
+}
+
+bool is_division(ExprKind kind) {
+  return kind == ExprKind::kFloorDiv || kind == ExprKind::kFloorMod ||
+         kind == ExprKind::kCeilDiv;
+}
+
+// Applies a binary kind to two constants; the divisor of a division is
+// nonzero (callers check first, each with its own error).
+int64_t apply(ExprKind kind, int64_t a, int64_t b) {
+  switch (kind) {
+    case ExprKind::kAdd: return wrap_add(a, b);
+    case ExprKind::kSub: return wrap_sub(a, b);
+    case ExprKind::kMul: return wrap_mul(a, b);
+    case ExprKind::kMin: return a < b ? a : b;
+    case ExprKind::kMax: return a < b ? b : a;
+    default: return divide(kind, a, b);
+  }
+}
+
+bool is_identifier(const std::string& s) {
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (s.empty() || !alpha(s[0])) return false;
+  for (char c : s) {
+    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
+// Printing precedence: a child is parenthesised when it binds more loosely
+// than its parent, or, as a right operand, equally loosely (every operator
+// here associates to the left, so "a - (b + c)" and "a * (b // c)" need
+// them). Constants (negative ones included), symbols and calls are atoms:
+// "-3" reads as one token in the languages a reader has in mind.
+int precedence(const Expr& e) {
+  switch (e.kind()) {
+    case ExprKind::kAdd:
+    case ExprKind::kSub: return 1;
+    case ExprKind::kMul:
+    case ExprKind::kFloorDiv:
+    case ExprKind::kFloorMod: return 2;
+    default: return 3;
+  }
+}
+
+const char* infix_symbol(ExprKind kind) {
+  switch (kind) {
+    case ExprKind::kAdd: return " + ";
+    case ExprKind::kSub: return " - ";
+    case ExprKind::kMul: return " * ";
+    case ExprKind::kFloorDiv: return " // ";
+    case ExprKind::kFloorMod: return " % ";
+    default: return nullptr;
+  }
+}
+
+const char* call_name(ExprKind kind) {
+  switch (kind) {
+    case ExprKind::kCeilDiv: return "ceildiv";
+    case ExprKind::kMin: return "min";
+    case ExprKind::kMax: return "max";
+    default: return nullptr;
+  }
+}
+
+// The operator as an author writes it, for messages.
+const char* op_name(ExprKind kind) {
+  switch (kind) {
+    case ExprKind::kAdd: return "+";
+    case ExprKind::kSub: return "-";
+    case ExprKind::kMul: return "*";
+    case ExprKind::kFloorDiv: return "//";
+    case ExprKind::kFloorMod: return "%";
+    default: return call_name(kind);
+  }
+}
+
+void print(const Expr& e, std::string* out) {
+  if (!e.defined()) {
+    *out += "<undefined>";
+    return;
+  }
+  switch (e.kind()) {
+    case ExprKind::kIntImm: *out += std::to_string(e.int_value()); return;
+    case ExprKind::kVar: *out += e.var_name(); return;
+    default: break;
+  }
+  if (const char* name = call_name(e.kind())) {
+    *out += name;
+    *out += '(';
+    print(e.a(), out);
+    *out += ", ";
+    print(e.b(), out);
+    *out += ')';
+    return;
+  }
+  int p = precedence(e);
+  bool paren_a = precedence(e.a()) < p;
+  bool paren_b = precedence(e.b()) <= p;
+  if (paren_a) *out += '(';
+  print(e.a(), out);
+  if (paren_a) *out += ')';
+  *out += infix_symbol(e.kind());
+  if (paren_b) *out += '(';
+  print(e.b(), out);
+  if (paren_b) *out += ')';
+}
+
+}  // namespace
+
+Expr::Expr(int64_t value) {
+  auto node = std::make_shared<ExprNode>();
+  node->kind = ExprKind::kIntImm;
+  node->value = value;
+  node_ = std::move(node);
+}
+
+Expr Expr::var(std::string name) {
+  TILEJIT_CHECK(is_identifier(name), kValueError)
+      << "symbol name '" << name << "' is not a C identifier";
+  auto node = std::make_shared<ExprNode>();
+  node->kind = ExprKind::kVar;
+  node->name = std::move(name);
+  return Expr(std::shared_ptr<const ExprNode>(std::move(node)));
+}
+
+ExprKind Expr::kind() const noexcept { return node_->kind; }
+int64_t Expr::int_value() const noexcept { return node_->value; }
+const std::string& Expr::var_name() const noexcept { return node_->name; }
+const Expr& Expr::a() const noexcept { return node_->a; }
+const Expr& Expr::b() const noexcept { return node_->b; }
+
+Expr make_binary(ExprKind kind, Expr a, Expr b) {
+  TILEJIT_CHECK(kind != ExprKind::kIntImm && kind != ExprKind::kVar, kInternalError)
+      << "make_binary: kind " << int(kind) << " is not a binary kind";
+  TILEJIT_CHECK(a.defined() && b.defined(), kValueError)
+      << "an operand of '" << op_name(kind) << "' is an undefined expression";
+  auto node = std::make_shared<ExprNode>();
+  node->kind = kind;
+  node->a = std::move(a);
+  node->b = std::move(b);
+  Expr e(std::shared_ptr<const ExprNode>(std::move(node)));
+  // The node is built before the check so the message can print it as the
+  // author wrote it.
+  if (is_division(kind) && e.b().is_const() && e.b().int_value() == 0) {
+    TILEJIT_THROW(kValueError) << "division by constant zero in " << to_string(e);
+  }
+  if (e.a().is_const() && e.b().is_const()) {
+    return Expr(apply(kind, e.a().int_value(), e.b().int_value()));
+  }
+  return e;
+}
+
+Expr operator+(const Expr& a, const Expr& b) { return make_binary(ExprKind::kAdd, a, b); }
+Expr operator-(const Expr& a, const Expr& b) { return make_binary(ExprKind::kSub, a, b); }
+Expr operator*(const Expr& a, const Expr& b) { return make_binary(ExprKind::kMul, a, b); }
+Expr floordiv(const Expr& a, const Expr& b) { return make_binary(ExprKind::kFloorDiv, a, b); }
+Expr floormod(const Expr& a, const Expr& b) { return make_binary(ExprKind::kFloorMod, a, b); }
+Expr ceildiv(const Expr& a, const Expr& b) { return make_binary(ExprKind::kCeilDiv, a, b); }
+Expr min(const Expr& a, const Expr& b) { return make_binary(ExprKind::kMin, a, b); }
+Expr max(const Expr& a, const Expr& b) { return make_binary(ExprKind::kMax, a, b); }
+
+std::string to_string(const Expr& e) {
+  std::string out;
+  print(e, &out);
+  return out;
+}
+
+std::ostream& operator<<(std::ostream& os, const Expr& e) { return os << to_string(e); }
+
+bool structural_equal(const Expr& a, const Expr& b) {
+  if (a.get() == b.get()) return true;  // shared subtrees, and both undefined
+  if (!a.defined() || !b.defined() || a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case ExprKind::kIntImm: return a.int_value() == b.int_value();
+    case ExprKind::kVar: return a.var_name() == b.var_name();
+    default: return structural_equal(a.a(), b.a()) && structural_equal(a.b(), b.b());
+  }
+}
+
+void collect_vars(const Expr& e, std::vector<std::string>* out) {
+  if (!e.defined() || e.is_const()) return;
+  if (e.is_var()) {
+    for (const std::string& name : *out) {
+      if (name == e.var_name()) return;
+    }
+    out->push_back(e.var_name());
+    return;
+  }
+  collect_vars(e.a(), out);
+  collect_vars(e.b(), out);
+}
+
+namespace {
+
+int64_t eval(const Expr& e, const std::function<int64_t(const std::string&)>& lookup) {
+  switch (e.kind()) {
+    case ExprKind::kIntImm: return e.int_value();
+    case ExprKind::kVar: return lookup(e.var_name());
+    default: break;
+  }
+  int64_t a = eval(e.a(), lookup);
+  int64_t b = eval(e.b(), lookup);
+  if (is_division(e.kind()) && b == 0) {
+    TILEJIT_THROW(kValueError) << "division by zero in " << to_string(e);
+  }
+  return apply(e.kind(), a, b);
+}
+
+}  // namespace
+
+int64_t evaluate(const Expr& e, const std::function<int64_t(const std::string&)>& lookup) {
+  TILEJIT_CHECK(e.defined(), kValueError) << "evaluate: the expression is undefined";
+  return eval(e, lookup);
+}
+
+}  // namespace tilejit::ir

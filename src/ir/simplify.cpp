@@ -1,0 +1,254 @@
+#include "tilejit/ir/simplify.h"
+
+#include <limits>
+#include <map>
+#include <utility>
+#include <vector>
+
+namespace tilejit::ir {
+
+// Note [Canonical polynomial form]
+// simplify() reads an expression as a polynomial: a sum of monomials, each an
+// int64 coefficient times a product of atoms. An atom is a symbol or a
+// subterm that is not a polynomial (floordiv, floormod, ceildiv, min, max),
+// whose operands are simplified first. Sums, differences and products of
+// polynomials are computed exactly (coefficients follow Note [Integer
+// semantics] in expr.cpp), which combines like terms, folds constants and
+// applies x + 0, x * 1, x * 0 and x - x for free. Writing the polynomial back
+// in one fixed order (TermOrder, then compare() within a monomial) is what
+// makes equal polynomials print the same.
+//
+// Value is preserved wherever the original evaluates without dividing by
+// zero; dropping a term (x * 0, x - x) may also drop a division by zero that
+// the original would have reported, never the other way round.
+
+namespace {
+
+int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
+int64_t wrap_mul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
+
+// Symbols first, then the non-polynomial kinds, constants last (so a min or
+// max prints its symbolic operand first: "min(s, 4)").
+int kind_rank(ExprKind kind) {
+  switch (kind) {
+    case ExprKind::kVar: return 0;
+    case ExprKind::kIntImm: return 100;
+    default: return 1 + int(kind);
+  }
+}
+
+// A total order on expressions that agrees with structural_equal: symbols by
+// name, then by kind and operands.
+int compare(const Expr& x, const Expr& y) {
+  if (x.get() == y.get()) return 0;
+  int rx = kind_rank(x.kind()), ry = kind_rank(y.kind());
+  if (rx != ry) return rx < ry ? -1 : 1;
+  switch (x.kind()) {
+    case ExprKind::kIntImm:
+      return x.int_value() == y.int_value() ? 0 : (x.int_value() < y.int_value() ? -1 : 1);
+    case ExprKind::kVar: return x.var_name().compare(y.var_name());
+    default: {
+      int c = compare(x.a(), y.a());
+      return c != 0 ? c : compare(x.b(), y.b());
+    }
+  }
+}
+
+// Atoms sorted by compare(), repeated for powers; empty for the constant term.
+using Monomial = std::vector<Expr>;
+
+// Higher degree first, so products come before single atoms and the
+// constant comes last; equal degrees compare atom by atom.
+struct TermOrder {
+  bool operator()(const Monomial& x, const Monomial& y) const {
+    if (x.size() != y.size()) return x.size() > y.size();
+    for (size_t i = 0; i < x.size(); ++i) {
+      int c = compare(x[i], y[i]);
+      if (c != 0) return c < 0;
+    }
+    return false;
+  }
+};
+
+// Invariant: no coefficient is zero (the zero polynomial is empty).
+using Poly = std::map<Monomial, int64_t, TermOrder>;
+
+void add_term(Poly* p, const Monomial& m, int64_t coeff) {
+  if (coeff == 0) return;
+  auto [it, inserted] = p->emplace(m, coeff);
+  if (inserted) return;
+  it->second = wrap_add(it->second, coeff);
+  if (it->second == 0) p->erase(it);
+}
+
+Poly constant(int64_t c) {
+  Poly p;
+  add_term(&p, {}, c);
+  return p;
+}
+
+Poly atom(Expr e) {
+  Poly p;
+  p.emplace(Monomial{std::move(e)}, 1);
+  return p;
+}
+
+// x + sign * y, sign being 1 or -1.
+Poly add(Poly x, const Poly& y, int64_t sign) {
+  for (const auto& [m, c] : y) add_term(&x, m, wrap_mul(sign, c));
+  return x;
+}
+
+Monomial multiply(const Monomial& x, const Monomial& y) {
+  Monomial m;
+  m.reserve(x.size() + y.size());
+  size_t i = 0, j = 0;
+  while (i < x.size() || j < y.size()) {
+    if (j == y.size() || (i < x.size() && compare(x[i], y[j]) <= 0)) {
+      m.push_back(x[i++]);
+    } else {
+      m.push_back(y[j++]);
+    }
+  }
+  return m;
+}
+
+Poly mul(const Poly& x, const Poly& y) {
+  Poly p;
+  for (const auto& [mx, cx] : x) {
+    for (const auto& [my, cy] : y) add_term(&p, multiply(mx, my), wrap_mul(cx, cy));
+  }
+  return p;
+}
+
+// True when `p` is a constant (the zero polynomial included); sets *value.
+bool const_value(const Poly& p, int64_t* value) {
+  if (p.empty()) {
+    *value = 0;
+    return true;
+  }
+  if (p.size() == 1 && p.begin()->first.empty()) {
+    *value = p.begin()->second;
+    return true;
+  }
+  return false;
+}
+
+// Writes the polynomial back in TermOrder: the first term carries its sign
+// in its coefficient ("-1 * s + t"); later negative terms become
+// subtractions ("s - 1", "x - 2 * y") so the result reads as written.
+Expr to_expr(const Poly& p) {
+  if (p.empty()) return Expr(0);
+  Expr result;
+  for (const auto& [m, c] : p) {
+    bool first = !result.defined();
+    // INT64_MIN has no positive counterpart; it stays an added negative.
+    bool subtract = !first && c < 0 && c != std::numeric_limits<int64_t>::min();
+    int64_t magnitude = subtract ? -c : c;
+    Expr term;
+    if (m.empty()) {
+      term = Expr(magnitude);
+    } else {
+      term = magnitude == 1 ? m[0] : Expr(magnitude) * m[0];
+      for (size_t i = 1; i < m.size(); ++i) term = term * m[i];
+    }
+    result = first ? term : (subtract ? result - term : result + term);
+  }
+  return result;
+}
+
+Poly to_poly(const Expr& e);
+
+Poly division_to_poly(const Expr& e) {
+  Poly x = to_poly(e.a());
+  Poly y = to_poly(e.b());
+  int64_t divisor = 0;
+  if (const_value(y, &divisor)) {
+    // The divisor simplified to zero although it was not written as a
+    // constant ("n // (s - s)"). make_binary would reject the rewritten
+    // node, and the division must still fail when evaluated, so the
+    // original subterm stays, unsimplified, as an atom.
+    if (divisor == 0) return atom(e);
+    int64_t dividend = 0;
+    if (const_value(x, &dividend)) {
+      return constant(make_binary(e.kind(), Expr(dividend), Expr(divisor)).int_value());
+    }
+    // (INT64_MIN % -1 traps, so -1 is answered without dividing.)
+    bool exact = true;
+    for (const auto& [m, c] : x) exact = exact && (divisor == -1 || c % divisor == 0);
+    // Exact: every term divides evenly, so the quotient is exact for every
+    // value of the atoms, and the remainder is zero. This covers x // 1,
+    // x % 1, ceildiv(x, 1) and (4 * s) // 2.
+    if (exact) {
+      if (e.kind() == ExprKind::kFloorMod) return Poly{};
+      Poly q;
+      for (const auto& [m, c] : x) {
+        add_term(&q, m, divisor == -1 ? wrap_mul(c, -1) : c / divisor);
+      }
+      return q;
+    }
+  }
+  return atom(make_binary(e.kind(), to_expr(x), to_expr(y)));
+}
+
+Poly min_max_to_poly(const Expr& e) {
+  Poly x = to_poly(e.a());
+  Poly y = to_poly(e.b());
+  Expr ex = to_expr(x);
+  Expr ey = to_expr(y);
+  if (ex.is_const() && ey.is_const()) {
+    return constant(make_binary(e.kind(), ex, ey).int_value());
+  }
+  if (structural_equal(ex, ey)) return x;
+  // min and max commute; one operand order makes min(a, b) and min(b, a)
+  // the same atom.
+  if (compare(ex, ey) > 0) std::swap(ex, ey);
+  return atom(make_binary(e.kind(), ex, ey));
+}
+
+Poly to_poly(const Expr& e) {
+  switch (e.kind()) {
+    case ExprKind::kIntImm: return constant(e.int_value());
+    case ExprKind::kVar: return atom(e);
+    case ExprKind::kAdd: return add(to_poly(e.a()), to_poly(e.b()), 1);
+    case ExprKind::kSub: return add(to_poly(e.a()), to_poly(e.b()), -1);
+    case ExprKind::kMul: return mul(to_poly(e.a()), to_poly(e.b()));
+    case ExprKind::kFloorDiv:
+    case ExprKind::kFloorMod:
+    case ExprKind::kCeilDiv: return division_to_poly(e);
+    case ExprKind::kMin:
+    case ExprKind::kMax: return min_max_to_poly(e);
+  }
+  return atom(e);
+}
+
+}  // namespace
+
+Expr simplify(const Expr& e) {
+  if (!e.defined()) return e;
+  return to_expr(to_poly(e));
+}
+
+bool as_single_var_affine(const Expr& e, AffineForm* out) {
+  if (!e.defined()) return false;
+  Poly p = to_poly(e);
+  const Monomial* linear = nullptr;
+  int64_t coeff = 0, offset = 0;
+  for (const auto& [m, c] : p) {
+    if (m.empty()) {
+      offset = c;
+    } else if (linear == nullptr && m.size() == 1 && m[0].is_var()) {
+      linear = &m;
+      coeff = c;
+    } else {
+      return false;  // a second term, a product, or a non-polynomial atom
+    }
+  }
+  if (linear == nullptr) return false;  // a constant
+  out->var = (*linear)[0].var_name();
+  out->coeff = coeff;
+  out->offset = offset;
+  return true;
+}
+
+}  // namespace tilejit::ir

@@ -1,0 +1,259 @@
+// The failure messages of a call, out of line and cold, so that the hot path
+// in kernel.cpp is a sequence of compares (STYLE.md: "Build the message only
+// on failure"). Every message starts with the kernel's name and, where an
+// argument is at fault, its position among the inputs and its name.
+#include <sstream>
+
+#include "jit/kernel_impl.h"
+#include "tilejit/core/error.h"
+
+namespace tilejit {
+namespace {
+
+const ir::Param& input_param(const Kernel::Impl& k, int input) {
+  return k.func.params[k.plan.inputs[input].param];
+}
+
+// "sparse_attention_fwd: argument #2 'Indices': "
+std::string arg_prefix(const Kernel::Impl& k, int input) {
+  return k.func.name + ": argument #" + std::to_string(input) + " '" +
+         input_param(k, input).name + "': ";
+}
+
+std::string expected_shape(const ir::Param& p) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t d = 0; d < p.tensor.shape.size(); ++d) os << (d ? ", " : "") << p.tensor.shape[d];
+  os << "]";
+  return os.str();
+}
+
+// "an int32", "a float32".
+std::string with_article(const std::string& word) {
+  const bool vowel = !word.empty() && std::string("aeiou").find(word[0]) != std::string::npos;
+  return (vowel ? "an " : "a ") + word;
+}
+
+std::string describe(const Arg& arg) {
+  switch (arg.kind()) {
+    case Arg::Kind::kNone: return "None";
+    case Arg::Kind::kInt: return "an integer (" + std::to_string(arg.int_value()) + ")";
+    case Arg::Kind::kFloat: {
+      std::ostringstream os;
+      os << "a float (" << arg.float_value() << ")";
+      return os.str();
+    }
+    case Arg::Kind::kTensor:
+      if (!arg.tensor().defined()) return "an undefined tensor";
+      return with_article(arg.tensor().dtype().name()) + " tensor of shape " +
+             arg.tensor().shape_str();
+  }
+  return "?";
+}
+
+// Where a symbol's value came from: "Q.shape[0]" or "scalar 'n'".
+std::string source_of(const Kernel::Impl& k, const SymbolBinding& b) {
+  const ir::Param& p = input_param(k, b.input);
+  if (b.dim < 0) return "scalar '" + p.name + "'";
+  return p.name + ".shape[" + std::to_string(b.dim) + "]";
+}
+
+const SymbolBinding* binding_of(const Kernel::Impl& k, int slot) {
+  for (const SymbolBinding& b : k.plan.bindings) {
+    if (b.symbol == slot) return &b;
+  }
+  return nullptr;
+}
+
+// "(m = 0 from A.shape[0])" for the symbols in `e`, or "" when it has none.
+std::string symbol_values(const Kernel::Impl& k, const ir::Expr& e, const BoundCall& call) {
+  std::vector<std::string> vars;
+  ir::collect_vars(e, &vars);
+  if (vars.empty()) return "";
+  std::ostringstream os;
+  os << " (";
+  for (size_t i = 0; i < vars.size(); ++i) {
+    int slot = 0;
+    while (k.plan.symbols[slot] != vars[i]) ++slot;
+    os << (i ? ", " : "") << vars[i] << " = " << call.symbols[slot];
+    if (const SymbolBinding* b = binding_of(k, slot)) os << " from " << source_of(k, *b);
+  }
+  os << ")";
+  return os.str();
+}
+
+}  // namespace
+
+namespace call_errors {
+
+void arity(const Kernel::Impl& k, size_t got) {
+  std::ostringstream names;
+  for (size_t i = 0; i < k.plan.inputs.size(); ++i) {
+    names << (i ? ", " : "") << input_param(k, int(i)).name;
+  }
+  TILEJIT_THROW(kTypeError) << k.func.name << ": expected " << k.plan.inputs.size()
+                            << " input" << (k.plan.inputs.size() == 1 ? "" : "s") << " ("
+                            << names.str() << "), got " << got;
+}
+
+void not_a_tensor(const Kernel::Impl& k, int input, const Arg& arg) {
+  const std::string dtype = input_param(k, input).tensor.dtype.name();
+  TILEJIT_THROW(kTypeError) << arg_prefix(k, input) << "expected " << with_article(dtype)
+                            << " tensor, got " << describe(arg);
+}
+
+void not_a_scalar(const Kernel::Impl& k, int input, const Arg& arg) {
+  const ir::Param& p = input_param(k, input);
+  TILEJIT_THROW(kTypeError) << arg_prefix(k, input) << "expected " << p.scalar.name()
+                            << " scalar, got " << describe(arg);
+}
+
+void scalar_value(const Kernel::Impl& k, int input, const Arg& arg) {
+  TILEJIT_THROW(kValueError) << arg_prefix(k, input) << "value " << arg.int_value()
+                             << " does not fit in int32";
+}
+
+void dtype(const Kernel::Impl& k, int input, const Tensor& t) {
+  TILEJIT_THROW(kTypeError) << arg_prefix(k, input) << "expected "
+                            << input_param(k, input).tensor.dtype.name() << ", got "
+                            << t.dtype().name();
+}
+
+void rank(const Kernel::Impl& k, int input, const Tensor& t) {
+  const ir::Param& p = input_param(k, input);
+  TILEJIT_THROW(kValueError) << arg_prefix(k, input) << "expected " << p.tensor.shape.size()
+                             << " dimensions " << expected_shape(p) << ", got " << t.ndim()
+                             << " " << t.shape_str();
+}
+
+void static_dim(const Kernel::Impl& k, int input, int dim, const Tensor& t) {
+  TILEJIT_THROW(kValueError) << arg_prefix(k, input) << "dimension " << dim << " must be "
+                             << k.plan.inputs[input].static_dims[dim] << ", got "
+                             << t.shape(dim) << " (shape " << t.shape_str() << ")";
+}
+
+void device(const Kernel::Impl& k, int input, const Tensor& t, const BoundCall& call,
+            int first_tensor_input) {
+  if (first_tensor_input < 0) {
+    TILEJIT_THROW(kValueError) << arg_prefix(k, input) << "expected a tensor on "
+                               << device_type_name(k.backend->device_type()) << " (target '"
+                               << k.backend->target() << "'), got one on " << t.device().str();
+  }
+  TILEJIT_THROW(kValueError) << arg_prefix(k, input) << "is on " << t.device().str()
+                             << " but argument #" << first_tensor_input << " '"
+                             << input_param(k, first_tensor_input).name << "' is on "
+                             << call.device.str() << "; all tensors must be on one device";
+}
+
+void not_contiguous(const Kernel::Impl& k, int input, const Tensor& t) {
+  std::ostringstream strides;
+  strides << "[";
+  for (int d = 0; d < t.ndim(); ++d) strides << (d ? ", " : "") << t.stride(d);
+  strides << "]";
+  TILEJIT_THROW(kValueError) << arg_prefix(k, input)
+                             << "expected a contiguous tensor, got strides " << strides.str()
+                             << " for shape " << t.shape_str();
+}
+
+void affine(const Kernel::Impl& k, const SymbolBinding& b, int64_t extent) {
+  const ir::Param& p = input_param(k, b.input);
+  TILEJIT_THROW(kValueError) << arg_prefix(k, b.input) << "dimension " << b.dim << " is "
+                             << extent << ", which is not " << p.tensor.shape[b.dim]
+                             << " for any integer " << k.plan.symbols[b.symbol];
+}
+
+void negative_symbol(const Kernel::Impl& k, const SymbolBinding& b, int64_t value) {
+  TILEJIT_THROW(kValueError) << k.func.name << ": symbol '" << k.plan.symbols[b.symbol]
+                             << "' = " << value << " from " << source_of(k, b)
+                             << " is negative; shapes must be non-negative";
+}
+
+void division_by_zero(const Kernel::Impl& k, const BoundCall& call) {
+  std::ostringstream os;
+  for (size_t s = 0; s < k.plan.symbols.size(); ++s) {
+    os << (s ? ", " : "") << k.plan.symbols[s] << " = " << call.symbols[s];
+  }
+  TILEJIT_THROW(kValueError) << k.func.name << ": division by zero evaluating the shapes ("
+                             << os.str() << ")";
+}
+
+void mismatch(const Kernel::Impl& k, const DimCheck& c, std::span<const Arg> inputs,
+              const BoundCall& call) {
+  const ir::Param& p = input_param(k, c.input);
+  const ir::Expr& e = p.tensor.shape[c.dim];
+  const int64_t got = inputs[c.input].tensor().shape(c.dim);
+  if (e.is_var()) {
+    int slot = 0;
+    while (k.plan.symbols[slot] != e.var_name()) ++slot;
+    const SymbolBinding* b = binding_of(k, slot);
+    TILEJIT_THROW(kValueError) << k.func.name << ": symbol '" << e.var_name() << "': "
+                               << source_of(k, *b) << " = " << call.symbols[slot] << " but "
+                               << p.name << ".shape[" << c.dim << "] = " << got;
+  }
+  TILEJIT_THROW(kValueError) << arg_prefix(k, c.input) << "dimension " << c.dim << " must be "
+                             << e << " = " << call.results[c.result]
+                             << symbol_values(k, e, call) << ", got " << got;
+}
+
+void bad_grid(const Kernel::Impl& k, int dim, const BoundCall& call) {
+  const ir::Expr& e = k.func.launch.grid[dim];
+  TILEJIT_THROW(kValueError) << k.func.name << ": grid extent " << dim << " = " << e
+                             << " evaluates to " << call.results[k.plan.grid_result + dim]
+                             << symbol_values(k, e, call)
+                             << "; every grid extent must be positive";
+}
+
+void bad_buffer_dim(const Kernel::Impl& k, const BufferSpec& b, int dim, const BoundCall& call) {
+  const ir::Param& p = k.func.params[b.param];
+  const ir::Expr& e = p.tensor.shape[dim];
+  const char* role = k.plan.roles[b.param] == ParamRole::kOutput ? "output" : "workspace";
+  TILEJIT_THROW(kValueError) << k.func.name << ": " << role << " '" << p.name << "' dimension "
+                             << dim << " = " << e << " evaluates to "
+                             << call.results[b.first_result + dim] << symbol_values(k, e, call)
+                             << "; extents must be non-negative";
+}
+
+void too_large(const Kernel::Impl& k, const BufferSpec& b, const BoundCall& call) {
+  const ir::Param& p = k.func.params[b.param];
+  TILEJIT_THROW(kValueError) << k.func.name << ": workspace '" << p.name
+                             << "' is too large: its size in bytes overflows 64 bits";
+}
+
+void bad_out(const Kernel::Impl& k, size_t index, const Tensor& t, const BoundCall& call,
+             const std::string& problem) {
+  const BufferSpec& b = k.plan.outputs[index];
+  const ir::Param& p = k.func.params[b.param];
+  std::ostringstream os;
+  os << k.func.name << ": out[" << index << "] '" << p.name << "': ";
+  if (problem == "dtype") {
+    os << "expected " << b.dtype.name() << ", got " << t.dtype().name();
+  } else if (problem == "shape") {
+    os << "expected shape [";
+    for (int d = 0; d < b.rank; ++d) os << (d ? ", " : "") << call.results[b.first_result + d];
+    os << "], got " << t.shape_str();
+  } else if (problem == "device") {
+    os << "expected a tensor on " << call.device.str() << ", got one on " << t.device().str();
+  } else {
+    os << "expected a contiguous tensor";
+  }
+  throw Error(problem == "dtype" ? ErrorKind::kTypeError : ErrorKind::kValueError, os.str());
+}
+
+void bad_workspace(const Kernel::Impl& k, const Tensor& t, size_t needed, const BoundCall& call,
+                   const std::string& problem) {
+  std::ostringstream os;
+  os << k.func.name << ": workspace=: ";
+  if (problem == "size") {
+    os << "needs " << needed << " bytes, got a tensor of " << t.nbytes() << " bytes";
+  } else if (problem == "device") {
+    os << "expected a tensor on " << call.device.str() << ", got one on " << t.device().str();
+  } else if (problem == "alignment") {
+    os << "the data pointer must be 256-byte aligned";
+  } else {
+    os << "expected a contiguous tensor";
+  }
+  throw Error(ErrorKind::kValueError, os.str());
+}
+
+}  // namespace call_errors
+}  // namespace tilejit

@@ -1,0 +1,351 @@
+#include "tilejit/jit/kernel.h"
+
+#include <cstring>
+#include <limits>
+
+#include "jit/kernel_impl.h"
+#include "tilejit/core/error.h"
+#include "tilejit/runtime/compile_cache.h"
+#include "tilejit/runtime/workspace_pool.h"
+
+namespace tilejit {
+namespace {
+
+constexpr size_t kWorkspaceAlign = 256;
+
+constexpr size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+// Mixes workspace offsets into a tag that identifies one arena layout of one
+// plan (Note [zero_once] below).
+inline uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+
+// The data of one tensor input, or the storage of one scalar, as the kernel
+// receives it.
+inline void* input_arg(const Kernel::Impl& k, int input, const Arg& arg, BoundCall* call) {
+  if (!k.plan.inputs[input].scalar) return arg.tensor().data();
+  return &call->scalars[input];
+}
+
+}  // namespace
+
+// Note [zero_once]
+// A zero_once workspace is zeroed when its arena is first used for a layout
+// and then trusted to stay zero: the kernel promises to leave it as it found
+// it. The pool keeps, per block, the tag of the last layout that ran in it
+// (a hash of the plan's id and every workspace's offset and size). A lease
+// whose block carries another tag, including a new block's 0, zeroes its
+// zero_once regions first; every lease then writes its own tag, so a block
+// that another kernel (or another shape of this one) has scribbled on is
+// zeroed again before it is trusted.
+
+void bind_inputs(const Kernel::Impl& k, std::span<const Arg> inputs, BoundCall* call) {
+  const CallPlan& plan = k.plan;
+  if (TILEJIT_UNLIKELY(inputs.size() != plan.inputs.size())) call_errors::arity(k, inputs.size());
+  int first_tensor = -1;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const InputSpec& spec = plan.inputs[i];
+    const Arg& arg = inputs[i];
+    if (spec.scalar) {
+      ScalarValue& v = call->scalars[i];
+      if (spec.dtype == DataType::float32()) {
+        if (arg.kind() == Arg::Kind::kFloat) {
+          v.f32 = float(arg.float_value());
+        } else if (arg.kind() == Arg::Kind::kInt) {
+          v.f32 = float(arg.int_value());
+        } else {
+          call_errors::not_a_scalar(k, int(i), arg);
+        }
+      } else {
+        if (arg.kind() != Arg::Kind::kInt) call_errors::not_a_scalar(k, int(i), arg);
+        const int64_t x = arg.int_value();
+        if (spec.dtype == DataType::int32()) {
+          if (x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max()) {
+            call_errors::scalar_value(k, int(i), arg);
+          }
+          v.i32 = int32_t(x);
+        } else {
+          v.i64 = x;
+        }
+      }
+      continue;
+    }
+    if (TILEJIT_UNLIKELY(arg.kind() != Arg::Kind::kTensor || !arg.tensor().defined())) {
+      call_errors::not_a_tensor(k, int(i), arg);
+    }
+    const Tensor& t = arg.tensor();
+    if (TILEJIT_UNLIKELY(t.dtype() != spec.dtype)) call_errors::dtype(k, int(i), t);
+    if (TILEJIT_UNLIKELY(t.ndim() != spec.rank)) call_errors::rank(k, int(i), t);
+    for (int d = 0; d < spec.rank; ++d) {
+      if (TILEJIT_UNLIKELY(spec.static_dims[d] >= 0 && t.shape(d) != spec.static_dims[d])) {
+        call_errors::static_dim(k, int(i), d, t);
+      }
+    }
+    if (first_tensor < 0) {
+      first_tensor = int(i);
+      call->device = t.device();
+      call->has_device = true;
+      if (TILEJIT_UNLIKELY(t.device().type != k.backend->device_type())) {
+        call_errors::device(k, int(i), t, *call, -1);
+      }
+    } else if (TILEJIT_UNLIKELY(t.device() != call->device)) {
+      call_errors::device(k, int(i), t, *call, first_tensor);
+    }
+    if (TILEJIT_UNLIKELY(!t.is_contiguous())) call_errors::not_contiguous(k, int(i), t);
+  }
+  if (!call->has_device) call->device = k.primary_device;
+
+  for (const SymbolBinding& b : plan.bindings) {
+    const Arg& arg = inputs[b.input];
+    int64_t value;
+    if (b.dim < 0) {
+      value = arg.int_value();
+    } else {
+      const int64_t extent = arg.tensor().shape(b.dim);
+      const int64_t num = extent - b.offset;
+      if (TILEJIT_UNLIKELY(num % b.coeff != 0)) call_errors::affine(k, b, extent);
+      value = num / b.coeff;
+    }
+    if (TILEJIT_UNLIKELY(value < 0)) call_errors::negative_symbol(k, b, value);
+    call->symbols[b.symbol] = value;
+  }
+  if (TILEJIT_UNLIKELY(!plan.program.run(call->symbols, call->results))) {
+    call_errors::division_by_zero(k, *call);
+  }
+  for (const DimCheck& c : plan.checks) {
+    if (TILEJIT_UNLIKELY(inputs[c.input].tensor().shape(c.dim) != call->results[c.result])) {
+      call_errors::mismatch(k, c, inputs, *call);
+    }
+  }
+  for (int d = 0; d < 3; ++d) {
+    if (TILEJIT_UNLIKELY(call->results[plan.grid_result + d] <= 0)) call_errors::bad_grid(k, d, *call);
+  }
+  for (const auto* list : {&plan.outputs, &plan.workspaces}) {
+    for (const BufferSpec& b : *list) {
+      for (int d = 0; d < b.rank; ++d) {
+        if (TILEJIT_UNLIKELY(call->results[b.first_result + d] < 0)) {
+          call_errors::bad_buffer_dim(k, b, d, *call);
+        }
+      }
+    }
+  }
+}
+
+size_t layout_workspaces(const Kernel::Impl& k, const BoundCall& call, size_t* offsets,
+                         size_t* sizes) {
+  size_t offset = 0;
+  for (size_t w = 0; w < k.plan.workspaces.size(); ++w) {
+    const BufferSpec& b = k.plan.workspaces[w];
+    uint64_t bytes = uint64_t(b.dtype.bytes());
+    for (int d = 0; d < b.rank; ++d) {
+      if (TILEJIT_UNLIKELY(__builtin_mul_overflow(bytes, uint64_t(call.results[b.first_result + d]),
+                                                  &bytes))) {
+        call_errors::too_large(k, b, call);
+      }
+    }
+    offset = align_up(offset, kWorkspaceAlign);
+    offsets[w] = offset;
+    sizes[w] = bytes;
+    if (TILEJIT_UNLIKELY(__builtin_add_overflow(offset, bytes, &offset))) {
+      call_errors::too_large(k, b, call);
+    }
+  }
+  return offset == 0 ? 0 : align_up(offset, kWorkspaceAlign);
+}
+
+runtime::Module* Kernel::Impl::module_for(Device device) const {
+  if (TILEJIT_LIKELY(device == primary_device)) return primary_module.get();
+  std::lock_guard<std::mutex> lock(modules_mutex);
+  for (auto& [d, m] : other_modules) {
+    if (d == device) return m.get();
+  }
+  auto module = runtime::CompileCache::global().get(*backend, source, func.name, options.compile,
+                                                    device, options.disk_cache);
+  other_modules.emplace_back(device, module);
+  return module.get();
+}
+
+Outputs Kernel::call(std::span<const Arg> inputs, const CallOptions& options) const {
+  TILEJIT_CHECK(impl_ != nullptr, kValueError) << "call of an undefined Kernel";
+  const Impl& k = *impl_;
+  const CallPlan& plan = k.plan;
+  BoundCall call;
+  bind_inputs(k, inputs, &call);
+  runtime::Backend& backend = *k.backend;
+  const runtime::Stream stream =
+      options.has_stream ? options.stream : backend.current_stream(call.device);
+
+  // Outputs.
+  void* args[kMaxParams];
+  Outputs outputs;
+  outputs.tensors().reserve(plan.outputs.size());
+  runtime::TensorAllocator& allocator =
+      options.allocator ? *options.allocator : backend.tensor_allocator();
+  TILEJIT_CHECK(options.out.empty() || options.out.size() == plan.outputs.size(), kValueError)
+      << plan.kernel_name << ": out= has " << options.out.size() << " tensors; the kernel has "
+      << plan.outputs.size() << " outputs";
+  for (size_t o = 0; o < plan.outputs.size(); ++o) {
+    const BufferSpec& b = plan.outputs[o];
+    std::span<const int64_t> shape(&call.results[b.first_result], size_t(b.rank));
+    if (!options.out.empty() && options.out[o].defined()) {
+      const Tensor& t = options.out[o];
+      if (t.dtype() != b.dtype) call_errors::bad_out(k, o, t, call, "dtype");
+      if (t.ndim() != b.rank || !std::equal(shape.begin(), shape.end(), t.shape().begin())) {
+        call_errors::bad_out(k, o, t, call, "shape");
+      }
+      if (t.device() != call.device) call_errors::bad_out(k, o, t, call, "device");
+      if (!t.is_contiguous()) call_errors::bad_out(k, o, t, call, "contiguity");
+      outputs.tensors().push_back(t);
+    } else {
+      outputs.tensors().push_back(allocator.empty(shape, b.dtype, call.device, stream));
+    }
+    args[b.param] = outputs.tensors().back().data();
+  }
+
+  // Workspaces: one arena, leased from the pool or supplied.
+  size_t offsets[kMaxParams];
+  size_t sizes[kMaxParams];
+  const size_t arena_bytes = layout_workspaces(k, call, offsets, sizes);
+  runtime::WorkspacePool* pool = nullptr;
+  runtime::WorkspacePool::Lease lease;
+  char* arena = nullptr;
+  bool zero_all = false;
+  if (options.workspace.defined()) {
+    const Tensor& w = options.workspace;
+    if (size_t(w.nbytes()) < arena_bytes) call_errors::bad_workspace(k, w, arena_bytes, call, "size");
+    if (w.device() != call.device) call_errors::bad_workspace(k, w, arena_bytes, call, "device");
+    if (!w.is_contiguous()) call_errors::bad_workspace(k, w, arena_bytes, call, "contiguity");
+    if (reinterpret_cast<uintptr_t>(w.data()) % kWorkspaceAlign != 0) {
+      call_errors::bad_workspace(k, w, arena_bytes, call, "alignment");
+    }
+    arena = static_cast<char*>(w.data());
+    zero_all = true;
+  } else if (arena_bytes > 0) {
+    pool = &runtime::WorkspacePool::get(backend, call.device);
+    lease = pool->acquire(arena_bytes, stream);
+    arena = static_cast<char*>(lease.ptr);
+  }
+  runtime::LeaseGuard guard(pool, lease, stream);
+
+  if (arena != nullptr) {
+    uint64_t tag = 0;
+    bool fresh_layout = zero_all;
+    if (lease) {
+      tag = plan.id;
+      for (size_t w = 0; w < plan.workspaces.size(); ++w) tag = mix(mix(tag, offsets[w]), sizes[w]);
+      tag |= 1;  // never 0, the tag of a new block
+      fresh_layout = *lease.tag != tag;
+    }
+    for (size_t w = 0; w < plan.workspaces.size(); ++w) {
+      const BufferSpec& b = plan.workspaces[w];
+      args[b.param] = arena + offsets[w];
+      const bool zero = b.init == WorkspaceInit::kZero ||
+                        (b.init == WorkspaceInit::kZeroOnce && fresh_layout);
+      if (zero && sizes[w] > 0) backend.memset_async(arena + offsets[w], 0, sizes[w], call.device, stream);
+    }
+    if (lease) *lease.tag = tag;
+  } else {
+    for (const BufferSpec& b : plan.workspaces) args[b.param] = nullptr;
+  }
+
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    args[plan.inputs[i].param] = input_arg(k, int(i), inputs[i], &call);
+  }
+
+  runtime::LaunchParams launch;
+  launch.args = args;
+  launch.num_args = int(k.func.params.size());
+  launch.symbols = call.symbols;
+  launch.num_symbols = int(plan.symbols.size());
+  for (int d = 0; d < 3; ++d) launch.grid[d] = call.results[plan.grid_result + d];
+  launch.threads = k.func.launch.threads;
+  launch.dynamic_smem_bytes = call.results[plan.smem_result];
+  launch.device = call.device;
+  launch.stream = stream;
+  k.module_for(call.device)->launch(launch);
+  return outputs;
+}
+
+size_t Kernel::workspace_bytes(std::span<const Arg> inputs) const {
+  TILEJIT_CHECK(impl_ != nullptr, kValueError) << "workspace_bytes of an undefined Kernel";
+  BoundCall call;
+  bind_inputs(*impl_, inputs, &call);
+  size_t offsets[kMaxParams];
+  size_t sizes[kMaxParams];
+  return layout_workspaces(*impl_, call, offsets, sizes);
+}
+
+std::vector<WorkspaceSlice> Kernel::workspace_layout(std::span<const Arg> inputs) const {
+  TILEJIT_CHECK(impl_ != nullptr, kValueError) << "workspace_layout of an undefined Kernel";
+  BoundCall call;
+  bind_inputs(*impl_, inputs, &call);
+  size_t offsets[kMaxParams];
+  size_t sizes[kMaxParams];
+  layout_workspaces(*impl_, call, offsets, sizes);
+  std::vector<WorkspaceSlice> slices;
+  for (size_t w = 0; w < impl_->plan.workspaces.size(); ++w) {
+    const BufferSpec& b = impl_->plan.workspaces[w];
+    WorkspaceSlice s;
+    s.name = impl_->func.params[b.param].name;
+    s.offset = offsets[w];
+    s.bytes = sizes[w];
+    s.shape.assign(&call.results[b.first_result], &call.results[b.first_result] + b.rank);
+    s.dtype = b.dtype;
+    s.init = b.init;
+    slices.push_back(std::move(s));
+  }
+  return slices;
+}
+
+Outputs::operator Tensor() const {
+  TILEJIT_CHECK(tensors_.size() == 1, kTypeError)
+      << "the call returned " << tensors_.size()
+      << " outputs; a single Tensor needs exactly one (index the Outputs instead)";
+  return tensors_[0];
+}
+
+const std::string& Kernel::name() const { return impl_->func.name; }
+const std::string& Kernel::target() const { return impl_->backend->target(); }
+const std::string& Kernel::source() const { return impl_->source; }
+const ir::PrimFunc& Kernel::prim_func() const { return impl_->func; }
+const CallPlan& Kernel::plan() const { return impl_->plan; }
+
+std::vector<std::string> Kernel::input_names() const {
+  std::vector<std::string> names;
+  for (const InputSpec& in : impl_->plan.inputs) names.push_back(impl_->func.params[in.param].name);
+  return names;
+}
+
+Kernel jit(const ir::PrimFunc& func, const JitOptions& options) {
+  ir::validate(func);
+  LegalizedIndices indices = legalize_indices(func, options.out_idx, options.workspace_idx);
+  auto impl = std::make_shared<Kernel::Impl>();
+  impl->func = func;
+  impl->options = options;
+  impl->plan = build_call_plan(impl->func, indices, options);
+
+  std::string target = options.target;
+  if (target == "auto") {
+    runtime::Backend* cuda = runtime::find_backend(DeviceType::kCUDA);
+    target = (cuda && cuda->available() && func.bodies.count(cuda->target())) ? cuda->target()
+                                                                              : "cpu";
+  }
+  impl->backend = &runtime::get_backend(target);
+  TILEJIT_CHECK(impl->backend->available(), kRuntimeError)
+      << func.name << ": target '" << target << "' is not available on this machine";
+  runtime::SourceRequest request;
+  request.func = &impl->func;
+  request.symbols = impl->plan.symbols;
+  impl->source = impl->backend->generate_source(request);
+  impl->primary_device = Device{impl->backend->device_type(), 0};
+  impl->primary_module = runtime::CompileCache::global().get(
+      *impl->backend, impl->source, func.name, options.compile, impl->primary_device,
+      options.disk_cache);
+  Kernel kernel;
+  kernel.impl_ = std::move(impl);
+  return kernel;
+}
+
+}  // namespace tilejit

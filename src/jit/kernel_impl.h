@@ -1,0 +1,84 @@
+// Kernel::Impl and the call path's private pieces, shared by kernel.cpp (the
+// hot path and jit()) and call_errors.cpp (the cold failure messages).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tilejit/jit/kernel.h"
+#include "tilejit/runtime/backend.h"
+
+namespace tilejit {
+
+struct Kernel::Impl {
+  ir::PrimFunc func;
+  JitOptions options;
+  CallPlan plan;
+  runtime::Backend* backend = nullptr;
+  std::string source;
+  Device primary_device;
+  std::shared_ptr<runtime::Module> primary_module;
+  // Modules for devices other than the primary one, loaded on first use.
+  mutable std::mutex modules_mutex;
+  mutable std::vector<std::pair<Device, std::shared_ptr<runtime::Module>>> other_modules;
+
+  runtime::Module* module_for(Device device) const;
+};
+
+/// Scalar argument storage in the declared dtype (the kernel reads it
+/// through a pointer).
+union ScalarValue {
+  int32_t i32;
+  int64_t i64;
+  float f32;
+};
+
+/// What binding and checking one call produces.
+struct BoundCall {
+  Device device;
+  bool has_device = false;
+  int64_t symbols[kMaxSymbols];
+  int64_t results[kMaxResults];
+  ScalarValue scalars[kMaxParams];
+};
+
+/// Checks every input, binds the symbols and evaluates the program;
+/// throws the errors of Note [Call plan]. Used by calls and by
+/// workspace_bytes().
+void bind_inputs(const Kernel::Impl& k, std::span<const Arg> inputs, BoundCall* out);
+
+/// Workspace offsets for a bound call; returns the arena's size in bytes.
+size_t layout_workspaces(const Kernel::Impl& k, const BoundCall& call, size_t* offsets,
+                         size_t* sizes);
+
+// Cold failure paths (call_errors.cpp). Each throws.
+namespace call_errors {
+[[noreturn]] void arity(const Kernel::Impl& k, size_t got);
+[[noreturn]] void not_a_tensor(const Kernel::Impl& k, int input, const Arg& arg);
+[[noreturn]] void not_a_scalar(const Kernel::Impl& k, int input, const Arg& arg);
+[[noreturn]] void scalar_value(const Kernel::Impl& k, int input, const Arg& arg);
+[[noreturn]] void dtype(const Kernel::Impl& k, int input, const Tensor& t);
+[[noreturn]] void rank(const Kernel::Impl& k, int input, const Tensor& t);
+[[noreturn]] void static_dim(const Kernel::Impl& k, int input, int dim, const Tensor& t);
+[[noreturn]] void device(const Kernel::Impl& k, int input, const Tensor& t,
+                         const BoundCall& call, int first_tensor_input);
+[[noreturn]] void not_contiguous(const Kernel::Impl& k, int input, const Tensor& t);
+[[noreturn]] void affine(const Kernel::Impl& k, const SymbolBinding& b, int64_t extent);
+[[noreturn]] void negative_symbol(const Kernel::Impl& k, const SymbolBinding& b, int64_t value);
+[[noreturn]] void division_by_zero(const Kernel::Impl& k, const BoundCall& call);
+[[noreturn]] void mismatch(const Kernel::Impl& k, const DimCheck& c, std::span<const Arg> inputs,
+                           const BoundCall& call);
+[[noreturn]] void bad_grid(const Kernel::Impl& k, int dim, const BoundCall& call);
+[[noreturn]] void bad_buffer_dim(const Kernel::Impl& k, const BufferSpec& b, int dim,
+                                 const BoundCall& call);
+[[noreturn]] void too_large(const Kernel::Impl& k, const BufferSpec& b, const BoundCall& call);
+[[noreturn]] void bad_out(const Kernel::Impl& k, size_t index, const Tensor& t,
+                          const BoundCall& call, const std::string& problem);
+[[noreturn]] void bad_workspace(const Kernel::Impl& k, const Tensor& t, size_t needed,
+                                const BoundCall& call, const std::string& problem);
+}  // namespace call_errors
+
+}  // namespace tilejit

@@ -1,0 +1,302 @@
+// WorkspacePool: see workspace_pool.h and DESIGN.md, "The workspace pool".
+#include "tilejit/runtime/workspace_pool.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <string>
+#include <tuple>
+
+#include "tilejit/core/error.h"
+#include "tilejit/runtime/backend.h"
+
+namespace tilejit::runtime {
+namespace {
+
+constexpr size_t kBlockAlign = 256;
+// A free block serves a request of `bytes` only when it is at most
+// max(2 * bytes, bytes + kSlack): small requests may take a block somewhat
+// larger than twice their size (they are cheap to waste), large requests never
+// pin a block more than twice their size.
+constexpr size_t kSlack = size_t{1} << 20;
+constexpr const char* kLimitSetting = "TILEJIT_WORKSPACE_LIMIT";
+
+// The size of the block for a request: whole multiples of the alignment, so
+// that blocks of nearly equal requests are interchangeable.
+size_t block_size_for(size_t bytes) {
+  TILEJIT_CHECK(bytes <= std::numeric_limits<size_t>::max() - kBlockAlign, kOutOfMemoryError)
+      << "workspace pool: cannot allocate " << bytes << " bytes (the size overflows)";
+  return (bytes + kBlockAlign - 1) / kBlockAlign * kBlockAlign;
+}
+
+size_t max_fit_for(size_t size) {
+  size_t doubled = size > std::numeric_limits<size_t>::max() / 2
+                       ? std::numeric_limits<size_t>::max()
+                       : 2 * size;
+  size_t slack = size > std::numeric_limits<size_t>::max() - kSlack
+                     ? std::numeric_limits<size_t>::max()
+                     : size + kSlack;
+  return std::max(doubled, slack);
+}
+
+// Cold: builds the message only on failure (STYLE.md). Says what was asked,
+// what the pool holds after giving back its cache, and the setting that caps it.
+[[noreturn, gnu::cold, gnu::noinline]] void throw_out_of_memory(
+    Device device, const std::string& target, size_t bytes, size_t size, bool over_limit,
+    const PoolStats& stats, size_t limit) {
+  std::ostringstream msg;
+  msg << "workspace pool on " << device.str() << ": ";
+  if (over_limit) {
+    msg << "cannot allocate " << size << " bytes";
+  } else {
+    msg << "the " << target << " allocator failed to allocate " << size << " bytes";
+  }
+  if (size != bytes) msg << " (" << bytes << " asked, rounded up to a multiple of " << kBlockAlign << ")";
+  msg << (over_limit ? ": " : "; ") << stats.bytes_reserved << " bytes reserved ("
+      << stats.bytes_in_use << " in use), ";
+  if (limit) {
+    msg << "limit " << limit << " bytes";
+  } else {
+    msg << "no limit";
+  }
+  msg << " (set " << kLimitSetting << " or WorkspacePool::set_limit)";
+  TILEJIT_THROW(kOutOfMemoryError) << msg.str();
+}
+
+}  // namespace
+
+struct WorkspacePool::Block {
+  void* ptr = nullptr;
+  size_t size = 0;
+  uint64_t tag = 0;        // Lease::tag points here
+  bool leased = false;
+  Stream stream = nullptr;  // the stream of the last release
+  Event event = nullptr;    // recorded on `stream` at release; nullptr: no work pending
+  // record_event() failed at release: nothing tells when the last user is
+  // done, so only `stream` (which orders it) may reuse the block, and
+  // empty_cache() keeps it.
+  bool stream_only = false;
+};
+
+WorkspacePool::WorkspacePool(Backend& backend, Device device) : backend_(backend), device_(device) {
+  if (const char* env = std::getenv(kLimitSetting)) limit_ = parse_byte_size(env, kLimitSetting);
+}
+
+WorkspacePool::~WorkspacePool() {
+  // Leased blocks too: a lease does not outlive its pool.
+  Allocator& allocator = backend_.allocator();
+  for (auto& block : blocks_) {
+    if (block->event) backend_.destroy_event(block->event);
+    allocator.deallocate(block->ptr, block->size, device_, block->stream);
+  }
+}
+
+WorkspacePool& WorkspacePool::get(Backend& backend, Device device) {
+  using Key = std::tuple<std::string, int32_t, int32_t>;
+  // Made on first use and never destroyed, pools included: a Kernel held by
+  // some other static object may release a lease during exit, after a
+  // function-local map would already be gone. The pools are still reachable
+  // from here, so leak checkers do not report them.
+  static std::mutex* mutex = new std::mutex;
+  static auto* pools = new std::map<Key, WorkspacePool*>;
+  Key key{backend.target(), static_cast<int32_t>(device.type), device.id};
+  std::lock_guard<std::mutex> lock(*mutex);
+  auto it = pools->find(key);
+  if (it != pools->end()) return *it->second;
+  auto* pool = new WorkspacePool(backend, device);
+  pools->emplace(std::move(key), pool);
+  return *pool;
+}
+
+WorkspacePool::Block* WorkspacePool::take_free_block_locked(size_t size, Stream stream) {
+  const size_t max_fit = max_fit_for(size);
+  size_t best_index = free_.size();
+  for (size_t i = 0; i < free_.size(); ++i) {
+    Block* b = free_[i];
+    if (b->size < size || b->size > max_fit) continue;
+    if (best_index != free_.size()) {
+      const Block* best = free_[best_index];
+      // Only a smaller block, or an equal one on the caller's stream, is better.
+      if (b->size > best->size) continue;
+      if (b->size == best->size && (best->stream == stream || b->stream != stream)) continue;
+    }
+    // Note [Stream-ordered reuse]: the releasing stream may reuse at once;
+    // any other stream waits for the release event, queried only now.
+    if (b->stream != stream) {
+      if (b->stream_only) continue;
+      if (b->event) {
+        if (!backend_.event_completed(b->event)) continue;
+        backend_.destroy_event(b->event);
+        b->event = nullptr;
+      }
+    }
+    best_index = i;
+    if (b->size == size && b->stream == stream) break;  // nothing can beat it
+  }
+  if (best_index == free_.size()) return nullptr;
+  Block* block = free_[best_index];
+  free_[best_index] = free_.back();
+  free_.pop_back();
+  // The next release records a fresh event; this one is no longer needed.
+  if (block->event) {
+    backend_.destroy_event(block->event);
+    block->event = nullptr;
+  }
+  block->stream_only = false;
+  return block;
+}
+
+size_t WorkspacePool::free_cached_locked() {
+  Allocator& allocator = backend_.allocator();
+  size_t freed = 0;
+  for (size_t i = 0; i < free_.size();) {
+    Block* b = free_[i];
+    bool done = !b->stream_only && (b->event == nullptr || backend_.event_completed(b->event));
+    if (!done) {
+      ++i;
+      continue;
+    }
+    if (b->event) backend_.destroy_event(b->event);
+    allocator.deallocate(b->ptr, b->size, device_, b->stream);
+    ++stats_.device_frees;
+    --stats_.blocks;
+    stats_.bytes_reserved -= b->size;
+    freed += b->size;
+    free_[i] = free_.back();
+    free_.pop_back();
+    auto it = std::find_if(blocks_.begin(), blocks_.end(),
+                           [b](const std::unique_ptr<Block>& p) { return p.get() == b; });
+    *it = std::move(blocks_.back());
+    blocks_.pop_back();
+  }
+  return freed;
+}
+
+WorkspacePool::Lease WorkspacePool::acquire(size_t bytes, Stream stream) {
+  TILEJIT_CHECK(bytes > 0, kInternalError)
+      << "workspace pool on " << device_.str()
+      << ": acquire of 0 bytes (callers skip the pool for empty workspaces)";
+  const size_t size = block_size_for(bytes);
+
+  std::lock_guard<std::mutex> lock(mutex_);
+  Block* block = take_free_block_locked(size, stream);
+  if (block) {
+    ++stats_.hits;
+  } else {
+    // Everything that can throw for bookkeeping happens before the device
+    // allocation, so that an exception never strands device memory; with the
+    // free list reserved to hold every block, release() cannot throw either.
+    auto fresh = std::make_unique<Block>();
+    blocks_.reserve(blocks_.size() + 1);
+    free_.reserve(blocks_.size() + 1);
+
+    Allocator& allocator = backend_.allocator();
+    void* ptr = nullptr;
+    bool over_limit = false;
+    for (int attempt = 0;; ++attempt) {
+      over_limit = limit_ != 0 && (stats_.bytes_reserved > limit_ || size > limit_ - stats_.bytes_reserved);
+      if (!over_limit) ptr = allocator.allocate(size, device_, stream);
+      if (ptr || attempt == 1) break;
+      // Blocks cached for other sizes are what the pool can give back.
+      free_cached_locked();
+      ++stats_.oom_retries;
+    }
+    if (!ptr) {
+      throw_out_of_memory(device_, backend_.target(), bytes, size, over_limit, stats_, limit_);
+    }
+    ++stats_.device_allocs;
+    ++stats_.misses;
+    ++stats_.blocks;
+    stats_.bytes_reserved += size;
+    stats_.peak_bytes_reserved = std::max(stats_.peak_bytes_reserved, stats_.bytes_reserved);
+    fresh->ptr = ptr;
+    fresh->size = size;
+    fresh->stream = stream;
+    block = fresh.get();
+    blocks_.push_back(std::move(fresh));  // cannot throw: reserved above
+  }
+  block->leased = true;
+  ++stats_.leases;
+  stats_.bytes_in_use += block->size;
+  return Lease{block->ptr, block->size, &block->tag, block};
+}
+
+void WorkspacePool::release(Lease& lease, Stream stream) noexcept {
+  if (!lease) return;
+  auto* block = static_cast<Block*>(lease.block);
+  lease = Lease{};
+  // Recorded before taking the lock: it is a driver call, and nothing else
+  // looks at this block until it is back in the free list.
+  Event event = nullptr;
+  bool stream_only = false;
+  try {
+    event = backend_.record_event(device_, stream);
+  } catch (...) {
+    stream_only = true;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  block->leased = false;
+  block->stream = stream;
+  block->event = event;
+  block->stream_only = stream_only;
+  stats_.bytes_in_use -= block->size;
+  free_.push_back(block);  // capacity >= blocks_.size(): see acquire()
+}
+
+size_t WorkspacePool::empty_cache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return free_cached_locked();
+}
+
+void WorkspacePool::set_limit(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  limit_ = bytes;
+}
+
+size_t WorkspacePool::limit() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return limit_;
+}
+
+PoolStats WorkspacePool::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void WorkspacePool::reset_peak() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.peak_bytes_reserved = stats_.bytes_reserved;
+}
+
+size_t parse_byte_size(const char* text, const char* setting) {
+  std::string_view s = text ? text : "";
+  auto fail = [&]() {
+    TILEJIT_THROW(kValueError) << setting << ": cannot parse '" << s
+                               << "' as a byte size; expected an integer with an optional K, M "
+                                  "or G suffix (powers of 1024), e.g. 1048576, 512K, 64M, 2G";
+  };
+  size_t digits = 0;
+  size_t value = 0;
+  while (digits < s.size() && s[digits] >= '0' && s[digits] <= '9') {
+    size_t d = size_t(s[digits] - '0');
+    if (value > (std::numeric_limits<size_t>::max() - d) / 10) fail();
+    value = value * 10 + d;
+    ++digits;
+  }
+  if (digits == 0 || s.size() - digits > 1) fail();
+  int shift = 0;
+  if (digits < s.size()) {
+    switch (s[digits]) {
+      case 'K': case 'k': shift = 10; break;
+      case 'M': case 'm': shift = 20; break;
+      case 'G': case 'g': shift = 30; break;
+      default: fail();
+    }
+  }
+  if (value > (std::numeric_limits<size_t>::max() >> shift)) fail();
+  return value << shift;
+}
+
+}  // namespace tilejit::runtime

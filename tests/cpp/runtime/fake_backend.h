@@ -1,0 +1,272 @@
+// Test helpers for the runtime tests: a Backend whose memory, events and
+// compiler are fakes the test can observe and steer, and a temporary
+// directory per test.
+//
+// FakeAllocator: malloc-backed, counts live blocks and can be told to fail
+// the next N allocations. FakeBackend events: heap objects the test marks
+// complete or not; the backend counts the live ones so tests can check the
+// pool destroys every event it takes. compile() returns "BIN:" + source;
+// load() rejects anything else with RuntimeError.
+#pragma once
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tilejit/core/error.h"
+#include "tilejit/runtime/backend.h"
+
+namespace tilejit::testing {
+
+/// Runs `fn`, expecting an Error of `kind` whose message is exactly `message`.
+template <typename Fn>
+void expect_error(Fn&& fn, ErrorKind kind, const std::string& message) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected " << error_kind_name(kind) << ": " << message;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    EXPECT_EQ(e.message(), message);
+  }
+}
+
+using runtime::Event;
+using runtime::Stream;
+
+class FakeAllocator : public runtime::Allocator {
+ public:
+  ~FakeAllocator() override {
+    for (auto& [ptr, bytes] : live_) std::free(ptr);
+  }
+
+  void* allocate(size_t bytes, Device, Stream) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++calls_;
+    if (fail_next_ > 0) {
+      --fail_next_;
+      ++failures_;
+      return nullptr;
+    }
+    void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+    live_[p] = bytes;
+    live_bytes_ += bytes;
+    return p;
+  }
+
+  void deallocate(void* ptr, size_t bytes, Device, Stream) noexcept override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = live_.find(ptr);
+    // A foreign pointer or a size mismatch is a pool bug: counted, and
+    // checked by the tests through bad_frees().
+    if (it == live_.end() || it->second != bytes) {
+      ++bad_frees_;
+      return;
+    }
+    live_bytes_ -= bytes;
+    live_.erase(it);
+    std::free(ptr);
+  }
+
+  /// The next `n` allocate() calls return nullptr.
+  void fail_next(int n) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fail_next_ = n;
+  }
+  size_t live_blocks() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return live_.size();
+  }
+  size_t live_bytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return live_bytes_;
+  }
+  int calls() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return calls_;
+  }
+  int failures() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return failures_;
+  }
+  int bad_frees() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return bad_frees_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<void*, size_t> live_;
+  size_t live_bytes_ = 0;
+  int fail_next_ = 0;
+  int calls_ = 0;
+  int failures_ = 0;
+  int bad_frees_ = 0;
+};
+
+class FakeTensorAllocator : public runtime::TensorAllocator {
+ public:
+  Tensor empty(std::span<const int64_t> shape, DataType dtype, Device device,
+               Stream) override {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    ++calls;
+    void* p = std::malloc(size_t(n * dtype.bytes()) + 1);
+    return Tensor::from_blob(p, shape, dtype, device, [](void* c) noexcept { std::free(c); }, p);
+  }
+  std::atomic<int> calls{0};
+};
+
+class FakeModule : public runtime::Module {
+ public:
+  explicit FakeModule(std::string binary) : binary(std::move(binary)) {}
+  void launch(const runtime::LaunchParams&) override { ++launches; }
+  std::string binary;
+  std::atomic<int> launches{0};
+};
+
+class FakeBackend : public runtime::Backend {
+ public:
+  explicit FakeBackend(std::string target = "fake", DeviceType type = DeviceType::kCPU)
+      : target_(std::move(target)), type_(type) {}
+  ~FakeBackend() override {
+    for (FakeEvent* e : events_) delete e;
+  }
+
+  const std::string& target() const override { return target_; }
+  DeviceType device_type() const override { return type_; }
+  bool available() const override { return true; }
+
+  std::string generate_source(const runtime::SourceRequest&) const override {
+    return "// fake source\n";
+  }
+  std::string toolchain_key(const runtime::CompileOptions& options, Device) override {
+    std::string k = "fakecc-1";
+    for (const auto& f : options.flags) k += " " + f;
+    for (const auto& f : options.extra_flags) k += " " + f;
+    return k;
+  }
+  std::string compile(const std::string& source, const std::string& kernel_name,
+                      const runtime::CompileOptions&, Device) override {
+    ++compile_calls;
+    if (compile_delay_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(compile_delay_ms));
+    }
+    if (source.find("#error") != std::string::npos) {
+      TILEJIT_THROW(kCompileError) << "fakecc: " << kernel_name << ": #error in source";
+    }
+    return "BIN:" + source;
+  }
+  std::unique_ptr<runtime::Module> load(const std::string& binary, Device) override {
+    ++load_calls;
+    if (binary.rfind("BIN:", 0) != 0) {
+      TILEJIT_THROW(kRuntimeError) << "fake: cannot load a binary of " << binary.size()
+                                   << " bytes: bad header";
+    }
+    return std::make_unique<FakeModule>(binary);
+  }
+
+  runtime::Allocator& allocator() override { return allocator_; }
+  runtime::TensorAllocator& tensor_allocator() override { return tensor_allocator_; }
+  void memset_async(void* ptr, int value, size_t bytes, Device, Stream) override {
+    std::memset(ptr, value, bytes);
+  }
+
+  // ---- events ----
+  Event record_event(Device, Stream) override {
+    if (!use_events) return nullptr;
+    if (fail_record) TILEJIT_THROW(kRuntimeError) << "fake: record_event failed";
+    auto* e = new FakeEvent{complete_on_record.load()};
+    std::lock_guard<std::mutex> lock(mutex_);
+    events_.insert(e);
+    return e;
+  }
+  bool event_completed(Event event) override {
+    ++event_queries;
+    return static_cast<FakeEvent*>(event)->complete.load();
+  }
+  void destroy_event(Event event) noexcept override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto* e = static_cast<FakeEvent*>(event);
+    if (events_.erase(e) == 1) {
+      delete e;
+    } else {
+      ++bad_event_destroys;
+    }
+  }
+  /// Marks every event recorded so far complete.
+  void complete_all_events() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (FakeEvent* e : events_) e->complete = true;
+  }
+  size_t live_events() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return events_.size();
+  }
+
+  FakeAllocator& fake_allocator() { return allocator_; }
+  FakeTensorAllocator& fake_tensor_allocator() { return tensor_allocator_; }
+
+  // Steering and counters, read and written by the tests.
+  std::atomic<bool> use_events{false};          // record_event returns nullptr when false
+  std::atomic<bool> complete_on_record{false};  // new events start complete
+  std::atomic<bool> fail_record{false};         // record_event throws
+  std::atomic<int> event_queries{0};
+  std::atomic<int> bad_event_destroys{0};
+  std::atomic<int> compile_calls{0};
+  std::atomic<int> load_calls{0};
+  int compile_delay_ms = 0;
+
+ private:
+  struct FakeEvent {
+    std::atomic<bool> complete;
+  };
+  std::string target_;
+  DeviceType type_;
+  FakeAllocator allocator_;
+  FakeTensorAllocator tensor_allocator_;
+  mutable std::mutex mutex_;
+  std::set<FakeEvent*> events_;
+};
+
+/// A fresh directory under $TILEJIT_TEST_TMP (or /tmp), removed with its
+/// contents when the object goes.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TILEJIT_TEST_TMP");
+    std::string root = base && *base ? base : "/tmp";
+    std::filesystem::create_directories(root);
+    std::string pattern = root + "/tilejit_runtime_XXXXXX";
+    if (!::mkdtemp(pattern.data())) {
+      TILEJIT_THROW(kRuntimeError) << "TempDir: mkdtemp in " << root << " failed";
+    }
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace tilejit::testing
