@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what building and testing tilejit needs on a fresh Debian machine:
+# the compiler, CMake, GoogleTest, Google Benchmark (apt), and the Python
+# build and test tools (pip). Packages already present are left alone.
+set -euo pipefail
+
+apt_packages=(g++ cmake make libgtest-dev libbenchmark-dev python3 python3-pip)
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""
+  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+
+if [[ "${TILEJIT_SKIP_PIP:-0}" != 1 ]]; then
+  python3 -m pip install -q --disable-pip-version-check \
+    "numpy>=1.24" "pytest>=7" "nanobind>=2.0" "scikit-build-core>=0.10" 2>&1 | grep -v "as the 'root' user" || true
+fi

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The test suite, as CI runs it: installs what it needs, builds tilejit with
+# its tests and examples, runs them with ctest, checks that an installed
+# tilejit is found by a separate project through find_package, and runs the
+# Python tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+jobs=$(nproc)
+
+bash scripts/install_deps.sh
+
+echo "== build (Release) and ctest"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTILEJIT_BUILD_TESTS=ON >/dev/null
+cmake --build build -j"$jobs"
+(cd build && ctest --output-on-failure -j"$jobs")
+
+echo "== install, then a consumer project with find_package(tilejit)"
+prefix="$root/build/install"
+rm -rf "$prefix" build/consumer
+cmake --install build --prefix "$prefix" >/dev/null
+cmake -S tests/consumer -B build/consumer -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build build/consumer -j"$jobs"
+TILEJIT_CACHE_DIR="$root/build/kernel_cache" ./build/consumer/consumer
