@@ -53,7 +53,9 @@ size_t max_fit_for(size_t size) {
   } else {
     msg << "the " << target << " allocator failed to allocate " << size << " bytes";
   }
-  if (size != bytes) msg << " (" << bytes << " asked, rounded up to a multiple of " << kBlockAlign << ")";
+  if (size != bytes) {
+    msg << " (" << bytes << " asked, rounded up to a multiple of " << kBlockAlign << ")";
+  }
   msg << (over_limit ? ": " : "; ") << stats.bytes_reserved << " bytes reserved ("
       << stats.bytes_in_use << " in use), ";
   if (limit) {
@@ -85,7 +87,8 @@ WorkspacePool::WorkspacePool(Backend& backend, Device device) : backend_(backend
 }
 
 WorkspacePool::~WorkspacePool() {
-  // Leased blocks too: a lease does not outlive its pool.
+  // Leased blocks too: a lease does not outlive its pool. Pending events are
+  // not waited for; the pools that kernels use (get()) are never destroyed.
   Allocator& allocator = backend_.allocator();
   for (auto& block : blocks_) {
     if (block->event) backend_.destroy_event(block->event);
@@ -196,7 +199,8 @@ WorkspacePool::Lease WorkspacePool::acquire(size_t bytes, Stream stream) {
     void* ptr = nullptr;
     bool over_limit = false;
     for (int attempt = 0;; ++attempt) {
-      over_limit = limit_ != 0 && (stats_.bytes_reserved > limit_ || size > limit_ - stats_.bytes_reserved);
+      over_limit = limit_ != 0 &&
+                   (stats_.bytes_reserved > limit_ || size > limit_ - stats_.bytes_reserved);
       if (!over_limit) ptr = allocator.allocate(size, device_, stream);
       if (ptr || attempt == 1) break;
       // Blocks cached for other sizes are what the pool can give back.
@@ -236,7 +240,15 @@ void WorkspacePool::release(Lease& lease, Stream stream) noexcept {
   } catch (...) {
     stream_only = true;
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (TILEJIT_UNLIKELY(!block->leased)) {
+    // A copy of a lease released twice: putting the block in the free list
+    // again would let two later leases share it. release() cannot throw, so
+    // the second release is dropped.
+    lock.unlock();
+    if (event) backend_.destroy_event(event);
+    return;
+  }
   block->leased = false;
   block->stream = stream;
   block->event = event;

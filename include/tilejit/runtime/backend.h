@@ -97,14 +97,14 @@ class Backend {
 
   // Stream ordering, for the workspace pool (Note [Stream-ordered reuse] in
   // workspace_pool.h). The CPU backend is synchronous: its events are nullptr.
-  virtual Stream current_stream(Device device) { return nullptr; }
+  virtual Stream current_stream(Device /*device*/) { return nullptr; }
   /// An event recorded on `stream` now, or nullptr when nothing can be
   /// pending. The pool destroys it with destroy_event().
-  virtual Event record_event(Device device, Stream stream) { return nullptr; }
-  virtual bool event_completed(Event event) { return true; }
-  virtual void destroy_event(Event event) noexcept {}
+  virtual Event record_event(Device /*device*/, Stream /*stream*/) { return nullptr; }
+  virtual bool event_completed(Event /*event*/) { return true; }
+  virtual void destroy_event(Event /*event*/) noexcept {}
   /// Whether `stream` is being captured into a CUDA graph.
-  virtual bool is_capturing(Device device, Stream stream) { return false; }
+  virtual bool is_capturing(Device /*device*/, Stream /*stream*/) { return false; }
 };
 
 /// The backend for `target`; throws ValueError naming the registered targets.

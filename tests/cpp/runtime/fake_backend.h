@@ -131,7 +131,7 @@ class FakeTensorAllocator : public runtime::TensorAllocator {
 
 class FakeModule : public runtime::Module {
  public:
-  explicit FakeModule(std::string binary) : binary(std::move(binary)) {}
+  explicit FakeModule(std::string bytes) : binary(std::move(bytes)) {}
   void launch(const runtime::LaunchParams&) override { ++launches; }
   std::string binary;
   std::atomic<int> launches{0};

@@ -40,7 +40,12 @@ TEST(Registry, StaticRegistrationIsFound) {
 }
 
 TEST(Registry, RegisterKeepsOrderAndRejectsDuplicates) {
-  register_backend(std::make_unique<FakeBackend>("fake_dynamic", kFakeDeviceType));
+  // Registrations last for the process: register once under --gtest_repeat.
+  static bool registered = [] {
+    register_backend(std::make_unique<FakeBackend>("fake_dynamic", kFakeDeviceType));
+    return true;
+  }();
+  EXPECT_TRUE(registered);
   Backend& dynamic = get_backend("fake_dynamic");
   EXPECT_EQ(dynamic.target(), "fake_dynamic");
   // The first backend of a device type wins.

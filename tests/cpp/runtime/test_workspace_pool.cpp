@@ -21,6 +21,10 @@ const Stream kStreamB = reinterpret_cast<Stream>(0x2000);
 
 class WorkspacePoolTest : public ::testing::Test {
  protected:
+  void SetUp() override {
+    pool_ = std::make_unique<WorkspacePool>(backend_, Device::cpu());
+    pool_->set_limit(0);  // whatever TILEJIT_WORKSPACE_LIMIT the runner has
+  }
   void TearDown() override {
     // Every block the pool made is freed exactly once, every event taken is
     // destroyed exactly once.
@@ -30,10 +34,7 @@ class WorkspacePoolTest : public ::testing::Test {
     EXPECT_EQ(backend_.live_events(), 0u);
     EXPECT_EQ(backend_.bad_event_destroys.load(), 0);
   }
-  WorkspacePool& pool() {
-    if (!pool_) pool_ = std::make_unique<WorkspacePool>(backend_, Device::cpu());
-    return *pool_;
-  }
+  WorkspacePool& pool() { return *pool_; }
 
   FakeBackend backend_;
   std::unique_ptr<WorkspacePool> pool_;
@@ -306,6 +307,22 @@ TEST_F(WorkspacePoolTest, FailedEventRecordPinsTheBlockToItsStream) {
   backend_.fail_record = false;
   pool().release(a2, kStreamA);
   pool().release(b, kStreamB);
+}
+
+TEST_F(WorkspacePoolTest, ReleasingACopyTwiceIsIgnored) {
+  backend_.use_events = true;
+  auto a = pool().acquire(4096, nullptr);
+  auto copy = a;
+  pool().release(a, nullptr);
+  pool().release(copy, nullptr);  // must not put the block in the free list twice
+  EXPECT_EQ(backend_.live_events(), 1u);
+  backend_.complete_all_events();
+  auto x = pool().acquire(4096, nullptr);
+  auto y = pool().acquire(4096, nullptr);
+  EXPECT_NE(x.ptr, y.ptr);
+  EXPECT_EQ(pool().stats().bytes_in_use, 8192u);
+  pool().release(x, nullptr);
+  pool().release(y, nullptr);
 }
 
 TEST_F(WorkspacePoolTest, LeaseGuardReleasesOnUnwind) {
