@@ -80,6 +80,10 @@ struct WorkspacePool::Block {
   // done, so only `stream` (which orders it) may reuse the block, and
   // empty_cache() keeps it.
   bool stream_only = false;
+  // Baked into a captured graph (Note [Graph-owned arenas]): released only
+  // when the graph is destroyed.
+  bool graph_owned = false;
+  WorkspacePool* pool = nullptr;
 };
 
 WorkspacePool::WorkspacePool(Backend& backend, Device device) : backend_(backend), device_(device) {
@@ -183,8 +187,10 @@ WorkspacePool::Lease WorkspacePool::acquire(size_t bytes, Stream stream) {
       << ": acquire of 0 bytes (callers skip the pool for empty workspaces)";
   const size_t size = block_size_for(bytes);
 
+  // Asked outside the lock: it is a driver call on CUDA.
+  const bool capturing = backend_.is_capturing(device_, stream);
   std::lock_guard<std::mutex> lock(mutex_);
-  Block* block = take_free_block_locked(size, stream);
+  Block* block = capturing ? nullptr : take_free_block_locked(size, stream);
   if (block) {
     ++stats_.hits;
   } else {
@@ -218,10 +224,13 @@ WorkspacePool::Lease WorkspacePool::acquire(size_t bytes, Stream stream) {
     fresh->ptr = ptr;
     fresh->size = size;
     fresh->stream = stream;
+    fresh->pool = this;
     block = fresh.get();
     blocks_.push_back(std::move(fresh));  // cannot throw: reserved above
   }
   block->leased = true;
+  block->graph_owned = capturing;
+  if (capturing) ++stats_.graph_blocks;
   ++stats_.leases;
   stats_.bytes_in_use += block->size;
   return Lease{block->ptr, block->size, &block->tag, block};
@@ -231,6 +240,17 @@ void WorkspacePool::release(Lease& lease, Stream stream) noexcept {
   if (!lease) return;
   auto* block = static_cast<Block*>(lease.block);
   lease = Lease{};
+  if (block->graph_owned) {
+    // Note [Graph-owned arenas]: in use until the graph goes away. If the
+    // capture already ended (or the backend cannot tell), keep the block
+    // out of circulation for good rather than risk a replay reading memory
+    // another call now owns.
+    try {
+      if (backend_.on_graph_destroyed(device_, stream, &WorkspacePool::graph_destroyed, block)) return;
+    } catch (...) {
+    }
+    return;
+  }
   // Recorded before taking the lock: it is a driver call, and nothing else
   // looks at this block until it is back in the free list.
   Event event = nullptr;
@@ -255,6 +275,19 @@ void WorkspacePool::release(Lease& lease, Stream stream) noexcept {
   block->stream_only = stream_only;
   stats_.bytes_in_use -= block->size;
   free_.push_back(block);  // capacity >= blocks_.size(): see acquire()
+}
+
+void WorkspacePool::graph_destroyed(void* context) noexcept {
+  auto* block = static_cast<Block*>(context);
+  WorkspacePool* pool = block->pool;
+  std::lock_guard<std::mutex> lock(pool->mutex_);
+  block->graph_owned = false;
+  block->leased = false;
+  block->stream = nullptr;
+  block->event = nullptr;  // the graph is gone: no replay can be pending
+  --pool->stats_.graph_blocks;
+  pool->stats_.bytes_in_use -= block->size;
+  pool->free_.push_back(block);
 }
 
 size_t WorkspacePool::empty_cache() {

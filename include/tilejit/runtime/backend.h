@@ -105,6 +105,13 @@ class Backend {
   virtual void destroy_event(Event /*event*/) noexcept {}
   /// Whether `stream` is being captured into a CUDA graph.
   virtual bool is_capturing(Device /*device*/, Stream /*stream*/) { return false; }
+  /// When `stream` is capturing a graph, arranges for `release(context)` to
+  /// run once that graph is destroyed and returns true; returns false when
+  /// the stream is not capturing. `release` must not call into the backend.
+  virtual bool on_graph_destroyed(Device /*device*/, Stream /*stream*/,
+                                  void (*/*release*/)(void*) noexcept, void* /*context*/) {
+    return false;
+  }
 };
 
 /// The backend for `target`; throws ValueError naming the registered targets.

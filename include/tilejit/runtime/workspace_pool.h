@@ -10,6 +10,13 @@
 // caching allocator does). The CPU backend is synchronous: its events are
 // nullptr and a released block is free for everyone at once.
 //
+// Note [Graph-owned arenas]
+// A lease taken while its stream is capturing a CUDA graph is baked into the
+// graph: every replay reuses that address. So such a lease always gets a new
+// block of its own, and its release does not free the block: the block stays
+// in use until the backend reports that the graph was destroyed, and only
+// then joins the free list. Replays are correct whatever runs between them.
+//
 // Invariants:
 //  - a block is either leased (in no free list) or free (in exactly one);
 //  - bytes_reserved is the sum of the sizes of all blocks, leased or free;
@@ -41,6 +48,7 @@ struct PoolStats {
   uint64_t bytes_in_use = 0;    // gauge: bytes in leased blocks
   uint64_t peak_bytes_reserved = 0;
   uint64_t blocks = 0;          // gauge: blocks held
+  uint64_t graph_blocks = 0;    // gauge: blocks owned by live captured graphs
 };
 
 class WorkspacePool {
@@ -88,6 +96,7 @@ class WorkspacePool {
  private:
   struct Block;
   Block* take_free_block_locked(size_t bytes, Stream stream);
+  static void graph_destroyed(void* context) noexcept;
   size_t free_cached_locked();
 
   Backend& backend_;

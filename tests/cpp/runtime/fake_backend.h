@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <vector>
 #include <string>
 #include <thread>
 
@@ -206,6 +207,31 @@ class FakeBackend : public runtime::Backend {
       ++bad_event_destroys;
     }
   }
+  // Graph capture: `capturing_stream` is capturing; releases registered on
+  // it wait in `graph_releases` until destroy_graph().
+  bool is_capturing(Device, Stream stream) override {
+    return stream != nullptr && stream == capturing_stream.load();
+  }
+  bool on_graph_destroyed(Device, Stream stream, void (*release)(void*) noexcept,
+                          void* context) override {
+    if (!is_capturing(Device::cpu(), stream)) return false;
+    std::lock_guard<std::mutex> lock(mutex_);
+    graph_releases.emplace_back(release, context);
+    return true;
+  }
+  /// Ends the capture and destroys the graph: runs the registered releases.
+  void destroy_graph() {
+    capturing_stream = nullptr;
+    std::vector<std::pair<void (*)(void*) noexcept, void*>> releases;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      releases.swap(graph_releases);
+    }
+    for (auto& [fn, ctx] : releases) fn(ctx);
+  }
+  std::atomic<Stream> capturing_stream{nullptr};
+  std::vector<std::pair<void (*)(void*) noexcept, void*>> graph_releases;
+
   /// Marks every event recorded so far complete.
   void complete_all_events() {
     std::lock_guard<std::mutex> lock(mutex_);

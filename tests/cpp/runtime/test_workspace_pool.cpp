@@ -60,6 +60,32 @@ TEST_F(WorkspacePoolTest, SteadyStateReusesOneBlock) {
   EXPECT_EQ(backend_.fake_allocator().calls(), 1);
 }
 
+// Note [Graph-owned arenas]: a lease taken during capture gets its own block,
+// which stays in use after release until the graph is destroyed.
+TEST_F(WorkspacePoolTest, CapturedLeasesBelongToTheGraph) {
+  auto warm = pool().acquire(4096, kStreamA);
+  pool().release(warm, kStreamA);  // a cached block a capture must not take
+  backend_.capturing_stream = kStreamA;
+  auto first = pool().acquire(4096, kStreamA);
+  const void* first_ptr = first.ptr;
+  pool().release(first, kStreamA);
+  auto second = pool().acquire(4096, kStreamA);
+  EXPECT_NE(second.ptr, first_ptr);  // never shares with another captured launch
+  pool().release(second, kStreamA);
+  PoolStats s = pool().stats();
+  EXPECT_EQ(s.graph_blocks, 2u);
+  EXPECT_EQ(s.blocks, 3u);
+  EXPECT_EQ(s.bytes_in_use, 8192u);  // held by the graph
+  EXPECT_EQ(pool().empty_cache(), 4096u);  // only the uncaptured block is freed
+  backend_.destroy_graph();
+  s = pool().stats();
+  EXPECT_EQ(s.graph_blocks, 0u);
+  EXPECT_EQ(s.bytes_in_use, 0u);
+  auto after = pool().acquire(4096, kStreamB);  // graph blocks are free again
+  EXPECT_EQ(pool().stats().hits, 1u);
+  pool().release(after, kStreamB);
+}
+
 TEST_F(WorkspacePoolTest, RoundsBlocksTo256Bytes) {
   auto a = pool().acquire(1, nullptr);
   auto b = pool().acquire(257, nullptr);
