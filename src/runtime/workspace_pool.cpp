@@ -84,6 +84,7 @@ struct WorkspacePool::Block {
   // when the graph is destroyed.
   bool graph_owned = false;
   WorkspacePool* pool = nullptr;
+  Block* next_returned = nullptr;  // link in graph_returned_
 };
 
 WorkspacePool::WorkspacePool(Backend& backend, Device device) : backend_(backend), device_(device) {
@@ -190,6 +191,7 @@ WorkspacePool::Lease WorkspacePool::acquire(size_t bytes, Stream stream) {
   // Asked outside the lock: it is a driver call on CUDA.
   const bool capturing = backend_.is_capturing(device_, stream);
   std::lock_guard<std::mutex> lock(mutex_);
+  drain_graph_returns_locked();
   Block* block = capturing ? nullptr : take_free_block_locked(size, stream);
   if (block) {
     ++stats_.hits;
@@ -279,19 +281,31 @@ void WorkspacePool::release(Lease& lease, Stream stream) noexcept {
 
 void WorkspacePool::graph_destroyed(void* context) noexcept {
   auto* block = static_cast<Block*>(context);
-  WorkspacePool* pool = block->pool;
-  std::lock_guard<std::mutex> lock(pool->mutex_);
-  block->graph_owned = false;
-  block->leased = false;
-  block->stream = nullptr;
-  block->event = nullptr;  // the graph is gone: no replay can be pending
-  --pool->stats_.graph_blocks;
-  pool->stats_.bytes_in_use -= block->size;
-  pool->free_.push_back(block);
+  std::atomic<Block*>& head = block->pool->graph_returned_;
+  block->next_returned = head.load(std::memory_order_relaxed);
+  while (!head.compare_exchange_weak(block->next_returned, block, std::memory_order_release,
+                                     std::memory_order_relaxed)) {
+  }
+}
+
+void WorkspacePool::drain_graph_returns_locked() {
+  Block* block = graph_returned_.exchange(nullptr, std::memory_order_acquire);
+  while (block) {
+    Block* next = block->next_returned;
+    block->graph_owned = false;
+    block->leased = false;
+    block->stream = nullptr;
+    block->event = nullptr;  // the graph is gone: no replay can be pending
+    --stats_.graph_blocks;
+    stats_.bytes_in_use -= block->size;
+    free_.push_back(block);  // capacity >= blocks_.size(): see acquire()
+    block = next;
+  }
 }
 
 size_t WorkspacePool::empty_cache() {
   std::lock_guard<std::mutex> lock(mutex_);
+  drain_graph_returns_locked();
   return free_cached_locked();
 }
 
@@ -307,6 +321,7 @@ size_t WorkspacePool::limit() const {
 
 PoolStats WorkspacePool::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
+  const_cast<WorkspacePool*>(this)->drain_graph_returns_locked();
   return stats_;
 }
 

@@ -16,6 +16,8 @@
 // block of its own, and its release does not free the block: the block stays
 // in use until the backend reports that the graph was destroyed, and only
 // then joins the free list. Replays are correct whatever runs between them.
+// The driver reports the destruction on its own thread, which must not block:
+// the block is handed back through a lock-free list, drained under the mutex.
 //
 // Invariants:
 //  - a block is either leased (in no free list) or free (in exactly one);
@@ -25,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -97,6 +100,7 @@ class WorkspacePool {
   struct Block;
   Block* take_free_block_locked(size_t bytes, Stream stream);
   static void graph_destroyed(void* context) noexcept;
+  void drain_graph_returns_locked();
   size_t free_cached_locked();
 
   Backend& backend_;
@@ -106,6 +110,10 @@ class WorkspacePool {
   std::vector<Block*> free_;                    // free blocks
   size_t limit_ = 0;
   PoolStats stats_;
+  // Blocks whose graph was destroyed, pushed without the mutex from the
+  // driver's callback thread (which must not block) and taken back into
+  // free_ by the next acquire() or stats().
+  std::atomic<Block*> graph_returned_{nullptr};
 };
 
 /// Releases a lease when it goes out of scope (on every path, exceptions

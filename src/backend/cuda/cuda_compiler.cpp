@@ -1,0 +1,290 @@
+// The CUDA backend's compile stage: generated CUDA C++ -> cubin (or PTX) with
+// NVRTC, in process.
+//
+// Note [Choosing the architecture]
+// A cubin for the device's exact architecture, sm_XY, is what loads fastest
+// and runs everywhere the kernel is loaded (modules are per device, see
+// CompileCache). On 9.0 and 10.0 the arch-specific target (sm_90a, sm_100a)
+// is used: the binary runs only on that architecture, which is all it is
+// loaded on, and it unlocks wgmma / tcgen05 for bodies that use them. When
+// NVRTC is older than the device (the device's architecture is not in
+// nvrtcGetSupportedArchs), the unit is compiled to PTX for the newest
+// architecture NVRTC knows below the device's, and the driver finishes it at
+// load. Without a driver or a device (CI) the target is sm_90a, so that every
+// CUDA source is still checked by a real compile. A --gpu-architecture (or
+// -arch) among the flags overrides all of this; its value decides cubin
+// (sm_*) or PTX (compute_*).
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/cuda/cuda_backend_internal.h"
+#include "backend/cuda/cuda_driver.h"
+#include "backend/cuda/nvrtc_loader.h"
+#include "tilejit/core/error.h"
+
+namespace tilejit::cuda {
+namespace {
+
+// The most of an NVRTC log an error message carries.
+constexpr size_t kMaxLogChars = 32 * 1024;
+// Lines of source shown on each side of the first error.
+constexpr int kContextLines = 3;
+// The target when there is no device to ask (Note [Choosing the architecture]).
+constexpr const char* kDefaultArch = "sm_90a";
+
+struct Target {
+  std::string arch;  // "sm_90a", "compute_120"
+  bool cubin = true;
+};
+
+// The architecture named by the flags, or "".
+std::string arch_in_flags(const std::vector<std::string>& flags) {
+  std::string arch;
+  for (size_t i = 0; i < flags.size(); ++i) {
+    const std::string& f = flags[i];
+    for (const char* opt : {"--gpu-architecture", "-arch"}) {
+      const std::string o = opt;
+      if (f == o && i + 1 < flags.size()) arch = flags[i + 1];
+      if (f.rfind(o + "=", 0) == 0) arch = f.substr(o.size() + 1);
+    }
+  }
+  return arch;
+}
+
+bool has_include_flag(const std::vector<std::string>& flags) {
+  for (const std::string& f : flags) {
+    if (f.rfind("--include-path", 0) == 0 || f.rfind("-I", 0) == 0) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> user_flags(const runtime::CompileOptions& options) {
+  // No --use_fast_math: results match the CPU backend's IEEE arithmetic
+  // unless a kernel asks for it in extra_flags.
+  std::vector<std::string> flags = options.flags;
+  if (flags.empty()) flags = {"-std=c++17", "-default-device", "-lineinfo"};
+  flags.insert(flags.end(), options.extra_flags.begin(), options.extra_flags.end());
+  return flags;
+}
+
+[[noreturn, gnu::cold]] void throw_unsupported_arch(const NvrtcApi& api, Device device, int cc) {
+  TILEJIT_THROW(kCompileError) << "cuda backend: NVRTC " << api.major << "." << api.minor << " ("
+                               << api.path << ") cannot compile for " << device.str()
+                               << ", compute capability " << cc / 10 << "." << cc % 10
+                               << "; it supports sm_" << api.archs.front() << " to sm_"
+                               << api.archs.back();
+}
+
+Target choose_target(const NvrtcApi& api, const std::vector<std::string>& flags, Device device) {
+  if (std::string arch = arch_in_flags(flags); !arch.empty()) {
+    return {arch, arch.rfind("compute_", 0) != 0};
+  }
+  const DriverApi* drv = driver_or_null();
+  if (drv == nullptr || device.id < 0 || device.id >= drv->device_count) return {kDefaultArch, true};
+  const DeviceState& s = device_state(device.id);
+  const int cc = s.cc_major * 10 + s.cc_minor;
+  if (std::binary_search(api.archs.begin(), api.archs.end(), cc)) {
+    // sm_90a needs NVRTC 12.0; 11.8 knows sm_90 only.
+    const bool specific = (cc == 90 && api.major >= 12) || cc == 100;
+    return {"sm_" + std::to_string(cc) + (specific ? "a" : ""), true};
+  }
+  auto below = std::upper_bound(api.archs.begin(), api.archs.end(), cc);
+  if (below == api.archs.begin()) throw_unsupported_arch(api, device, cc);
+  return {"compute_" + std::to_string(*std::prev(below)), false};
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  return lines;
+}
+
+// The first "<file>(<line>): error" (or "catastrophic error") in an NVRTC log
+// whose file is `program` or `body_name`: {line, is_body}; {0, false} when
+// none is.
+std::pair<int, bool> first_error_line(const std::string& log, const std::string& program,
+                                      const std::string& body_name) {
+  for (const std::string& line : split_lines(log)) {
+    size_t at = line.find("): error");
+    if (at == std::string::npos) at = line.find("): catastrophic error");
+    if (at == std::string::npos) continue;
+    const size_t open = line.rfind('(', at);
+    if (open == std::string::npos) continue;
+    const std::string number = line.substr(open + 1, at - open - 1);
+    if (number.empty() || number.size() > 9 ||
+        number.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    const std::string file = line.substr(0, open);
+    if (file == body_name) return {std::stoi(number), true};
+    if (file == program) return {std::stoi(number), false};
+  }
+  return {0, false};
+}
+
+// "   L-3 | text" ... ">  L | text" ..., where lines[offset + n - 1] is line n
+// of what is shown (the same layout as the CPU backend's messages).
+void append_excerpt(std::ostringstream& os, const std::vector<std::string>& lines, int offset,
+                    int error_line, const std::string& what) {
+  const int count = int(lines.size()) - offset;
+  if (error_line < 1 || error_line > count) return;
+  const int first = std::max(1, error_line - kContextLines);
+  const int last = std::min(count, error_line + kContextLines);
+  const int width = int(std::to_string(last).size());
+  os << "\nsource around line " << error_line << " of " << what << ":";
+  for (int n = first; n <= last; ++n) {
+    const std::string num = std::to_string(n);
+    os << "\n" << (n == error_line ? ">  " : "   ") << std::string(width - num.size(), ' ') << num
+       << " | " << lines[size_t(offset + n - 1)];
+  }
+}
+
+std::string join_flags(const std::vector<std::string>& flags) {
+  std::string out;
+  for (const std::string& f : flags) out += (out.empty() ? "" : " ") + f;
+  return out;
+}
+
+// The program's name in NVRTC's messages: the kernel name kept plain.
+std::string program_name(const std::string& kernel_name) {
+  std::string stem;
+  for (char c : kernel_name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') stem += c;
+  }
+  if (stem.empty()) stem = "kernel";
+  return stem.substr(0, 64) + ".cu";
+}
+
+std::string program_log(const NvrtcApi& api, nvrtcProgram prog) {
+  size_t size = 0;
+  if (api.nvrtcGetProgramLogSize(prog, &size) != NVRTC_SUCCESS || size == 0) return "";
+  std::string log(size, '\0');
+  if (api.nvrtcGetProgramLog(prog, log.data()) != NVRTC_SUCCESS) return "";
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
+}
+
+[[noreturn, gnu::cold]] void throw_compile_failure(const NvrtcApi& api, nvrtcResult result,
+                                                   const std::string& kernel_name,
+                                                   const std::vector<std::string>& flags,
+                                                   std::string log, const std::string& source,
+                                                   const std::string& program) {
+  std::ostringstream os;
+  os << kernel_name << ": NVRTC " << api.major << "." << api.minor << " failed ("
+     << api.nvrtcGetErrorString(result) << ")\noptions: " << join_flags(flags) << "\n";
+  const std::string body_name = body_file_name(kernel_name);
+  auto [error_line, in_body] = first_error_line(log, program, body_name);
+  if (log.size() > kMaxLogChars) {
+    const size_t dropped = log.size() - kMaxLogChars;
+    log.resize(kMaxLogChars);
+    log += "\n... (" + std::to_string(dropped) + " more bytes of log)";
+  }
+  os << log;
+  const std::vector<std::string> lines = split_lines(source);
+  if (!in_body) {
+    append_excerpt(os, lines, 0, error_line, program);
+  } else {
+    // Body line 1 follows the `#line 1 "<kernel>_body"` directive.
+    const std::string marker = "#line 1 \"" + body_name + "\"";
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (lines[i] == marker) {
+        append_excerpt(os, lines, int(i) + 1, error_line, body_name);
+        break;
+      }
+    }
+  }
+  TILEJIT_THROW(kCompileError) << os.str();
+}
+
+// Destroys the program on every path out.
+struct ProgramGuard {
+  const NvrtcApi& api;
+  nvrtcProgram prog = nullptr;
+  ~ProgramGuard() {
+    if (prog) api.nvrtcDestroyProgram(&prog);
+  }
+};
+
+// The layout line generate_source() wrote (Note [Kernel argument ABI]).
+ArgLayout layout_of(const std::string& source, const std::string& kernel_name) {
+  const size_t at = source.find(kAbiMarker);
+  ArgLayout layout;
+  if (at != std::string::npos) {
+    const size_t begin = at + std::char_traits<char>::length(kAbiMarker);
+    const size_t end = source.find('\n', begin);
+    if (ArgLayout::parse(source.substr(begin, end - begin), &layout)) return layout;
+  }
+  TILEJIT_THROW(kValueError) << kernel_name << ": the source has no valid '" << kAbiMarker
+                             << "' line; CUDA sources must come from the backend's generate_source()";
+}
+
+}  // namespace
+
+std::string toolchain_key(const runtime::CompileOptions& options, Device device) {
+  check_cuda_device(device, "toolchain_key");
+  const NvrtcApi& api = nvrtc();
+  const std::vector<std::string> flags = user_flags(options);
+  const Target target = choose_target(api, flags, device);
+  std::ostringstream key;
+  key << "cuda abi " << kAbiVersion << "; nvrtc " << api.major << "." << api.minor << "; arch "
+      << target.arch << (target.cubin ? " cubin" : " ptx") << "; flags " << join_flags(flags);
+  for (const std::string& dir : api.include_dirs) key << "; include " << dir;
+  return key.str();
+}
+
+std::string compile_source(const std::string& source, const std::string& kernel_name,
+                           const runtime::CompileOptions& options, Device device) {
+  check_cuda_device(device, "compile");
+  const ArgLayout layout = layout_of(source, kernel_name);
+  const NvrtcApi& api = nvrtc();
+  std::vector<std::string> flags = user_flags(options);
+  const Target target = choose_target(api, flags, device);
+  if (arch_in_flags(flags).empty()) flags.insert(flags.begin(), "--gpu-architecture=" + target.arch);
+  if (!has_include_flag(flags)) {
+    TILEJIT_CHECK(!api.include_dirs.empty(), kCompileError)
+        << kernel_name << ": cannot find the CUDA headers (cuda_bf16.h) for NVRTC " << api.major
+        << "." << api.minor << " (" << api.path
+        << "); set TILEJIT_CUDA_INCLUDE or CUDA_HOME to the toolkit";
+    for (const std::string& dir : api.include_dirs) flags.push_back("--include-path=" + dir);
+  }
+
+  const std::string program = program_name(kernel_name);
+  ProgramGuard guard{api};
+  nvrtcResult r =
+      api.nvrtcCreateProgram(&guard.prog, source.c_str(), program.c_str(), 0, nullptr, nullptr);
+  if (r != NVRTC_SUCCESS) {
+    TILEJIT_THROW(kCompileError) << kernel_name << ": nvrtcCreateProgram failed: "
+                                 << api.nvrtcGetErrorString(r);
+  }
+  std::vector<const char*> argv;
+  for (const std::string& f : flags) argv.push_back(f.c_str());
+  r = api.nvrtcCompileProgram(guard.prog, int(argv.size()), argv.data());
+  if (TILEJIT_UNLIKELY(r != NVRTC_SUCCESS)) {
+    throw_compile_failure(api, r, kernel_name, flags, program_log(api, guard.prog), source, program);
+  }
+
+  std::string binary(1, target.cubin ? 'C' : 'P');
+  binary += layout.to_string();
+  binary += '\n';
+  const size_t header = binary.size();
+  size_t size = 0;
+  r = target.cubin ? api.nvrtcGetCUBINSize(guard.prog, &size) : api.nvrtcGetPTXSize(guard.prog, &size);
+  if (r == NVRTC_SUCCESS && size > 0) {
+    binary.resize(header + size);
+    r = target.cubin ? api.nvrtcGetCUBIN(guard.prog, binary.data() + header)
+                     : api.nvrtcGetPTX(guard.prog, binary.data() + header);
+  }
+  if (TILEJIT_UNLIKELY(r != NVRTC_SUCCESS || size == 0)) {
+    TILEJIT_THROW(kCompileError) << kernel_name << ": NVRTC compiled but returned no "
+                                 << (target.cubin ? "cubin" : "PTX") << " for " << target.arch
+                                 << " (" << api.nvrtcGetErrorString(r) << ")";
+  }
+  return binary;
+}
+
+}  // namespace tilejit::cuda

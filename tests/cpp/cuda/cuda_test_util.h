@@ -1,0 +1,160 @@
+// Helpers shared by the CUDA backend tests: build a kernel through the
+// backend's stages, launch it, move bytes to and from the device, and skip
+// cleanly where there is no GPU or no NVRTC.
+//
+// The tests reach into src/backend/cuda/ (the driver and NVRTC tables) and so
+// need the toolkit's include directory for cuda.h; they never link libcuda.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_driver.h"
+#include "backend/cuda/nvrtc_loader.h"
+#include "tilejit/backend/cuda.h"
+#include "tilejit/core/error.h"
+#include "tilejit/ir/prim_func.h"
+#include "tilejit/runtime/backend.h"
+
+namespace tilejit::cuda::testing {
+
+inline runtime::Backend& cuda_backend() { return runtime::get_backend("cuda"); }
+
+#define TILEJIT_SKIP_WITHOUT_GPU()                                                          \
+  if (!::tilejit::cuda::testing::cuda_backend().available())                               \
+  GTEST_SKIP() << "no CUDA device: " << ::tilejit::cuda::unavailable_reason()
+
+#define TILEJIT_SKIP_WITHOUT_NVRTC()                            \
+  if (::tilejit::cuda::nvrtc_or_null() == nullptr)              \
+  GTEST_SKIP() << ::tilejit::cuda::nvrtc_unavailable_reason()
+
+/// Runs `fn`, which must throw Error of `kind`; returns its message.
+template <typename Fn>
+std::string error_message(Fn&& fn, ErrorKind kind) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(error_kind_name(e.kind()), std::string(error_kind_name(kind))) << e.what();
+    return e.message();
+  }
+  ADD_FAILURE() << "no tilejit::Error thrown";
+  return "";
+}
+
+/// The symbols of `f` in order of first appearance in its parameters' shapes.
+inline std::vector<std::string> symbols_of(const ir::PrimFunc& f) {
+  std::vector<std::string> names;
+  for (const ir::Param& p : f.params) {
+    if (!p.is_scalar) {
+      for (const ir::Expr& d : p.tensor.shape) ir::collect_vars(d, &names);
+    }
+  }
+  return names;
+}
+
+inline std::string compile(const ir::PrimFunc& f, const std::vector<std::string>& symbols,
+                           const runtime::CompileOptions& options = {},
+                           Device device = Device::cuda(0)) {
+  runtime::Backend& be = cuda_backend();
+  runtime::SourceRequest request{&f, symbols};
+  return be.compile(be.generate_source(request), f.name, options, device);
+}
+
+/// generate_source -> compile -> load, as the runtime's cache would.
+inline std::unique_ptr<runtime::Module> build(const ir::PrimFunc& f,
+                                              const std::vector<std::string>& symbols,
+                                              const runtime::CompileOptions& options = {},
+                                              Device device = Device::cuda(0)) {
+  return cuda_backend().load(compile(f, symbols, options, device), device);
+}
+
+struct Launch {
+  std::vector<void*> args;
+  std::vector<int64_t> symbols;
+  std::array<int64_t, 3> grid{1, 1, 1};
+  int threads = 1;
+  int64_t smem = 0;
+  Device device = Device::cuda(0);
+  runtime::Stream stream = nullptr;
+};
+
+inline void launch(runtime::Module& m, const Launch& l) {
+  runtime::LaunchParams p;
+  p.args = l.args.data();
+  p.num_args = int(l.args.size());
+  p.symbols = l.symbols.data();
+  p.num_symbols = int(l.symbols.size());
+  for (int i = 0; i < 3; ++i) p.grid[i] = l.grid[size_t(i)];
+  p.threads = l.threads;
+  p.dynamic_smem_bytes = l.smem;
+  p.device = l.device;
+  p.stream = l.stream;
+  m.launch(p);
+}
+
+/// Device memory from the backend's allocator, freed at scope exit.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t bytes, Device device = Device::cuda(0))
+      : bytes_(bytes), device_(device) {
+    ptr_ = cuda_backend().allocator().allocate(bytes, device, nullptr);
+    if (ptr_ == nullptr) throw Error(ErrorKind::kOutOfMemoryError, "test buffer");
+  }
+  ~DeviceBuffer() { cuda_backend().allocator().deallocate(ptr_, bytes_, device_, nullptr); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void* get() const { return ptr_; }
+  template <typename T>
+  void upload(const std::vector<T>& host) const {
+    ContextGuard guard(device_.id);
+    TILEJIT_CU(cuMemcpyHtoD, CUdeviceptr(ptr_), host.data(), host.size() * sizeof(T));
+  }
+  template <typename T>
+  std::vector<T> download(size_t count) const {
+    ContextGuard guard(device_.id);
+    std::vector<T> host(count);
+    TILEJIT_CU(cuCtxSynchronize);
+    TILEJIT_CU(cuMemcpyDtoH, host.data(), CUdeviceptr(ptr_), count * sizeof(T));
+    return host;
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_;
+  Device device_;
+};
+
+/// A non-blocking stream, destroyed at scope exit (after it drains).
+class TestStream {
+ public:
+  explicit TestStream(int device = 0) : device_(device) {
+    ContextGuard guard(device_);
+    TILEJIT_CU(cuStreamCreate, &stream_, CU_STREAM_NON_BLOCKING);
+  }
+  ~TestStream() {
+    ContextGuard guard(device_);
+    driver().cuStreamSynchronize(stream_);
+    driver().cuStreamDestroy(stream_);
+  }
+  TestStream(const TestStream&) = delete;
+  TestStream& operator=(const TestStream&) = delete;
+
+  runtime::Stream get() const { return stream_; }
+  void sync() const {
+    ContextGuard guard(device_);
+    TILEJIT_CU(cuStreamSynchronize, stream_);
+  }
+
+ private:
+  int device_;
+  CUstream stream_ = nullptr;
+};
+
+}  // namespace tilejit::cuda::testing
