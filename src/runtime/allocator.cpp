@@ -2,6 +2,7 @@
 // that serves the device's type.
 #include "tilejit/runtime/allocator.h"
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,36 @@ Tensor empty(std::span<const int64_t> shape, DataType dtype, Device device) {
   // The backend's current stream, so that a CUDA output is ordered with the
   // work the caller is about to queue (the CPU backend ignores it).
   return backend->tensor_allocator().empty(shape, dtype, device, backend->current_stream(device));
+}
+
+}  // namespace tilejit::runtime
+
+namespace tilejit::runtime {
+
+void Backend::copy_sync(void* dst, const void* src, size_t bytes, Device, Stream) {
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+
+void copy(const Tensor& src, const Tensor& dst) {
+  TILEJIT_CHECK(src.defined() && dst.defined(), kValueError) << "copy: undefined tensor";
+  TILEJIT_CHECK(src.dtype() == dst.dtype(), kTypeError)
+      << "copy: source is " << src.dtype().name() << " but destination is " << dst.dtype().name();
+  TILEJIT_CHECK(src.numel() == dst.numel(), kValueError)
+      << "copy: source has " << src.numel() << " elements " << src.shape_str()
+      << " but destination has " << dst.numel() << " " << dst.shape_str();
+  TILEJIT_CHECK(src.is_contiguous() && dst.is_contiguous(), kValueError)
+      << "copy: both tensors must be contiguous";
+  const bool src_host = src.device().type == DeviceType::kCPU;
+  const bool dst_host = dst.device().type == DeviceType::kCPU;
+  TILEJIT_CHECK(src_host || dst_host || src.device() == dst.device(), kValueError)
+      << "copy: from " << src.device().str() << " to " << dst.device().str()
+      << " is not supported; copy through the host";
+  const Device device = src_host ? dst.device() : src.device();
+  Backend* backend = find_backend(device.type);
+  TILEJIT_CHECK(backend != nullptr, kValueError)
+      << "copy: no backend serves device '" << device.str() << "'";
+  backend->copy_sync(dst.data(), src.data(), size_t(src.nbytes()), device,
+                     backend->current_stream(device));
 }
 
 }  // namespace tilejit::runtime

@@ -75,8 +75,11 @@ struct WorkspacePool::Block {
   uint64_t tag = 0;        // Lease::tag points here
   bool leased = false;
   Stream stream = nullptr;  // the stream of the last release
-  Event event = nullptr;    // recorded on `stream` at release; nullptr: no work pending
-  // record_event() failed at release: nothing tells when the last user is
+  // Note [Stream-ordered reuse]: `pending` until another stream asks for the
+  // block; then `event` is recorded on `stream` (nullptr: nothing pending).
+  bool pending = false;
+  Event event = nullptr;
+  // record_event() failed: nothing tells when the last user is
   // done, so only `stream` (which orders it) may reuse the block, and
   // empty_cache() keeps it.
   bool stream_only = false;
@@ -131,15 +134,8 @@ WorkspacePool::Block* WorkspacePool::take_free_block_locked(size_t size, Stream 
       if (b->size == best->size && (best->stream == stream || b->stream != stream)) continue;
     }
     // Note [Stream-ordered reuse]: the releasing stream may reuse at once;
-    // any other stream waits for the release event, queried only now.
-    if (b->stream != stream) {
-      if (b->stream_only) continue;
-      if (b->event) {
-        if (!backend_.event_completed(b->event)) continue;
-        backend_.destroy_event(b->event);
-        b->event = nullptr;
-      }
-    }
+    // any other stream waits until the releasing stream is done with it.
+    if (b->stream != stream && !idle_locked(b)) continue;
     best_index = i;
     if (b->size == size && b->stream == stream) break;  // nothing can beat it
   }
@@ -153,7 +149,31 @@ WorkspacePool::Block* WorkspacePool::take_free_block_locked(size_t size, Stream 
     block->event = nullptr;
   }
   block->stream_only = false;
+  block->pending = false;
   return block;
+}
+
+bool WorkspacePool::idle_locked(Block* b) {
+  if (b->stream_only) return false;
+  if (b->pending) {
+    // Recorded now, not at release: an event recorded later on the same
+    // stream completes no earlier than the block's last use (stream order),
+    // and the common case -- reuse on the releasing stream -- then pays no
+    // driver call at all.
+    b->pending = false;
+    try {
+      b->event = backend_.record_event(device_, b->stream);
+    } catch (...) {
+      b->stream_only = true;  // nothing can tell when its stream is done
+      return false;
+    }
+  }
+  if (b->event) {
+    if (!backend_.event_completed(b->event)) return false;
+    backend_.destroy_event(b->event);
+    b->event = nullptr;
+  }
+  return true;
 }
 
 size_t WorkspacePool::free_cached_locked() {
@@ -161,12 +181,10 @@ size_t WorkspacePool::free_cached_locked() {
   size_t freed = 0;
   for (size_t i = 0; i < free_.size();) {
     Block* b = free_[i];
-    bool done = !b->stream_only && (b->event == nullptr || backend_.event_completed(b->event));
-    if (!done) {
+    if (!idle_locked(b)) {
       ++i;
       continue;
     }
-    if (b->event) backend_.destroy_event(b->event);
     allocator.deallocate(b->ptr, b->size, device_, b->stream);
     ++stats_.device_frees;
     --stats_.blocks;
@@ -253,28 +271,18 @@ void WorkspacePool::release(Lease& lease, Stream stream) noexcept {
     }
     return;
   }
-  // Recorded before taking the lock: it is a driver call, and nothing else
-  // looks at this block until it is back in the free list.
-  Event event = nullptr;
-  bool stream_only = false;
-  try {
-    event = backend_.record_event(device_, stream);
-  } catch (...) {
-    stream_only = true;
-  }
   std::unique_lock<std::mutex> lock(mutex_);
   if (TILEJIT_UNLIKELY(!block->leased)) {
     // A copy of a lease released twice: putting the block in the free list
     // again would let two later leases share it. release() cannot throw, so
     // the second release is dropped.
-    lock.unlock();
-    if (event) backend_.destroy_event(event);
     return;
   }
   block->leased = false;
   block->stream = stream;
-  block->event = event;
-  block->stream_only = stream_only;
+  block->pending = true;
+  block->event = nullptr;
+  block->stream_only = false;
   stats_.bytes_in_use -= block->size;
   free_.push_back(block);  // capacity >= blocks_.size(): see acquire()
 }
@@ -295,7 +303,8 @@ void WorkspacePool::drain_graph_returns_locked() {
     block->graph_owned = false;
     block->leased = false;
     block->stream = nullptr;
-    block->event = nullptr;  // the graph is gone: no replay can be pending
+    block->pending = false;  // the graph is gone: no replay can be pending
+    block->event = nullptr;
     --stats_.graph_blocks;
     stats_.bytes_in_use -= block->size;
     free_.push_back(block);  // capacity >= blocks_.size(): see acquire()

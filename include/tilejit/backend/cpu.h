@@ -13,7 +13,8 @@ namespace tilejit::cpu {
 /// Sets how many threads run the blocks of a launch, counting the calling
 /// thread: 1 runs every launch inline on the caller, n > 1 keeps n - 1
 /// workers. Takes effect for launches that start after it returns; launches
-/// already running finish on the old workers. Throws ValueError for n < 1.
+/// already running finish on the old workers. Throws ValueError for n < 1 and
+/// when called from inside a launch (a kernel body).
 void set_num_threads(int n);
 
 /// The current thread count: the last set_num_threads(), else the

@@ -94,6 +94,11 @@ class Backend {
   virtual TensorAllocator& tensor_allocator() = 0;
   /// Sets `bytes` bytes at `ptr` to `value`, ordered on `stream`.
   virtual void memset_async(void* ptr, int value, size_t bytes, Device device, Stream stream) = 0;
+  /// Copies `bytes` bytes between host memory and memory of `device` (or
+  /// within it), after the work queued on `stream`; returns when the copy is
+  /// done. The default is memcpy, for host-memory backends.
+  virtual void copy_sync(void* dst, const void* src, size_t bytes, Device /*device*/,
+                         Stream /*stream*/);
 
   // Stream ordering, for the workspace pool (Note [Stream-ordered reuse] in
   // workspace_pool.h). The CPU backend is synchronous: its events are nullptr.
@@ -113,6 +118,12 @@ class Backend {
     return false;
   }
 };
+
+/// Copies the elements of `src` into `dst` (same dtype and number of
+/// elements, both contiguous; either may be on the host or a device), after
+/// the work queued on the device's current stream; returns when done. Throws
+/// ValueError or TypeError naming the mismatch.
+void copy(const Tensor& src, const Tensor& dst);
 
 /// The backend for `target`; throws ValueError naming the registered targets.
 Backend& get_backend(std::string_view target);

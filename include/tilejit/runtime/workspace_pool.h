@@ -2,13 +2,16 @@
 // per call, stream-ordered, and keeps released arenas for the next call.
 //
 // Note [Stream-ordered reuse]
-// A block released on stream S carries S and an event recorded on S at
-// release. The next lease on S may take it at once: S executes in order, so
-// the next kernel on S cannot start before the last user of the block has
-// finished. A lease on another stream takes it only once that event has
-// completed (checked lazily, when a lease looks for a block, as PyTorch's
-// caching allocator does). The CPU backend is synchronous: its events are
-// nullptr and a released block is free for everyone at once.
+// A block released on stream S carries S. The next lease on S may take it at
+// once: S executes in order, so the next kernel on S cannot start before the
+// last user of the block has finished. A lease on another stream takes it
+// only once S is done with it: the first time another stream looks at the
+// block, an event is recorded on S (it completes no earlier than the block's
+// last use, by stream order), and the block is taken once that event has
+// completed (queried lazily, as PyTorch's caching allocator does). Recording
+// at that moment rather than at every release keeps the common case -- reuse
+// on one stream -- free of driver calls. The CPU backend is synchronous: its
+// events are nullptr and a released block is free for everyone at once.
 //
 // Note [Graph-owned arenas]
 // A lease taken while its stream is capturing a CUDA graph is baked into the
@@ -101,6 +104,7 @@ class WorkspacePool {
   Block* take_free_block_locked(size_t bytes, Stream stream);
   static void graph_destroyed(void* context) noexcept;
   void drain_graph_returns_locked();
+  bool idle_locked(Block* block);
   size_t free_cached_locked();
 
   Backend& backend_;

@@ -46,6 +46,10 @@ class CudaBackend final : public runtime::Backend {
     cuda::memset_async(ptr, value, bytes, device, stream);
   }
 
+  void copy_sync(void* dst, const void* src, size_t bytes, Device device,
+                 runtime::Stream stream) override {
+    cuda::copy_sync(dst, src, bytes, device, stream);
+  }
   runtime::Stream current_stream(Device device) override { return cuda::current_stream(device); }
   runtime::Event record_event(Device device, runtime::Stream stream) override {
     return cuda::record_event(device, stream);

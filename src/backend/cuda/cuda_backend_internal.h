@@ -77,6 +77,7 @@ std::unique_ptr<runtime::Module> load_module(const std::string& binary, Device d
 runtime::Allocator& allocator();
 runtime::TensorAllocator& tensor_allocator();
 void memset_async(void* ptr, int value, size_t bytes, Device device, runtime::Stream stream);
+void copy_sync(void* dst, const void* src, size_t bytes, Device device, runtime::Stream stream);
 runtime::Stream current_stream(Device device);
 runtime::Event record_event(Device device, runtime::Stream stream);
 bool event_completed(runtime::Event event);

@@ -68,6 +68,7 @@ namespace tilejit::cuda {
   X(cuUserObjectCreate)                \
   X(cuUserObjectRelease)               \
   X(cuGraphRetainUserObject)           \
+  X(cuMemcpy)                          \
   X(cuMemcpyHtoD)                      \
   X(cuMemcpyDtoH)                      \
   X(cuMemsetD8)                        \

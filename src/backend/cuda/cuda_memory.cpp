@@ -287,6 +287,17 @@ void memset_async(void* ptr, int value, size_t bytes, Device device, runtime::St
              bytes, as_stream(stream));
 }
 
+void copy_sync(void* dst, const void* src, size_t bytes, Device device, runtime::Stream stream) {
+  check_cuda_device(device, "copy");
+  if (bytes == 0) return;
+  ContextGuard guard(device.id);
+  // Unified addressing lets cuMemcpy tell host from device pointers; it is
+  // ordered after the legacy stream, so wait for `stream` first.
+  TILEJIT_CU(cuStreamSynchronize, as_stream(stream));
+  TILEJIT_CHECK(driver().cuMemcpy != nullptr, kRuntimeError) << "copy: the driver lacks cuMemcpy";
+  TILEJIT_CU(cuMemcpy, reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes);
+}
+
 runtime::Stream current_stream(Device device) {
   check_cuda_device(device, "current_stream");
   return cuda::current_stream(device.id);
