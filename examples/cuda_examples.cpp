@@ -75,6 +75,14 @@ int main() {
     std::printf("no CUDA device: skipped\n");
     return 77;
   }
+  {
+    // Creating the CUDA context (100+ ms) is the process's cost, not the
+    // kernel's: pay it before timing the jit.
+    const auto t0 = Clock::now();
+    Tensor warm = empty({1}, DataType::float32(), Device::cuda(0));
+    std::printf("cuda context + first allocation %8.1f ms\n",
+                std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
   std::mt19937 rng(2026);
   const examples::SparseAttentionConfig sa{16, 128, 512, 64};
   const Kernel sparse = timed_jit("sparse_attention_fwd", [&] {

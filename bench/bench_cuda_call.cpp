@@ -1,0 +1,133 @@
+// Per-call cost on a CUDA device of a 1-block no-op kernel with 3 inputs,
+// 1 output, 4 workspaces and 2 dynamic symbols:
+//   bare     cuLaunchKernel of the same cubin with preallocated buffers and a
+//            prebuilt argument struct (the floor);
+//   tilejit  kernel(a, b, c): checks, symbols, output allocation, pooled
+//            workspace lease, launch;
+//   tilejit(out=)  the same with a caller-supplied output;
+//   seed     a fresh allocation for the output and each workspace on every
+//            call, then the bare launch.
+// Each row is the median over 21 batches of 2000 calls of (host time of the
+// batch + stream synchronize) / 2000. Plain C++ (no Google Benchmark), so it
+// builds wherever the toolkit is.
+#include <cuda.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "tilejit/tilejit.h"
+
+namespace {
+
+using namespace tilejit;
+using Clock = std::chrono::steady_clock;
+constexpr int kBatch = 2000, kBatches = 21;
+constexpr int64_t kM = 64, kN = 32;
+
+void check(CUresult r, const char* what) {
+  if (r != CUDA_SUCCESS) {
+    const char* name = nullptr;
+    cuGetErrorName(r, &name);
+    std::fprintf(stderr, "%s failed: %s\n", what, name ? name : "?");
+    std::exit(1);
+  }
+}
+
+template <typename F>
+double per_call_us(F&& body) {
+  std::vector<double> samples;
+  for (int b = 0; b < kBatches; ++b) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < kBatch; ++i) body();
+    check(cuCtxSynchronize(), "cuCtxSynchronize");
+    samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kBatch);
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+}  // namespace
+
+int main() {
+  runtime::Backend& backend = runtime::get_backend("cuda");
+  if (!backend.available()) {
+    std::printf("no CUDA device: skipped\n");
+    return 0;
+  }
+  const Expr m = symbolic("m"), n = symbolic("n");
+  const PrimFunc f = prim_func("noop")
+                         .tensor("A", {m, n}, DataType::float32())
+                         .tensor("B", {n}, DataType::float32())
+                         .tensor("C", {m}, DataType::float32())
+                         .tensor("D", {m, n}, DataType::float32())
+                         .tensor("W1", {m}, DataType::float32())
+                         .tensor("W2", {n}, DataType::float32())
+                         .tensor("W3", {m, n}, DataType::float32())
+                         .tensor("W4", {64}, DataType::int32())
+                         .threads(128)
+                         .body("cuda", "")
+                         .build();
+  JitOptions o;
+  o.out_idx = {3};
+  o.workspace_idx = {4, 5, 6, 7};
+  o.target = "cuda";
+  const Kernel k = jit(f, o);
+  Tensor a = empty({kM, kN}, DataType::float32(), Device::cuda(0));
+  Tensor b = empty({kN}, DataType::float32(), Device::cuda(0));
+  Tensor c = empty({kM}, DataType::float32(), Device::cuda(0));
+
+  // The same translation unit as a bare module: strip the binary's tag byte
+  // and header line (see src/backend/cuda/cuda_backend_internal.h).
+  const std::string binary = backend.compile(k.source(), "noop", {}, Device::cuda(0));
+  const std::string cubin = binary.substr(binary.find('\n') + 1);
+  CUmodule module;
+  CUfunction fn;
+  check(cuModuleLoadData(&module, cubin.data()), "cuModuleLoadData");
+  check(cuModuleGetFunction(&fn, module, "tilejit_kernel"), "cuModuleGetFunction");
+  Tensor d = empty({kM, kN}, DataType::float32(), Device::cuda(0));
+  Tensor arena = empty({1 << 16}, DataType::uint8(), Device::cuda(0));
+  char* ws = static_cast<char*>(arena.data());
+  struct Args {
+    void* ptrs[8];
+    int64_t syms[2];
+  } args{{a.data(), b.data(), c.data(), d.data(), ws, ws + 256, ws + 512, ws + 8704}, {kM, kN}};
+  void* params[] = {&args};
+
+  const double bare = per_call_us([&] {
+    check(cuLaunchKernel(fn, 1, 1, 1, 128, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel");
+  });
+  auto& pool = runtime::WorkspacePool::get(backend, Device::cuda(0));
+  k(a, b, c);  // warm
+  const auto before = pool.stats();
+  const double tj = per_call_us([&] { Tensor out = k(a, b, c); });
+  const auto after = pool.stats();
+  const Tensor outs[] = {d};
+  CallOptions with_out;
+  with_out.out = outs;
+  const Arg call_args[] = {Arg(a), Arg(b), Arg(c)};
+  const double tj_out = per_call_us([&] { k.call(call_args, with_out); });
+  const double seed = per_call_us([&] {
+    Tensor out = empty({kM, kN}, DataType::float32(), Device::cuda(0));
+    Tensor w1 = empty({kM}, DataType::float32(), Device::cuda(0));
+    Tensor w2 = empty({kN}, DataType::float32(), Device::cuda(0));
+    Tensor w3 = empty({kM, kN}, DataType::float32(), Device::cuda(0));
+    Tensor w4 = empty({64}, DataType::int32(), Device::cuda(0));
+    Args fresh{{a.data(), b.data(), c.data(), out.data(), w1.data(), w2.data(), w3.data(), w4.data()},
+               {kM, kN}};
+    void* p[] = {&fresh};
+    check(cuLaunchKernel(fn, 1, 1, 1, 128, 1, 1, 0, nullptr, p, nullptr), "cuLaunchKernel");
+  });
+  const double calls = double(kBatch) * kBatches;
+  std::printf("| path | median us/call | vs bare |\n|---|---|---|\n");
+  std::printf("| bare cuLaunchKernel | %.3f | 1.00x |\n", bare);
+  std::printf("| tilejit kernel(a, b, c) | %.3f | %.2fx |\n", tj, tj / bare);
+  std::printf("| tilejit with out= | %.3f | %.2fx |\n", tj_out, tj_out / bare);
+  std::printf("| seed: allocate output + 4 workspaces, launch | %.3f | %.2fx |\n", seed, seed / bare);
+  std::printf("pool over %.0f tilejit calls: %llu device allocations, %llu hits\n", calls,
+              (unsigned long long)(after.device_allocs - before.device_allocs),
+              (unsigned long long)(after.hits - before.hits));
+  return 0;
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds, tests and benchmarks tilejit on a machine with an NVIDIA GPU, in one
+# run, and writes the logs and the results table under $OUT (default
+# ./gpu_out). Needs the CUDA toolkit, CMake and a C++ compiler; GoogleTest is
+# taken from the system, or from Debian packages unpacked from .gpu/*.deb.
+# Python steps run when python3 can import torch (the CUDA half of the Python
+# tests and the Python benchmarks).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+OUT=${OUT:-$root/gpu_out}
+mkdir -p "$OUT"
+jobs=$(nproc)
+export TILEJIT_CACHE_DIR=$root/build-gpu/kernel_cache
+summary=$OUT/summary.md
+: >"$summary"
+log() { echo "$@" | tee -a "$summary"; }
+
+prefix_args=()
+if ls .gpu/*.deb >/dev/null 2>&1; then
+  mkdir -p /tmp/tilejit_deps
+  for f in .gpu/*.deb; do dpkg -x "$f" /tmp/tilejit_deps; done
+  prefix_args=(-DCMAKE_PREFIX_PATH=/tmp/tilejit_deps/usr)
+fi
+
+log "# tilejit on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(date -u +%F)"
+t0=$(date +%s)
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTILEJIT_BUILD_TESTS=ON \
+  -DTILEJIT_BUILD_BENCH=ON -DTILEJIT_WITH_CUDA=ON "${prefix_args[@]}" >"$OUT/cmake.log" 2>&1 ||
+  { log "cmake failed"; tail -30 "$OUT/cmake.log"; exit 1; }
+cmake --build build-gpu -j"$jobs" >"$OUT/build.log" 2>&1 ||
+  { log "build failed"; grep -m20 -B2 -A8 "error" "$OUT/build.log"; exit 1; }
+log "build: $(( $(date +%s) - t0 )) s"
+
+(cd build-gpu && ctest -j8 --output-on-failure >"$OUT/ctest.log" 2>&1)
+log "ctest: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log")"
+grep -E "\(Failed\)|\(SEGFAULT\)|\(Timeout\)|Subprocess aborted" "$OUT/ctest.log" | head -20 | tee -a "$summary"
+(cd build-gpu && ./tests/cpp/tilejit_test_cuda >"$OUT/test_cuda.log" 2>&1)
+log "cuda tests: $(grep -E '^\[  (PASSED|FAILED)' "$OUT/test_cuda.log" | tr '\n' ' ')"
+grep -E "^\[  FAILED|Failure|error" "$OUT/test_cuda.log" | head -30 | tee -a "$summary"
+
+log "## examples on the GPU (cold disk cache, then a new process on a warm one)"
+rm -rf "$root/build-gpu/example_cache"
+TILEJIT_CACHE_DIR=$root/build-gpu/example_cache ./build-gpu/examples/cuda_examples 2>&1 | tee "$OUT/examples_cold.log" | tee -a "$summary"
+TILEJIT_CACHE_DIR=$root/build-gpu/example_cache ./build-gpu/examples/cuda_examples 2>&1 | grep -E "^jit|context" | sed 's/^/warm: /' | tee -a "$summary"
+
+log "## C++ call overhead"
+./build-gpu/bench/bench_cuda_call 2>&1 | tee -a "$summary"
+
+if python3 -c "import torch, nanobind, scikit_build_core" 2>/dev/null && [[ -f pyproject.toml ]]; then
+  log "## Python"
+  python3 -m pip install --no-build-isolation --no-deps --no-index -q . >"$OUT/pip.log" 2>&1 ||
+    { log "pip install failed"; tail -30 "$OUT/pip.log"; }
+  (cd /tmp && python3 -m pytest -q "$root/tests/python" >"$OUT/pytest.log" 2>&1)
+  log "pytest: $(tail -1 "$OUT/pytest.log")"
+  grep -E "^FAILED|Error" "$OUT/pytest.log" | head -20 | tee -a "$summary"
+  for b in bench/bench_python.py bench/bench_python_cuda.py; do
+    [[ -f $b ]] && (cd /tmp && python3 "$root/$b" 2>&1 | tee -a "$summary")
+  done
+fi
