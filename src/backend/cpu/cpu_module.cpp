@@ -60,6 +60,13 @@ std::string elf_problem(const std::string& bytes) {
       uint64_t(eh.e_phnum) * sizeof(Phdr) > size - eh.e_phoff) {
     return "the binary's program headers are truncated";
   }
+  // dlopen never reads the section headers, but they are the last thing the
+  // linker writes: a file cut short loses them first.
+  if (eh.e_shnum != 0 &&
+      (eh.e_shentsize != sizeof(ElfW(Shdr)) || eh.e_shoff > size ||
+       uint64_t(eh.e_shnum) * sizeof(ElfW(Shdr)) > size - eh.e_shoff)) {
+    return "the binary's section headers are truncated";
+  }
   for (int i = 0; i < eh.e_phnum; ++i) {
     Phdr ph;
     std::memcpy(&ph, bytes.data() + eh.e_phoff + uint64_t(i) * sizeof(Phdr), sizeof ph);
@@ -80,9 +87,12 @@ std::string dl_error_text() {
   return e ? e : "unknown dlerror";
 }
 
-// An fd that is closed unless released.
+// Owns an fd: closes it unless it was moved away or set to -1.
 struct FdGuard {
   int fd = -1;
+  explicit FdGuard(int f) : fd(f) {}
+  FdGuard(FdGuard&& other) noexcept : fd(other.fd) { other.fd = -1; }
+  FdGuard& operator=(FdGuard&&) = delete;
   ~FdGuard() {
     if (fd >= 0) ::close(fd);
   }
@@ -152,7 +162,7 @@ std::unique_ptr<runtime::Module> load_module(const std::string& binary) {
     dlclose(stale);
     const int moved = ::fcntl(fd.fd, F_DUPFD_CLOEXEC, 0);
     if (attempt >= 64 || moved < 0) throw_load_error("no free path for " + path);
-    passed_over.push_back(FdGuard{fd.fd});
+    passed_over.emplace_back(fd.fd);
     fd.fd = moved;
   }
 

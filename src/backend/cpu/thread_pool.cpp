@@ -2,12 +2,15 @@
 // thread_pool.h.
 #include "backend/cpu/thread_pool.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <exception>
+#include <new>
 #include <string>
 
 #include "tilejit/backend/cpu.h"
@@ -31,25 +34,27 @@ inline void cpu_relax() {
 #endif
 }
 
-// Set on pool workers: resizing the pool from inside a launch would join the
-// calling thread itself.
-thread_local bool t_is_worker = false;
+// Nonzero while this thread runs chunks: on workers always, on a launcher
+// during its launch. Resizing the pool from there would join a worker from
+// itself, or wait for the launch that is asking.
+thread_local int t_launch_depth = 0;
 
-int threads_from_environment() {
-  const char* env = std::getenv("TILEJIT_NUM_THREADS");
-  if (env != nullptr && *env != '\0') {
-    errno = 0;
-    char* end = nullptr;
-    const long v = std::strtol(env, &end, 10);
-    TILEJIT_CHECK(errno == 0 && *end == '\0' && v >= 1 && v <= INT_MAX, kValueError)
-        << "TILEJIT_NUM_THREADS='" << env << "' is not a positive integer";
-    return int(v);
-  }
-  const unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : int(hw);
-}
+struct LaunchScope {
+  LaunchScope() { ++t_launch_depth; }
+  ~LaunchScope() { --t_launch_depth; }
+};
 
 }  // namespace
+
+int parse_num_threads(const char* env, int hardware) {
+  if (env == nullptr || *env == '\0') return hardware;
+  errno = 0;
+  char* end = nullptr;
+  const long v = std::strtol(env, &end, 10);
+  TILEJIT_CHECK(errno == 0 && *end == '\0' && v >= 1 && v <= INT_MAX, kValueError)
+      << "TILEJIT_NUM_THREADS='" << env << "' is not a positive integer";
+  return int(v);
+}
 
 struct ThreadPool::Job {
   ChunkFn fn = nullptr;
@@ -72,6 +77,29 @@ ThreadPool& ThreadPool::global() {
   return pool;
 }
 
+ThreadPool::ThreadPool() {
+  // Only global() makes a pool, once.
+  ::pthread_atfork(nullptr, nullptr, [] { ThreadPool::global().reset_after_fork(); });
+}
+
+void ThreadPool::reset_after_fork() noexcept {
+  // Only the forking thread exists here. The std::thread objects of the
+  // parent's workers can be neither joined nor destroyed (a joinable
+  // std::thread terminates the process when destroyed): they are leaked.
+  // The mutexes and condition variables are made anew in place: another
+  // parent thread may have held them at the fork, and will never unlock.
+  new std::vector<std::thread>(std::move(workers_));
+  workers_ = std::vector<std::thread>();
+  new (&resize_mutex_) std::mutex;
+  new (&mutex_) std::mutex;
+  new (&work_cv_) std::condition_variable;
+  new (&done_cv_) std::condition_variable;
+  queue_.clear();
+  queued_.store(0, std::memory_order_relaxed);
+  running_workers_.store(0, std::memory_order_relaxed);
+  stop_ = false;
+}
+
 ThreadPool::~ThreadPool() { stop_workers(); }
 
 int ThreadPool::num_threads() {
@@ -80,7 +108,8 @@ int ThreadPool::num_threads() {
   std::lock_guard<std::mutex> lock(resize_mutex_);
   n = num_threads_.load(std::memory_order_relaxed);
   if (n == 0) {
-    n = threads_from_environment();
+    const unsigned hw = std::thread::hardware_concurrency();
+    n = parse_num_threads(std::getenv("TILEJIT_NUM_THREADS"), hw == 0 ? 1 : int(hw));
     num_threads_.store(n, std::memory_order_release);
   }
   return n;
@@ -88,7 +117,7 @@ int ThreadPool::num_threads() {
 
 void ThreadPool::set_num_threads(int n) {
   TILEJIT_CHECK(n >= 1, kValueError) << "set_num_threads: " << n << " threads; expected at least 1";
-  TILEJIT_CHECK(!t_is_worker, kValueError)
+  TILEJIT_CHECK(t_launch_depth == 0, kValueError)
       << "set_num_threads: called from inside a CPU launch; call it between launches";
   std::lock_guard<std::mutex> lock(resize_mutex_);
   if (num_threads_.load(std::memory_order_relaxed) == n) return;
@@ -155,7 +184,7 @@ void ThreadPool::dequeue_locked(Job* job) {
 }
 
 void ThreadPool::worker_main() {
-  t_is_worker = true;
+  LaunchScope scope;
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     if (stop_) return;
@@ -185,6 +214,7 @@ void ThreadPool::worker_main() {
 void ThreadPool::run(int64_t total, ChunkFn fn, void* context) {
   if (total <= 0) return;
   const int threads = num_threads();
+  LaunchScope scope;
   if (total == 1 || threads == 1) {
     fn(context, 0, total);
     return;

@@ -16,7 +16,11 @@
 //    chunks left, so refs can then only fall; it returns when refs is 0,
 //    which means every chunk has run and no worker will touch the job again;
 //  - waiting spins briefly, then blocks on a condition variable: a hot loop
-//    of small launches avoids futex round trips, and an idle pool costs no CPU.
+//    of small launches avoids futex round trips, and an idle pool costs no CPU;
+//  - in the child of a fork() the pool starts over (a pthread_atfork handler):
+//    the parent's workers do not exist there, so it neither waits for them
+//    nor joins them at exit, and a mutex held by some parent thread at the
+//    fork is made anew.
 #pragma once
 
 #include <atomic>
@@ -28,6 +32,11 @@
 #include <vector>
 
 namespace tilejit::cpu {
+
+/// The thread count that the TILEJIT_NUM_THREADS value `env` asks for;
+/// `hardware` when env is null or empty. Throws ValueError unless env is a
+/// positive integer.
+int parse_num_threads(const char* env, int hardware);
 
 class ThreadPool {
  public:
@@ -55,7 +64,8 @@ class ThreadPool {
  private:
   struct Job;
 
-  ThreadPool() = default;
+  ThreadPool();
+  void reset_after_fork() noexcept;
   void ensure_workers();
   void stop_workers();
   void worker_main();

@@ -1,0 +1,82 @@
+// Helpers shared by the CPU backend tests: build a kernel through the
+// backend's stages, launch it, and set environment variables for a scope.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tilejit/backend/cpu.h"
+#include "tilejit/ir/prim_func.h"
+#include "tilejit/runtime/backend.h"
+
+namespace tilejit::cpu::testing {
+
+inline runtime::Backend& cpu_backend() { return runtime::get_backend("cpu"); }
+
+/// generate_source -> compile -> load, as the runtime's cache would.
+inline std::unique_ptr<runtime::Module> build(const ir::PrimFunc& f,
+                                              const std::vector<std::string>& symbols = {},
+                                              const runtime::CompileOptions& options = {}) {
+  runtime::Backend& be = cpu_backend();
+  runtime::SourceRequest request{&f, symbols};
+  const std::string source = be.generate_source(request);
+  const std::string binary = be.compile(source, f.name, options, Device::cpu());
+  return be.load(binary, Device::cpu());
+}
+
+inline void launch(runtime::Module& m, const std::vector<void*>& args,
+                   const std::vector<int64_t>& symbols, std::array<int64_t, 3> grid) {
+  runtime::LaunchParams p;
+  p.args = args.data();
+  p.num_args = int(args.size());
+  p.symbols = symbols.data();
+  p.num_symbols = int(symbols.size());
+  for (int i = 0; i < 3; ++i) p.grid[i] = grid[size_t(i)];
+  p.device = Device::cpu();
+  m.launch(p);
+}
+
+/// Sets (or, with nullptr, unsets) an environment variable and restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value != nullptr) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_.c_str(), old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+/// Sets the CPU thread count and restores it.
+class ScopedThreads {
+ public:
+  explicit ScopedThreads(int n) : old_(num_threads()) { set_num_threads(n); }
+  ~ScopedThreads() { set_num_threads(old_); }
+  ScopedThreads(const ScopedThreads&) = delete;
+  ScopedThreads& operator=(const ScopedThreads&) = delete;
+
+ private:
+  int old_;
+};
+
+}  // namespace tilejit::cpu::testing
