@@ -47,7 +47,7 @@ TILEJIT_CACHE_DIR=$root/build-gpu/example_cache ./build-gpu/examples/cuda_exampl
 log "## C++ call overhead"
 ./build-gpu/bench/bench_cuda_call 2>&1 | tee -a "$summary"
 
-if python3 -c "import torch, nanobind, scikit_build_core" 2>/dev/null && [[ -f pyproject.toml ]]; then
+if [[ "${TILEJIT_GPU_SKIP_PYTHON:-0}" != 1 ]] && python3 -c "import torch, nanobind, scikit_build_core" 2>/dev/null && [[ -f pyproject.toml ]]; then
   log "## Python"
   python3 -m pip install --no-build-isolation --no-deps --no-index -q . >"$OUT/pip.log" 2>&1 ||
     { log "pip install failed"; tail -30 "$OUT/pip.log"; }
