@@ -120,12 +120,33 @@ int main() {
     void* p[] = {&fresh};
     check(cuLaunchKernel(fn, 1, 1, 1, 128, 1, 1, 0, nullptr, p, nullptr), "cuLaunchKernel");
   });
+  // Where the time goes: the pieces of a call, each alone.
+  CUstream legacy = nullptr;
+  const double is_capturing = per_call_us([&] {
+    CUstreamCaptureStatus st;
+    check(cuStreamIsCapturing(legacy, &st), "cuStreamIsCapturing");
+  });
+  const double ctx_get = per_call_us([&] {
+    CUcontext ctx;
+    check(cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
+  });
+  const double lease = per_call_us([&] {
+    auto l = pool.acquire(9216, nullptr);
+    pool.release(l, nullptr);
+  });
+  const double alloc_free = per_call_us([&] {
+    Tensor out = empty({kM, kN}, DataType::float32(), Device::cuda(0));
+  });
   const double calls = double(kBatch) * kBatches;
   std::printf("| path | median us/call | vs bare |\n|---|---|---|\n");
   std::printf("| bare cuLaunchKernel | %.3f | 1.00x |\n", bare);
   std::printf("| tilejit kernel(a, b, c) | %.3f | %.2fx |\n", tj, tj / bare);
   std::printf("| tilejit with out= | %.3f | %.2fx |\n", tj_out, tj_out / bare);
   std::printf("| seed: allocate output + 4 workspaces, launch | %.3f | %.2fx |\n", seed, seed / bare);
+  std::printf("\n| piece | median us |\n|---|---|\n| cuStreamIsCapturing | %.3f |\n"
+              "| cuCtxGetCurrent | %.3f |\n| pool acquire + release | %.3f |\n"
+              "| output empty() + free | %.3f |\n",
+              is_capturing, ctx_get, lease, alloc_free);
   std::printf("pool over %.0f tilejit calls: %llu device allocations, %llu hits\n", calls,
               (unsigned long long)(after.device_allocs - before.device_allocs),
               (unsigned long long)(after.hits - before.hits));

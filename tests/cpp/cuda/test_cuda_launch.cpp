@@ -479,6 +479,9 @@ TEST(CudaGraph, CapturedCallsReplayCorrectly) {
   for (int replay = 0; replay < 4; ++replay) {
     for (size_t i = 0; i < x.size(); ++i) x[i] = float((i * 7 + size_t(replay)) % 23);
     TILEJIT_CU(cuMemcpyHtoD, CUdeviceptr(dx.data()), x.data(), x.size() * 4);
+    // From pageable memory the copy may return before the DMA lands, and s
+    // is not ordered with the legacy stream: wait before replaying.
+    TILEJIT_CU(cuCtxSynchronize);
     TILEJIT_CU(cuGraphLaunch, exec, static_cast<CUstream>(s.get()));
     // Ordinary calls on another stream meanwhile must not get the graph's
     // workspace (Note [Graph arenas]).
