@@ -18,5 +18,5 @@ fi
 
 if [[ "${TILEJIT_SKIP_PIP:-0}" != 1 ]]; then
   python3 -m pip install -q --disable-pip-version-check \
-    "numpy>=1.24" "pytest>=7" "nanobind>=2.0" "scikit-build-core>=0.10" 2>&1 | grep -v "as the 'root' user" || true
+    "numpy>=1.24" "pytest>=7" "nanobind>=2.0" "scikit-build-core>=0.10" "ml_dtypes>=0.2" ninja 2>&1 | grep -v "as the 'root' user" || true
 fi

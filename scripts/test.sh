@@ -22,3 +22,6 @@ cmake --install build --prefix "$prefix" >/dev/null
 cmake -S tests/consumer -B build/consumer -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build build/consumer -j"$jobs"
 TILEJIT_CACHE_DIR="$root/build/kernel_cache" ./build/consumer/consumer
+
+echo "== Python package and pytest"
+bash scripts/test_python.sh

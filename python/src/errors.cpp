@@ -1,0 +1,101 @@
+#include "errors.h"
+
+#include <nanobind/nanobind.h>
+
+#include <new>
+
+namespace nb = nanobind;
+
+namespace tilejit::python {
+namespace {
+
+// The tilejit-specific exception types; strong references held for the life
+// of the process (the module keeps them too).
+PyObject* g_compile_error = nullptr;
+PyObject* g_out_of_memory_error = nullptr;
+PyObject* g_internal_error = nullptr;
+
+PyObject* new_exception(PyObject* module, const char* qualified, const char* short_name,
+                        PyObject* base, const char* doc) {
+  PyObject* type = PyErr_NewExceptionWithDoc(qualified, doc, base, nullptr);
+  if (type == nullptr) throw nb::python_error();
+  Py_INCREF(type);  // one reference for the module, one kept here
+  if (PyModule_AddObject(module, short_name, type) != 0) {
+    Py_DECREF(type);
+    throw nb::python_error();
+  }
+  return type;
+}
+
+PyObject* builtin_type(nb::exception_type type) {
+  switch (type) {
+    case nb::exception_type::stop_iteration: return PyExc_StopIteration;
+    case nb::exception_type::index_error: return PyExc_IndexError;
+    case nb::exception_type::key_error: return PyExc_KeyError;
+    case nb::exception_type::value_error: return PyExc_ValueError;
+    case nb::exception_type::type_error: return PyExc_TypeError;
+    case nb::exception_type::buffer_error: return PyExc_BufferError;
+    case nb::exception_type::import_error: return PyExc_ImportError;
+    case nb::exception_type::attribute_error: return PyExc_AttributeError;
+    default: return PyExc_RuntimeError;
+  }
+}
+
+}  // namespace
+
+PyObject* exception_type(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kValueError: return PyExc_ValueError;
+    case ErrorKind::kTypeError: return PyExc_TypeError;
+    case ErrorKind::kRuntimeError: return PyExc_RuntimeError;
+    case ErrorKind::kCompileError: return g_compile_error;
+    case ErrorKind::kOutOfMemoryError: return g_out_of_memory_error;
+    case ErrorKind::kInternalError: return g_internal_error;
+  }
+  return g_internal_error;
+}
+
+void register_errors(PyObject* module) {
+  g_compile_error = new_exception(
+      module, "tilejit.CompileError", "CompileError", PyExc_Exception,
+      "A kernel's generated source did not compile. The message holds the compiler's "
+      "command, its log and the numbered source lines around the first error.");
+  g_out_of_memory_error = new_exception(
+      module, "tilejit.OutOfMemoryError", "OutOfMemoryError", PyExc_MemoryError,
+      "An allocation failed or a memory cap was hit. The message says what was asked, "
+      "what is held and which setting caps it.");
+  g_internal_error = new_exception(module, "tilejit.InternalError", "InternalError",
+                                   PyExc_RuntimeError,
+                                   "A bug in tilejit itself; please report it with the message.");
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const Error& e) {
+      PyErr_SetString(exception_type(e.kind()), e.message().c_str());
+    }
+  });
+}
+
+void set_python_error(const std::exception_ptr& error) noexcept {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    PyErr_SetString(exception_type(e.kind()), e.message().c_str());
+  } catch (nb::python_error& e) {
+    e.restore();
+  } catch (const nb::builtin_exception& e) {
+    PyErr_SetString(builtin_type(e.type()), e.what());
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+  } catch (const std::bad_cast& e) {
+    PyErr_SetString(PyExc_TypeError, e.what());
+  } catch (const std::exception& e) {
+    PyErr_SetString(g_internal_error, e.what());
+  } catch (...) {
+    PyErr_SetString(g_internal_error, "unknown C++ exception");
+  }
+}
+
+void throw_error(ErrorKind kind, const std::string& message) { throw Error(kind, message); }
+
+}  // namespace tilejit::python

@@ -1,0 +1,212 @@
+#include "tensor_export.h"
+
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+
+#include <string>
+
+#include "errors.h"
+#include "numpy_interop.h"
+#include "tensor_owner.h"
+
+namespace nb = nanobind;
+
+namespace tilejit::python {
+namespace {
+
+// What a framework's allocator reported through DLPack's SetError; filled
+// without touching Python (the GIL may be released during a call).
+struct ErrorSink {
+  std::string kind;
+  std::string message;
+};
+
+void sink_error(void* ctx, const char* kind, const char* message) {
+  auto* sink = static_cast<ErrorSink*>(ctx);
+  sink->kind = kind ? kind : "";
+  sink->message = message ? message : "";
+}
+
+std::string shape_text(std::span<const int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// Outputs through a DLPack exchange table (Note [Output frameworks]).
+class ExchangeAllocator final : public FrameworkAllocator {
+ public:
+  explicit ExchangeAllocator(const dl::ExchangeApi* api) : api_(api) {}
+  ~ExchangeAllocator() override {
+    // Tensors made but never taken (the call failed after allocating).
+    for (dl::ManagedTensorVersioned* m : made_) {
+      if (m != nullptr && m->deleter != nullptr) m->deleter(m);
+    }
+  }
+
+  Tensor empty(std::span<const int64_t> shape, DataType dtype, Device device,
+               runtime::Stream) override {
+    dl::Tensor proto{};
+    proto.device = {int32_t(device.type), device.id};
+    proto.ndim = int32_t(shape.size());
+    proto.dtype = {dtype.code, dtype.bits, dtype.lanes};
+    proto.shape = const_cast<int64_t*>(shape.data());
+    dl::ManagedTensorVersioned* m = nullptr;
+    ErrorSink sink;
+    if (api_->managed_tensor_allocator(&proto, &m, &sink, sink_error) != 0 || m == nullptr) {
+      const bool oom = sink.kind.find("Memory") != std::string::npos;
+      throw_error(oom ? ErrorKind::kOutOfMemoryError : ErrorKind::kRuntimeError,
+                  "the framework could not allocate an output of shape " + shape_text(shape) +
+                      " and dtype " + dtype.name() + " on " + device.str() + ": " +
+                      (sink.kind.empty() ? "" : sink.kind + ": ") + sink.message);
+    }
+    made_.push_back(m);
+    void* data = static_cast<char*>(m->dl_tensor.data) + m->dl_tensor.byte_offset;
+    // No deleter: `m` owns the memory until take() hands it to Python.
+    return Tensor::from_blob(data, shape, dtype, device);
+  }
+
+  PyObject* take(size_t k) override {
+    dl::ManagedTensorVersioned* m = made_.at(k);
+    made_[k] = nullptr;
+    void* out = nullptr;
+    // Steals `m`, on failure too (the producer calls its deleter).
+    if (api_->managed_tensor_to_py_object_no_sync(m, &out) != 0) throw nb::python_error();
+    return static_cast<PyObject*>(out);
+  }
+
+ private:
+  const dl::ExchangeApi* api_;
+  std::vector<dl::ManagedTensorVersioned*> made_;
+};
+
+// torch.empty, for a torch without the exchange table. The module and its
+// attributes are looked up once; torch is already imported (a torch tensor
+// was passed), so nothing here imports it.
+class TorchAllocator final : public FrameworkAllocator {
+ public:
+  Tensor empty(std::span<const int64_t> shape, DataType dtype, Device device,
+               runtime::Stream) override {
+    nb::gil_scoped_acquire gil;  // the call runs with the GIL released
+    nb::module_ torch = nb::module_::import_("torch");
+    nb::tuple dims = nb::steal<nb::tuple>(PyTuple_New(Py_ssize_t(shape.size())));
+    for (size_t i = 0; i < shape.size(); ++i) {
+      PyTuple_SET_ITEM(dims.ptr(), Py_ssize_t(i), PyLong_FromLongLong(shape[i]));
+    }
+    const std::string device_name =
+        device.type == DeviceType::kCPU ? std::string("cpu") : device.str();
+    nb::object t = torch.attr("empty")(dims, nb::arg("dtype") = torch.attr(dtype.name().c_str()),
+                                       nb::arg("device") = device_name);
+    void* data = reinterpret_cast<void*>(nb::cast<uintptr_t>(t.attr("data_ptr")()));
+    made_.push_back(std::move(t));
+    return Tensor::from_blob(data, shape, dtype, device);
+  }
+
+  PyObject* take(size_t k) override { return made_.at(k).release().ptr(); }
+
+  ~TorchAllocator() override {
+    if (made_.empty()) return;
+    nb::gil_scoped_acquire gil;
+    made_.clear();
+  }
+
+ private:
+  std::vector<nb::object> made_;
+};
+
+// An object with __dlpack__ / __dlpack_device__ over `t`, for devices numpy
+// cannot hold.
+PyObject* array_api_object(Tensor t) {
+  size_t shape[kMaxRank];
+  int64_t strides[kMaxRank];
+  for (int d = 0; d < t.ndim(); ++d) {
+    shape[d] = size_t(t.shape(d));
+    strides[d] = t.stride(d);
+  }
+  const DataType dt = t.dtype();
+  nb::object owner = nb::steal(make_tensor_owner(t));
+  nb::ndarray<nb::array_api> array(t.data(), size_t(t.ndim()), shape, owner, strides,
+                                   nb::dlpack::dtype{dt.code, dt.bits, dt.lanes},
+                                   int32_t(t.device().type), t.device().id);
+  return nb::cast(array).release().ptr();
+}
+
+}  // namespace
+
+OutputMaker::OutputMaker(const Origin& origin) : origin_(origin) {
+  if (origin.framework == Framework::kExchange) {
+    allocator_ = std::make_unique<ExchangeAllocator>(origin.api);
+  } else if (origin.framework == Framework::kTorch) {
+    allocator_ = std::make_unique<TorchAllocator>();
+  }
+}
+
+OutputMaker::~OutputMaker() = default;
+
+PyObject* OutputMaker::wrap_one(Tensor& t, PyObject* supplied, size_t* allocated) {
+  if (supplied != nullptr) {
+    Py_INCREF(supplied);
+    return supplied;
+  }
+  if (allocator_) return allocator_->take((*allocated)++);
+  if (t.device().type == DeviceType::kCPU) return numpy::from_tensor(std::move(t));
+  return array_api_object(std::move(t));
+}
+
+PyObject* OutputMaker::wrap(Outputs& outputs, PyObject* const* supplied) {
+  std::vector<Tensor>& tensors = outputs.tensors();
+  size_t allocated = 0;
+  if (tensors.empty()) Py_RETURN_NONE;
+  if (tensors.size() == 1) return wrap_one(tensors[0], supplied ? supplied[0] : nullptr, &allocated);
+  nb::object result = nb::steal(PyTuple_New(Py_ssize_t(tensors.size())));
+  if (!result.is_valid()) throw nb::python_error();
+  for (size_t o = 0; o < tensors.size(); ++o) {
+    PyObject* item = wrap_one(tensors[o], supplied ? supplied[o] : nullptr, &allocated);
+    PyTuple_SET_ITEM(result.ptr(), Py_ssize_t(o), item);
+  }
+  return result.release().ptr();
+}
+
+void* framework_stream(const Origin& origin, Device device) {
+  if (device.type == DeviceType::kCPU) return nullptr;
+  if (origin.framework == Framework::kExchange && origin.api->current_work_stream != nullptr) {
+    void* stream = nullptr;
+    if (origin.api->current_work_stream(int32_t(device.type), device.id, &stream) != 0) {
+      throw nb::python_error();
+    }
+    return stream;
+  }
+  if (origin.framework == Framework::kTorch && device.type == DeviceType::kCUDA) {
+    nb::module_ torch = nb::module_::import_("torch");
+    nb::object stream = torch.attr("cuda").attr("current_stream")(device.id);
+    return reinterpret_cast<void*>(nb::cast<uintptr_t>(stream.attr("cuda_stream")));
+  }
+  return nullptr;
+}
+
+void* parse_stream(PyObject* stream) {
+  nb::handle s(stream);
+  if (PyLong_Check(stream)) {
+    const unsigned long long handle = PyLong_AsUnsignedLongLong(stream);
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      throw_error(ErrorKind::kValueError,
+                  "stream= " + std::string(nb::str(s).c_str()) + " is not a stream handle");
+    }
+    return reinterpret_cast<void*>(uintptr_t(handle));
+  }
+  if (nb::hasattr(s, "__cuda_stream__")) {
+    // The CUDA stream protocol: (version, handle as an int).
+    nb::tuple info = nb::cast<nb::tuple>(s.attr("__cuda_stream__")());
+    return reinterpret_cast<void*>(nb::cast<uintptr_t>(info[1]));
+  }
+  if (nb::hasattr(s, "cuda_stream")) {
+    return reinterpret_cast<void*>(nb::cast<uintptr_t>(s.attr("cuda_stream")));
+  }
+  throw_error(ErrorKind::kTypeError,
+              std::string("stream= expects None, an int handle, or an object with "
+                          "__cuda_stream__ or cuda_stream; got an object of type ") +
+                  Py_TYPE(stream)->tp_name);
+}
+
+}  // namespace tilejit::python

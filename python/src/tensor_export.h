@@ -1,0 +1,74 @@
+// A call's outputs as Python objects of the inputs' framework, and the
+// framework's current stream.
+//
+// Note [Output frameworks]
+// The first tensor argument decides (tensor_import.h's Origin):
+//  - numpy, or another DLPack/buffer producer on the CPU, or no tensor at
+//    all on the CPU: numpy arrays over memory from tilejit's allocator,
+//    owned through a capsule (numpy_interop.h);
+//  - a type with a DLPack exchange table (torch >= 2.10): its
+//    managed_tensor_allocator makes the outputs inside the call, so they
+//    come from the framework's own allocator (torch's caching allocator,
+//    visible in its memory statistics), and managed_tensor_to_py_object
+//    turns them into the framework's tensors;
+//  - torch without the table: torch.empty(), called through a cached
+//    callable from inside the call (the GIL is taken for it), then read
+//    back through data_ptr();
+//  - anything else off the CPU: an object with __dlpack__ and
+//    __dlpack_device__ (nanobind's array-API ndarray), for the caller's
+//    framework to adopt with its from_dlpack().
+// Tensors passed through out= come back as the very objects passed.
+#pragma once
+
+#include <Python.h>
+#include <nanobind/nanobind.h>
+
+#include <memory>
+#include <vector>
+
+#include "tensor_import.h"
+#include "tilejit/jit/kernel.h"
+#include "tilejit/runtime/allocator.h"
+
+namespace tilejit::python {
+
+/// A TensorAllocator that makes tensors in a Python framework and can hand
+/// each back as that framework's Python object, in allocation order.
+class FrameworkAllocator : public runtime::TensorAllocator {
+ public:
+  /// The Python object for the k-th tensor this allocator made (new
+  /// reference); may be called once per k, with the GIL held.
+  virtual PyObject* take(size_t k) = 0;
+};
+
+/// Turns one call's Outputs into the Python result.
+class OutputMaker {
+ public:
+  explicit OutputMaker(const Origin& origin);
+  ~OutputMaker();
+
+  /// The allocator for CallOptions::allocator (null: the backend's own).
+  runtime::TensorAllocator* allocator() const noexcept { return allocator_.get(); }
+
+  /// None, one object, or a tuple in out_idx order (new reference).
+  /// `supplied[o]` is the caller's out= object for output o, or null.
+  PyObject* wrap(Outputs& outputs, PyObject* const* supplied);
+
+ private:
+  PyObject* wrap_one(Tensor& t, PyObject* supplied, size_t* allocated);
+
+  Origin origin_;
+  std::unique_ptr<FrameworkAllocator> allocator_;
+};
+
+/// The stream a call on `device` launches on when the caller gave none: the
+/// current stream of the inputs' framework (torch's current CUDA stream), or
+/// nullptr for the backend's own. Always nullptr for the CPU.
+void* framework_stream(const Origin& origin, Device device);
+
+/// A stream= argument as a raw handle: an int, an object with
+/// __cuda_stream__ (the CUDA stream protocol) or with a cuda_stream
+/// attribute (torch.cuda.Stream). TypeError otherwise.
+void* parse_stream(PyObject* stream);
+
+}  // namespace tilejit::python

@@ -1,0 +1,84 @@
+"""tilejit: declare a kernel's signature once, with outputs and workspaces;
+call it with its inputs alone.
+
+    import tilejit
+    from tilejit import language as T
+
+    @tilejit.jit(out_idx=[3], workspace_idx=[4, 5, 6, 7])
+    def sparse_attention_fwd(heads, dim, topk, block=64):
+        ...                     # returns a T.prim_func (see tilejit.language)
+
+    out = sparse_attention_fwd(16, 128, 512)(q, kv, indices)
+
+Calls take numpy arrays, torch tensors and any object with __dlpack__, and
+return the outputs in the inputs' framework (one tensor, a tuple in out_idx
+order, or None). Errors are ValueError, TypeError, RuntimeError,
+tilejit.CompileError, tilejit.OutOfMemoryError or tilejit.InternalError,
+carrying the C++ library's message.
+
+Importing tilejit needs numpy only: no torch, no GPU.
+"""
+
+from . import _C
+from ._C import CompileError, InternalError, Kernel, OutOfMemoryError, PrimFunc
+from . import language
+from .jit import JitFunction, compile, jit
+from .jit import _clear_all_factories, _kernel_count
+
+__version__ = "0.1.0"
+
+# The seed API's name for a compiled kernel.
+JITKernel = Kernel
+
+__all__ = [
+    "jit", "compile", "language", "Kernel", "JITKernel", "JitFunction", "PrimFunc",
+    "CompileError", "OutOfMemoryError", "InternalError",
+    "pool_stats", "cache_stats", "empty_cache", "set_num_threads", "get_num_threads",
+    "set_workspace_limit", "set_cache_dir",
+]
+
+
+def pool_stats(device: str = "cpu") -> dict:
+    """The workspace pool's counters for a device ("cpu", "cuda", "cuda:N"):
+    leases, hits, misses, device_allocs, device_frees, oom_retries,
+    bytes_reserved, bytes_in_use, peak_bytes_reserved, blocks."""
+    return _C.pool_stats(device)
+
+
+def cache_stats() -> dict:
+    """The compile cache's counters (memory_hits, disk_hits, compiles, loads,
+    and the disk cache's under "disk"), plus "kernels": the kernels held by
+    tilejit.jit factories in this process."""
+    stats = _C.cache_stats()
+    stats["kernels"] = _kernel_count()
+    return stats
+
+
+def empty_cache() -> int:
+    """Drops the kernels cached by tilejit.jit factories, frees the workspace
+    pools' cached blocks and the loaded modules no kernel holds. Kernels the
+    caller still references keep working. Returns the workspace bytes freed."""
+    _clear_all_factories()
+    return _C.empty_cache()
+
+
+def set_num_threads(n: int) -> None:
+    """Threads that run the blocks of a CPU launch, counting the caller
+    (default: TILEJIT_NUM_THREADS, else the number of hardware threads)."""
+    _C.set_num_threads(n)
+
+
+def get_num_threads() -> int:
+    return _C.get_num_threads()
+
+
+def set_workspace_limit(nbytes: int, device: str = "cpu") -> None:
+    """Caps the bytes a device's workspace pool may reserve (0: no cap;
+    default TILEJIT_WORKSPACE_LIMIT). Past it a call raises OutOfMemoryError."""
+    _C.set_workspace_limit(nbytes, device)
+
+
+def set_cache_dir(path: str) -> None:
+    """Points the disk cache of compiled kernels at `path` ("" disables it;
+    default TILEJIT_CACHE_DIR, else ~/.cache/tilejit)."""
+    _C.set_cache_dir(path)

@@ -1,0 +1,206 @@
+"""tilejit.jit and tilejit.compile: a declared PrimFunc -> a callable Kernel.
+
+``@tilejit.jit(out_idx=..., workspace_idx=...)`` decorates a factory: a
+function whose arguments are compile-time configuration (``heads``, ``dim``)
+and which returns a ``T.prim_func``. Calling the factory compiles once per
+distinct arguments and returns the cached ``tilejit.Kernel``; calling the
+kernel runs it (entirely in C++, see python/src/kernel_object.h).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import weakref
+from typing import Any, Callable, Dict, Optional, Sequence, Union
+
+from . import _C
+from . import language as _language
+
+__all__ = ["jit", "compile", "JitFunction"]
+
+IndexArg = Union[None, int, Sequence[int]]
+
+# Every factory, so that tilejit.empty_cache() can drop their kernels.
+_factories: "weakref.WeakSet[JitFunction]" = weakref.WeakSet()
+_factories_lock = threading.Lock()
+
+
+def _copy_index(value: Any) -> Any:
+    """A private copy of a list option (indices, flags): the caller's list is
+    never kept, so neither mutating it later nor jit itself can change the
+    other. Anything else passes through, for the C++ side to check."""
+    if isinstance(value, (list, tuple, range)):
+        return list(value)
+    return value
+
+
+def compile(prim_func: _C.PrimFunc, out_idx: IndexArg = None,  # noqa: A001 (the seed's name)
+            workspace_idx: IndexArg = None, target: str = "auto",
+            workspace_init: Optional[Dict[str, str]] = None,
+            compile_flags: Optional[Sequence[str]] = None,
+            extra_compile_flags: Optional[Sequence[str]] = None,
+            disk_cache: bool = True) -> _C.Kernel:
+    """Compiles a PrimFunc into a Kernel (no in-memory cache: every call
+    builds a Kernel, though the disk cache spares the compiler).
+
+    out_idx / workspace_idx: None, an int or a list of ints, negatives
+    counting from the end of the signature; outputs return in out_idx order.
+    target: "auto" (cuda when available and the PrimFunc has a cuda body),
+    "cpu" or "cuda". workspace_init: {workspace name: "empty" | "zero" |
+    "zero_once"}. compile_flags replace the backend's default flags;
+    extra_compile_flags are appended.
+    """
+    if not isinstance(prim_func, _C.PrimFunc):
+        raise TypeError(f"tilejit.compile expects a T.prim_func, got {type(prim_func).__name__}")
+    if not isinstance(target, str):
+        raise TypeError(f"{prim_func.name}: target must be a str, got {type(target).__name__}")
+    return _C.jit(prim_func, _copy_index(out_idx), _copy_index(workspace_idx), target,
+                  workspace_init, compile_flags, extra_compile_flags, bool(disk_cache))
+
+
+class JitFunction:
+    """A factory of kernels: calling it with configuration arguments returns
+    the Kernel compiled for them, from an in-memory cache keyed by the
+    arguments (which must therefore be hashable)."""
+
+    def __init__(self, func: Callable[..., Any], options: Dict[str, Any]) -> None:
+        self._func = func
+        self._options = options
+        self._kernels: Dict[Any, _C.Kernel] = {}
+        self._lock = threading.RLock()  # a factory may call another (or itself)
+        try:
+            self._signature: Optional[inspect.Signature] = inspect.signature(func)
+        except (TypeError, ValueError):
+            self._signature = None
+        functools.update_wrapper(self, func)
+        with _factories_lock:
+            _factories.add(self)
+
+    @property
+    def name(self) -> str:
+        return getattr(self._func, "__name__", "kernel")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> _C.Kernel:
+        # Typed, as functools.lru_cache(typed=True): 2 and 2.0 (or 1 and
+        # True) are equal keys but may format into different kernel source.
+        key = (args, tuple(map(type, args)), tuple(sorted(kwargs.items())),
+               tuple(type(v) for v in kwargs.values()))
+        try:
+            return self._kernels[key]
+        except KeyError:
+            pass
+        except TypeError:
+            self._raise_unhashable(args, kwargs)
+        # Calls that spell the same configuration differently (positional
+        # or by keyword, defaults given or not) share one kernel.
+        canonical = self._canonical_key(args, kwargs)
+        with self._lock:
+            kernel = self._kernels.get(canonical)
+            if kernel is None:
+                kernel = self._build(args, kwargs)
+                self._kernels[canonical] = kernel
+            self._kernels[key] = kernel
+        return kernel
+
+    def _canonical_key(self, args: tuple, kwargs: dict) -> Any:
+        if self._signature is None:
+            return ("canonical", args, tuple(map(type, args)), tuple(sorted(kwargs.items())),
+                    tuple(type(v) for v in kwargs.values()))
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.name}: {e}") from None
+        bound.apply_defaults()
+        items = tuple(bound.arguments.items())
+        return ("canonical", items, tuple(type(v) for _, v in items))
+
+    def _raise_unhashable(self, args: tuple, kwargs: dict) -> None:
+        named = [(f"argument #{i}", a) for i, a in enumerate(args)]
+        named += [(f"argument '{k}'", v) for k, v in kwargs.items()]
+        for label, value in named:
+            try:
+                hash(value)
+            except TypeError:
+                raise TypeError(
+                    f"{self.name}: {label} of type {type(value).__name__} is not hashable; the "
+                    f"arguments of a tilejit.jit function key its kernel cache (pass a tuple "
+                    f"instead of a list)") from None
+        raise TypeError(f"{self.name}: the arguments are not hashable")
+
+    def _build(self, args: tuple, kwargs: dict) -> _C.Kernel:
+        state = _language._state
+        previous = getattr(state, "factory_name", None)
+        state.factory_name = self.name
+        try:
+            result = self._func(*args, **kwargs)
+        finally:
+            state.factory_name = previous
+        if isinstance(result, _C.Kernel):
+            return result
+        if not isinstance(result, _C.PrimFunc):
+            raise TypeError(f"{self.name}: a tilejit.jit function must return a T.prim_func, "
+                            f"got {type(result).__name__}")
+        return compile(result, **self._options)
+
+    def cache_clear(self) -> None:
+        """Drops this factory's compiled kernels."""
+        with self._lock:
+            self._kernels.clear()
+
+    def cache_size(self) -> int:
+        """Distinct kernels held (configurations, not spellings)."""
+        with self._lock:
+            return len({id(k) for k in self._kernels.values()})
+
+    def __repr__(self) -> str:
+        return f"<tilejit.jit {self.name}>"
+
+
+def jit(func: Any = None, *, out_idx: IndexArg = None, workspace_idx: IndexArg = None,
+        target: str = "auto", workspace_init: Optional[Dict[str, str]] = None,
+        compile_flags: Optional[Sequence[str]] = None,
+        extra_compile_flags: Optional[Sequence[str]] = None, disk_cache: bool = True) -> Any:
+    """Decorates a kernel factory (a function returning a T.prim_func):
+
+        @tilejit.jit(out_idx=[3], workspace_idx=[4, 5, 6, 7])
+        def sparse_attention_fwd(heads, dim, topk, block=64): ...
+
+        op = sparse_attention_fwd(16, 128, 512)   # compiled once per arguments
+        out = op(q, kv, indices)                  # workspaces are invisible
+
+    Also ``@tilejit.jit`` without arguments, and ``tilejit.jit(prim_func,
+    out_idx=...)`` on a PrimFunc, which compiles it at once. The options are
+    those of tilejit.compile; the index lists are copied, never modified.
+    """
+    options = dict(out_idx=_copy_index(out_idx), workspace_idx=_copy_index(workspace_idx),
+                   target=target, workspace_init=dict(workspace_init) if isinstance(
+                       workspace_init, dict) else workspace_init,
+                   compile_flags=_copy_index(compile_flags),
+                   extra_compile_flags=_copy_index(extra_compile_flags), disk_cache=disk_cache)
+
+    def wrap(f: Any) -> Any:
+        if isinstance(f, _C.PrimFunc):
+            return compile(f, **options)
+        if not callable(f):
+            raise TypeError(f"tilejit.jit decorates a function returning a T.prim_func, "
+                            f"got {type(f).__name__}")
+        return JitFunction(f, options)
+
+    return wrap if func is None else wrap(func)
+
+
+def _clear_all_factories() -> int:
+    """Drops every factory's kernels; returns how many factories there were."""
+    with _factories_lock:
+        factories = list(_factories)
+    for f in factories:
+        f.cache_clear()
+    return len(factories)
+
+
+def _kernel_count() -> int:
+    with _factories_lock:
+        factories = list(_factories)
+    return sum(f.cache_size() for f in factories)

@@ -1,0 +1,48 @@
+"""Helpers shared by the Python tests (imported after conftest.py has set
+TILEJIT_CACHE_DIR)."""
+
+import contextlib
+
+import pytest
+
+import tilejit
+from tilejit import language as T
+
+try:
+    import ml_dtypes
+    HAVE_ML_DTYPES = True
+except ImportError:
+    ml_dtypes = None
+    HAVE_ML_DTYPES = False
+
+needs_ml_dtypes = pytest.mark.skipif(not HAVE_ML_DTYPES, reason="ml_dtypes is not installed")
+
+
+@contextlib.contextmanager
+def raises_exact(kind, message):
+    """Expects an exception of exactly type `kind` (a subclass does not
+    count) whose message is exactly `message`."""
+    with pytest.raises(kind) as info:
+        yield info
+    assert type(info.value) is kind, \
+        f"expected {kind.__name__}, got {type(info.value).__name__}: {info.value}"
+    assert str(info.value) == message, \
+        f"message differs:\n  got:      {info.value}\n  expected: {message}"
+
+
+def add_one_kernel(**options):
+    """Y = X + 1 over a dynamic length n."""
+    n = T.symbolic("n")
+
+    @T.prim_func
+    def add_one(X: T.Tensor([n], "float32"), Y: T.Tensor([n], "float32")):
+        with T.Kernel(1, threads=1):
+            T.source(cpu="for (int64_t i = 0; i < n; ++i) Y(i) = X(i) + 1.0f;")
+
+    options.setdefault("out_idx", [1])
+    options.setdefault("target", "cpu")
+    return tilejit.compile(add_one, **options)
+
+
+def pool_in_use():
+    return tilejit.pool_stats()["bytes_in_use"]

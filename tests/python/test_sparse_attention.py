@@ -1,0 +1,169 @@
+"""The seed operator end to end on the CPU: DeepSeek-style top-k sparse
+attention declared exactly as TileLang-Ascend's authors wrote it (out_idx=[3],
+four workspaces, symbols b, s, s_kv, grid b * s), called with numpy arrays
+and checked against a numpy reference. bfloat16 as in the seed when
+ml_dtypes gives numpy a bfloat16; the float32 variant always."""
+
+import numpy as np
+import pytest
+
+import tilejit
+from tilejit import language as T
+from support import HAVE_ML_DTYPES, ml_dtypes, pool_in_use
+
+# One block per query position (bx = bi * s + si) walks the top-k rows in
+# steps of `block` with an online softmax; the workspaces hold one step's
+# gathered rows, scores and probabilities, and the running output.
+CPU_BODY = r"""
+constexpr int64_t heads = {heads}, dim = {dim}, topk = {topk}, block = {block};
+const int64_t bi = bx / s, si = bx % s;
+const float scale = 1.0f / std::sqrt(float(dim));
+float m_run[heads], l_run[heads];
+for (int64_t h = 0; h < heads; ++h) {{
+  m_run[h] = -INFINITY;
+  l_run[h] = 0.f;
+  for (int64_t d = 0; d < dim; ++d) ws_o(bx, h, d) = 0.f;
+}}
+for (int64_t k0 = 0; k0 < topk; k0 += block) {{
+  bool valid[block];
+  for (int64_t j = 0; j < block; ++j) {{
+    const int64_t t = k0 + j;
+    const int32_t row = t < topk ? Indices(bi, si, t) : -1;
+    valid[j] = row >= 0 && row < s_kv;
+    for (int64_t d = 0; d < dim; ++d) ws_kv(bx, j, d) = valid[j] ? float(KV(bi, row, d)) : 0.f;
+  }}
+  for (int64_t h = 0; h < heads; ++h) {{
+    float step_max = -INFINITY;
+    for (int64_t j = 0; j < block; ++j) {{
+      float acc = -INFINITY;
+      if (valid[j]) {{
+        acc = 0.f;
+        for (int64_t d = 0; d < dim; ++d) acc += float(Q(bi, si, h, d)) * float(ws_kv(bx, j, d));
+        acc *= scale;
+      }}
+      ws_s(bx, h, j) = acc;
+      step_max = acc > step_max ? acc : step_max;
+    }}
+    const float m_new = m_run[h] > step_max ? m_run[h] : step_max;
+    if (m_new == -INFINITY) {{
+      for (int64_t j = 0; j < block; ++j) ws_p(bx, h, j) = 0.f;
+      continue;
+    }}
+    const float rescale = std::exp(m_run[h] - m_new);
+    float step_sum = 0.f;
+    for (int64_t j = 0; j < block; ++j) {{
+      ws_p(bx, h, j) = valid[j] ? std::exp(ws_s(bx, h, j) - m_new) : 0.f;
+      step_sum += float(ws_p(bx, h, j));
+    }}
+    l_run[h] = l_run[h] * rescale + step_sum;
+    m_run[h] = m_new;
+    for (int64_t d = 0; d < dim; ++d) {{
+      float acc = ws_o(bx, h, d) * rescale;
+      for (int64_t j = 0; j < block; ++j) acc += float(ws_p(bx, h, j)) * float(ws_kv(bx, j, d));
+      ws_o(bx, h, d) = acc;
+    }}
+  }}
+}}
+for (int64_t h = 0; h < heads; ++h) {{
+  const float inv = l_run[h] > 0.f ? 1.f / l_run[h] : 0.f;
+  for (int64_t d = 0; d < dim; ++d) Output(bi, si, h, d) = ws_o(bx, h, d) * inv;
+}}
+"""
+
+
+@tilejit.jit(out_idx=[3], workspace_idx=[4, 5, 6, 7], target="cpu")
+def sparse_attention_fwd(heads, dim, topk, block=64, dtype="bfloat16"):
+    b, s, s_kv = T.symbolic("b"), T.symbolic("s"), T.symbolic("s_kv")
+    block_num = b * s
+
+    @T.prim_func
+    def main(Q: T.Tensor([b, s, heads, dim], dtype),
+             KV: T.Tensor([b, s_kv, dim], dtype),
+             Indices: T.Tensor([b, s, topk], "int32"),
+             Output: T.Tensor([b, s, heads, dim], dtype),
+             ws_kv: T.Tensor([block_num, block, dim], dtype),
+             ws_s: T.Tensor([block_num, heads, block], "float32"),
+             ws_p: T.Tensor([block_num, heads, block], dtype),
+             ws_o: T.Tensor([block_num, heads, dim], "float32")):
+        with T.Kernel(block_num, threads=128) as bx:
+            T.source(cpu=CPU_BODY.format(heads=heads, dim=dim, topk=topk, block=block))
+
+    return main
+
+
+def reference(q, kv, indices):
+    """softmax(q k^T / sqrt(dim)) v over each query's valid indices, in
+    float64; a query with no valid index gives zeros."""
+    q, kv = q.astype(np.float64), kv.astype(np.float64)
+    b, s, heads, dim = q.shape
+    out = np.zeros((b, s, heads, dim))
+    for bi in range(b):
+        for si in range(s):
+            rows = indices[bi, si]
+            rows = rows[(rows >= 0) & (rows < kv.shape[1])]
+            if rows.size == 0:
+                continue
+            keys = kv[bi, rows]                          # [k, dim]
+            scores = q[bi, si] @ keys.T / np.sqrt(dim)   # [heads, k]
+            p = np.exp(scores - scores.max(axis=1, keepdims=True))
+            out[bi, si] = (p / p.sum(axis=1, keepdims=True)) @ keys
+    return out
+
+
+def make_inputs(rng, b, s, s_kv, heads, dim, topk, dtype):
+    q = rng.standard_normal((b, s, heads, dim)).astype(np.float32).astype(dtype)
+    kv = rng.standard_normal((b, s_kv, dim)).astype(np.float32).astype(dtype)
+    indices = rng.integers(-1, s_kv, size=(b, s, topk)).astype(np.int32)  # -1 skips
+    indices[0, 0] = -1  # a query that attends to nothing
+    return q, kv, indices
+
+
+DTYPES = [pytest.param("float32", np.float32, 1e-4, id="float32")]
+if HAVE_ML_DTYPES:
+    DTYPES.append(pytest.param("bfloat16", ml_dtypes.bfloat16, 3e-2, id="bfloat16"))
+
+
+@pytest.mark.parametrize("name, np_dtype, tol", DTYPES)
+def test_seed_operator_against_numpy(name, np_dtype, tol):
+    heads, dim, topk = 16, 128, 512
+    op = sparse_attention_fwd(heads, dim, topk, dtype=name)
+    assert op.input_names == ["Q", "KV", "Indices"]
+    assert op.output_names == ["Output"]
+    assert op.workspace_names == ["ws_kv", "ws_s", "ws_p", "ws_o"]
+    rng = np.random.default_rng(0)
+    for b, s, s_kv in [(2, 3, 200), (1, 5, 64)]:
+        q, kv, indices = make_inputs(rng, b, s, s_kv, heads, dim, topk, np_dtype)
+        out = op(q, kv, indices)  # workspaces are invisible
+        assert out.shape == (b, s, heads, dim) and out.dtype == np_dtype
+        np.testing.assert_allclose(out.astype(np.float64), reference(q, kv, indices),
+                                   rtol=tol, atol=tol)
+        assert np.all(out[0, 0].astype(np.float64) == 0)
+        # The arena: four workspaces, each 256-byte aligned in one block.
+        itemsize = np.dtype(np_dtype).itemsize
+        sizes = [b * s * 64 * dim * itemsize, b * s * heads * 64 * 4,
+                 b * s * heads * 64 * itemsize, b * s * heads * dim * 4]
+        layout = op.workspace_layout(q, kv, indices)
+        assert [w["bytes"] for w in layout] == sizes
+        assert [w["shape"] for w in layout] == [(b * s, 64, dim), (b * s, heads, 64),
+                                                (b * s, heads, 64), (b * s, heads, dim)]
+        assert all(w["offset"] % 256 == 0 for w in layout)
+        assert op.workspace_bytes(q, kv, indices) == \
+            (layout[-1]["offset"] + sizes[-1] + 255) // 256 * 256
+    assert pool_in_use() == 0
+
+
+def test_steady_state_calls_allocate_no_workspace():
+    op = sparse_attention_fwd(4, 32, 64, block=16, dtype="float32")
+    q, kv, indices = make_inputs(np.random.default_rng(1), 2, 2, 32, 4, 32, 64, np.float32)
+    expected = op(q, kv, indices)
+    before = tilejit.pool_stats()
+    for _ in range(5):
+        np.testing.assert_array_equal(op(q, kv, indices), expected)
+    after = tilejit.pool_stats()
+    assert after["leases"] - before["leases"] == 5
+    assert after["hits"] - before["hits"] == 5
+    assert after["device_allocs"] == before["device_allocs"]
+    assert after["bytes_in_use"] == 0
+    assert "tilejit_entry" in op.get_source() and op.source == op.get_source()
+    assert op.target == "cpu" and op.name == "sparse_attention_fwd"
+    assert [repr(x) for x in op.prim_func.grid] == ["b * s"]
