@@ -167,6 +167,11 @@ runtime::Module* Kernel::Impl::module_for(Device device) const {
   return module.get();
 }
 
+runtime::WorkspacePool& Kernel::Impl::pool_for(Device device) const {
+  if (TILEJIT_LIKELY(device == primary_device)) return *primary_pool;
+  return runtime::WorkspacePool::get(*backend, device);
+}
+
 Outputs Kernel::call(std::span<const Arg> inputs, const CallOptions& options) const {
   TILEJIT_CHECK(impl_ != nullptr, kValueError) << "call of an undefined Kernel";
   const Impl& k = *impl_;
@@ -223,7 +228,7 @@ Outputs Kernel::call(std::span<const Arg> inputs, const CallOptions& options) co
     arena = static_cast<char*>(w.data());
     zero_all = true;
   } else if (arena_bytes > 0) {
-    pool = &runtime::WorkspacePool::get(backend, call.device);
+    pool = &k.pool_for(call.device);
     lease = pool->acquire(arena_bytes, stream);
     arena = static_cast<char*>(lease.ptr);
   }
@@ -340,6 +345,7 @@ Kernel jit(const ir::PrimFunc& func, const JitOptions& options) {
   request.symbols = impl->plan.symbols;
   impl->source = impl->backend->generate_source(request);
   impl->primary_device = Device{impl->backend->device_type(), 0};
+  impl->primary_pool = &runtime::WorkspacePool::get(*impl->backend, impl->primary_device);
   impl->primary_module = runtime::CompileCache::global().get(
       *impl->backend, impl->source, func.name, options.compile, impl->primary_device,
       options.disk_cache);

@@ -10,6 +10,7 @@
 
 #include "tilejit/jit/kernel.h"
 #include "tilejit/runtime/backend.h"
+#include "tilejit/runtime/workspace_pool.h"
 
 namespace tilejit {
 
@@ -21,11 +22,13 @@ struct Kernel::Impl {
   std::string source;
   Device primary_device;
   std::shared_ptr<runtime::Module> primary_module;
+  runtime::WorkspacePool* primary_pool = nullptr;  // the pool of primary_device
   // Modules for devices other than the primary one, loaded on first use.
   mutable std::mutex modules_mutex;
   mutable std::vector<std::pair<Device, std::shared_ptr<runtime::Module>>> other_modules;
 
   runtime::Module* module_for(Device device) const;
+  runtime::WorkspacePool& pool_for(Device device) const;
 };
 
 /// Scalar argument storage in the declared dtype (the kernel reads it

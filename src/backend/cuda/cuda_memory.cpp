@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -32,6 +33,7 @@
 #include "backend/cuda/cuda_graph_hook.h"
 #include "tilejit/backend/cuda.h"
 #include "tilejit/core/error.h"
+#include "tilejit/runtime/workspace_pool.h"
 
 namespace tilejit::cuda {
 namespace {
@@ -219,6 +221,46 @@ void free_tensor_memory(void* context) noexcept {
   delete m;
 }
 
+// Note [Cached outputs]
+// Outputs made by tilejit (C++ callers; Python's torch outputs come from
+// torch's allocator) are carved from a WorkspacePool of their own per device,
+// so a call in steady state makes no driver allocation for its outputs
+// either: the block goes back when the tensor's last reference goes, on the
+// stream it was allocated on (Note [Freeing output tensors]), and the pool's
+// stream-ordered reuse applies. TILEJIT_CUDA_CACHE_OUTPUTS=0 turns it off
+// (each output is then one cuMemAllocFromPoolAsync / cuMemFreeAsync pair).
+struct CachedOutput {
+  runtime::WorkspacePool* pool;
+  runtime::WorkspacePool::Lease lease;
+  runtime::Stream stream;
+};
+
+void free_cached_output(void* context) noexcept {
+  auto* c = static_cast<CachedOutput*>(context);
+  c->pool->release(c->lease, c->stream);
+  delete c;
+}
+
+bool cache_outputs() {
+  static const bool on = [] {
+    const char* env = std::getenv("TILEJIT_CUDA_CACHE_OUTPUTS");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  return on;
+}
+
+runtime::WorkspacePool& output_pool(int device) {
+  TILEJIT_CHECK(device >= 0 && device < kMaxDevices, kValueError)
+      << "empty: device cuda:" << device << " is out of range";
+  static std::mutex mutex;
+  static auto* pools = new runtime::WorkspacePool*[kMaxDevices]();  // never destroyed
+  std::lock_guard<std::mutex> lock(mutex);
+  if (pools[device] == nullptr) {
+    pools[device] = new runtime::WorkspacePool(runtime::get_backend("cuda"), Device::cuda(device));
+  }
+  return *pools[device];
+}
+
 class CudaTensorAllocator final : public runtime::TensorAllocator {
  public:
   Tensor empty(std::span<const int64_t> shape, DataType dtype, Device device,
@@ -235,6 +277,17 @@ class CudaTensorAllocator final : public runtime::TensorAllocator {
     TILEJIT_CHECK(!__builtin_mul_overflow(numel, dtype.bytes(), &bytes), kValueError)
         << "empty: shape " << shape_str(shape) << " of " << dtype.name()
         << " has more bytes than int64 can count";
+    if (cache_outputs() && bytes > 0) {
+      runtime::WorkspacePool& pool = output_pool(device.id);
+      auto* context = new CachedOutput{&pool, pool.acquire(size_t(bytes), stream), stream};
+      try {
+        return Tensor::from_blob(context->lease.ptr, shape, dtype, device, free_cached_output,
+                                 context);
+      } catch (...) {
+        free_cached_output(context);
+        throw;
+      }
+    }
     void* ptr = raw_allocator().allocate(size_t(bytes), device, stream);
     TILEJIT_CHECK(ptr != nullptr, kOutOfMemoryError)
         << "empty: cannot allocate " << bytes << " bytes on " << device.str()
