@@ -44,8 +44,10 @@ rm -rf "$root/build-gpu/example_cache"
 TILEJIT_CACHE_DIR=$root/build-gpu/example_cache ./build-gpu/examples/cuda_examples 2>&1 | tee "$OUT/examples_cold.log" | tee -a "$summary"
 TILEJIT_CACHE_DIR=$root/build-gpu/example_cache ./build-gpu/examples/cuda_examples 2>&1 | grep -E "^jit|context" | sed 's/^/warm: /' | tee -a "$summary"
 
-log "## C++ call overhead"
+log "## C++ call overhead (cached outputs, the default)"
 ./build-gpu/bench/bench_cuda_call 2>&1 | tee -a "$summary"
+log "## C++ call overhead with TILEJIT_CUDA_CACHE_OUTPUTS=0 (driver allocation per output)"
+TILEJIT_CUDA_CACHE_OUTPUTS=0 ./build-gpu/bench/bench_cuda_call 2>&1 | head -7 | tee -a "$summary"
 
 if [[ "${TILEJIT_GPU_SKIP_PYTHON:-0}" != 1 ]] && python3 -c "import torch, nanobind, scikit_build_core" 2>/dev/null && [[ -f pyproject.toml ]]; then
   log "## Python"
