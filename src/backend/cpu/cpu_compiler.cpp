@@ -12,7 +12,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -26,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/common/cxx_source.h"
 #include "backend/cpu/cpu_backend_internal.h"
 #include "tilejit/core/error.h"
 
@@ -33,12 +33,6 @@ extern char** environ;
 
 namespace tilejit::cpu {
 namespace {
-
-// The most of a compiler log an error message carries; template errors can
-// run to megabytes, and the first error is what the reader needs.
-constexpr size_t kMaxLogChars = 32 * 1024;
-// Lines of source shown on each side of the first error.
-constexpr int kContextLines = 3;
 
 std::string compiler_name() {
   for (const char* var : {"TILEJIT_CXX", "CXX"}) {
@@ -222,19 +216,11 @@ const std::string& cpu_model() {
   return model;
 }
 
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) lines.push_back(line);
-  return lines;
-}
-
 // The first "<file>:<line>[:<col>]: [fatal ]error" in `log` whose file is
 // `source_path` or `body_name`: {line, is_body}; {0, false} when none is.
 std::pair<int, bool> first_error_line(const std::string& log, const std::string& source_path,
                                       const std::string& body_name) {
-  for (const std::string& line : split_lines(log)) {
+  for (const std::string& line : backend::split_lines(log)) {
     size_t at = line.find(": error");
     if (at == std::string::npos) at = line.find(": fatal error");
     if (at == std::string::npos) continue;
@@ -255,23 +241,6 @@ std::pair<int, bool> first_error_line(const std::string& log, const std::string&
     if (loc == source_path) return {line_no, false};
   }
   return {0, false};
-}
-
-// "   L-3 | text" ... ">  L | text" ... for lines [first, last] of `lines`,
-// where lines[offset + n - 1] is line n of what is shown.
-void append_excerpt(std::ostringstream& os, const std::vector<std::string>& lines, int offset,
-                    int error_line, const std::string& what) {
-  const int count = int(lines.size()) - offset;
-  if (error_line < 1 || error_line > count) return;
-  const int first = std::max(1, error_line - kContextLines);
-  const int last = std::min(count, error_line + kContextLines);
-  const int width = int(std::to_string(last).size());
-  os << "\nsource around line " << error_line << " of " << what << ":";
-  for (int n = first; n <= last; ++n) {
-    std::string num = std::to_string(n);
-    os << "\n" << (n == error_line ? ">  " : "   ") << std::string(width - num.size(), ' ')
-       << num << " | " << lines[size_t(offset + n - 1)];
-  }
 }
 
 // File names are built from the kernel name; keep them plain.
@@ -301,26 +270,8 @@ std::string file_stem(const std::string& kernel_name) {
   os << ")\ncommand: " << command_line(argv) << "\n";
   const std::string body_name = body_file_name(kernel_name);
   auto [error_line, in_body] = first_error_line(log, source_path, body_name);
-  if (log.size() > kMaxLogChars) {
-    const size_t dropped = log.size() - kMaxLogChars;
-    log.resize(kMaxLogChars);
-    log += "\n... (" + std::to_string(dropped) + " more bytes of log)";
-  }
-  while (!log.empty() && log.back() == '\n') log.pop_back();
-  os << log;
-  const std::vector<std::string> lines = split_lines(source);
-  if (!in_body) {
-    append_excerpt(os, lines, 0, error_line, source_path);
-  } else {
-    // Body line 1 follows the `#line 1 "<kernel>_body"` directive.
-    const std::string marker = "#line 1 \"" + body_name + "\"";
-    for (size_t i = 0; i < lines.size(); ++i) {
-      if (lines[i] == marker) {
-        append_excerpt(os, lines, int(i) + 1, error_line, body_name);
-        break;
-      }
-    }
-  }
+  os << backend::clip_log(std::move(log));
+  backend::append_source_excerpt(os, source, error_line, in_body, source_path, body_name);
   TILEJIT_THROW(kCompileError) << os.str();
 }
 

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/common/cxx_source.h"
 #include "backend/cuda/cuda_backend_internal.h"
 #include "backend/cuda/cuda_driver.h"
 #include "backend/cuda/nvrtc_loader.h"
@@ -28,10 +29,6 @@
 namespace tilejit::cuda {
 namespace {
 
-// The most of an NVRTC log an error message carries.
-constexpr size_t kMaxLogChars = 32 * 1024;
-// Lines of source shown on each side of the first error.
-constexpr int kContextLines = 3;
 // The target when there is no device to ask (Note [Choosing the architecture]).
 constexpr const char* kDefaultArch = "sm_90a";
 
@@ -96,20 +93,12 @@ Target choose_target(const NvrtcApi& api, const std::vector<std::string>& flags,
   return {"compute_" + std::to_string(*std::prev(below)), false};
 }
 
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) lines.push_back(line);
-  return lines;
-}
-
 // The first "<file>(<line>): error" (or "catastrophic error") in an NVRTC log
 // whose file is `program` or `body_name`: {line, is_body}; {0, false} when
 // none is.
 std::pair<int, bool> first_error_line(const std::string& log, const std::string& program,
                                       const std::string& body_name) {
-  for (const std::string& line : split_lines(log)) {
+  for (const std::string& line : backend::split_lines(log)) {
     size_t at = line.find("): error");
     if (at == std::string::npos) at = line.find("): catastrophic error");
     if (at == std::string::npos) continue;
@@ -125,23 +114,6 @@ std::pair<int, bool> first_error_line(const std::string& log, const std::string&
     if (file == program) return {std::stoi(number), false};
   }
   return {0, false};
-}
-
-// "   L-3 | text" ... ">  L | text" ..., where lines[offset + n - 1] is line n
-// of what is shown (the same layout as the CPU backend's messages).
-void append_excerpt(std::ostringstream& os, const std::vector<std::string>& lines, int offset,
-                    int error_line, const std::string& what) {
-  const int count = int(lines.size()) - offset;
-  if (error_line < 1 || error_line > count) return;
-  const int first = std::max(1, error_line - kContextLines);
-  const int last = std::min(count, error_line + kContextLines);
-  const int width = int(std::to_string(last).size());
-  os << "\nsource around line " << error_line << " of " << what << ":";
-  for (int n = first; n <= last; ++n) {
-    const std::string num = std::to_string(n);
-    os << "\n" << (n == error_line ? ">  " : "   ") << std::string(width - num.size(), ' ') << num
-       << " | " << lines[size_t(offset + n - 1)];
-  }
 }
 
 std::string join_flags(const std::vector<std::string>& flags) {
@@ -179,25 +151,8 @@ std::string program_log(const NvrtcApi& api, nvrtcProgram prog) {
      << api.nvrtcGetErrorString(result) << ")\noptions: " << join_flags(flags) << "\n";
   const std::string body_name = body_file_name(kernel_name);
   auto [error_line, in_body] = first_error_line(log, program, body_name);
-  if (log.size() > kMaxLogChars) {
-    const size_t dropped = log.size() - kMaxLogChars;
-    log.resize(kMaxLogChars);
-    log += "\n... (" + std::to_string(dropped) + " more bytes of log)";
-  }
-  os << log;
-  const std::vector<std::string> lines = split_lines(source);
-  if (!in_body) {
-    append_excerpt(os, lines, 0, error_line, program);
-  } else {
-    // Body line 1 follows the `#line 1 "<kernel>_body"` directive.
-    const std::string marker = "#line 1 \"" + body_name + "\"";
-    for (size_t i = 0; i < lines.size(); ++i) {
-      if (lines[i] == marker) {
-        append_excerpt(os, lines, int(i) + 1, error_line, body_name);
-        break;
-      }
-    }
-  }
+  os << backend::clip_log(std::move(log));
+  backend::append_source_excerpt(os, source, error_line, in_body, program, body_name);
   TILEJIT_THROW(kCompileError) << os.str();
 }
 
