@@ -185,7 +185,9 @@ size_t WorkspacePool::free_cached_locked() {
       ++i;
       continue;
     }
-    allocator.deallocate(b->ptr, b->size, device_, b->stream);
+    // Idle: nothing is queued on the block, so it is freed unordered (its
+    // last stream may be gone by now).
+    allocator.deallocate(b->ptr, b->size, device_, nullptr);
     ++stats_.device_frees;
     --stats_.blocks;
     stats_.bytes_reserved -= b->size;
@@ -271,18 +273,33 @@ void WorkspacePool::release(Lease& lease, Stream stream) noexcept {
     }
     return;
   }
+  // Note [Stream-ordered reuse]: an explicit stream may be destroyed by its
+  // owner once the call returns, so its event is recorded now, while the
+  // handle is valid; the legacy default stream (nullptr) lives as long as
+  // the context, so its event waits until another stream asks.
+  Event event = nullptr;
+  bool stream_only = false;
+  if (stream != nullptr) {
+    try {
+      event = backend_.record_event(device_, stream);
+    } catch (...) {
+      stream_only = true;
+    }
+  }
   std::unique_lock<std::mutex> lock(mutex_);
   if (TILEJIT_UNLIKELY(!block->leased)) {
     // A copy of a lease released twice: putting the block in the free list
     // again would let two later leases share it. release() cannot throw, so
     // the second release is dropped.
+    lock.unlock();
+    if (event) backend_.destroy_event(event);
     return;
   }
   block->leased = false;
   block->stream = stream;
-  block->pending = true;
-  block->event = nullptr;
-  block->stream_only = false;
+  block->pending = stream == nullptr;
+  block->event = event;
+  block->stream_only = stream_only;
   stats_.bytes_in_use -= block->size;
   free_.push_back(block);  // capacity >= blocks_.size(): see acquire()
 }

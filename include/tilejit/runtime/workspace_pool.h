@@ -8,10 +8,14 @@
 // only once S is done with it: the first time another stream looks at the
 // block, an event is recorded on S (it completes no earlier than the block's
 // last use, by stream order), and the block is taken once that event has
-// completed (queried lazily, as PyTorch's caching allocator does). Recording
-// at that moment rather than at every release keeps the common case -- reuse
-// on one stream -- free of driver calls. The CPU backend is synchronous: its
-// events are nullptr and a released block is free for everyone at once.
+// completed (queried lazily, as PyTorch's caching allocator does). On the
+// legacy default stream (nullptr) the event is recorded only at that moment,
+// which keeps the common case -- reuse on one stream -- free of driver calls;
+// an explicit stream may be destroyed by its owner after the call, so its
+// event is recorded at release, while the handle is still valid, and an idle
+// block is freed without reference to its last stream. The CPU backend is
+// synchronous: its events are nullptr and a released block is free for
+// everyone at once.
 //
 // Note [Graph-owned arenas]
 // A lease taken while its stream is capturing a CUDA graph is baked into the

@@ -275,13 +275,13 @@ TEST_F(WorkspacePoolTest, StreamOrderedReuse) {
   auto a = pool().acquire(4096, kStreamA);
   void* a_ptr = a.ptr;
   pool().release(a, kStreamA);
-  EXPECT_EQ(backend_.live_events(), 0u);  // a release records nothing...
+  // An explicit stream's event is recorded at release (its owner may
+  // destroy the stream after the call).
+  EXPECT_EQ(backend_.live_events(), 1u);
 
-  // ...until another stream asks: then an event is recorded on the releasing
-  // stream, and the block is not taken before it completes.
+  // Another stream must not take a block whose release event is pending.
   auto b = pool().acquire(4096, kStreamB);
   EXPECT_NE(b.ptr, a_ptr);
-  EXPECT_EQ(backend_.live_events(), 1u);
   EXPECT_EQ(pool().stats().misses, 2u);
   void* b_ptr = b.ptr;
   pool().release(b, kStreamB);
@@ -290,7 +290,7 @@ TEST_F(WorkspacePoolTest, StreamOrderedReuse) {
   auto a2 = pool().acquire(4096, kStreamA);
   EXPECT_EQ(a2.ptr, a_ptr);
   EXPECT_EQ(pool().stats().hits, 1u);
-  EXPECT_EQ(backend_.live_events(), 0u);
+  EXPECT_EQ(backend_.live_events(), 1u);  // only b's
   pool().release(a2, kStreamA);
 
   // Each stream prefers its own block among equal fits.
@@ -298,8 +298,8 @@ TEST_F(WorkspacePoolTest, StreamOrderedReuse) {
   EXPECT_EQ(b2.ptr, b_ptr);
   pool().release(b2, kStreamB);
 
-  // Once the streams are done, any stream may take any block.
-  backend_.complete_on_record = true;
+  // Once the events complete, any stream may take any block.
+  backend_.complete_all_events();
   auto c1 = pool().acquire(4096, nullptr);
   auto c2 = pool().acquire(4096, nullptr);
   EXPECT_EQ(pool().stats().hits, 4u);
@@ -307,6 +307,30 @@ TEST_F(WorkspacePoolTest, StreamOrderedReuse) {
   EXPECT_EQ(backend_.live_events(), 0u);
   pool().release(c1, nullptr);
   pool().release(c2, nullptr);
+}
+
+TEST_F(WorkspacePoolTest, LegacyStreamRecordsItsEventOnlyWhenAnotherStreamAsks) {
+  backend_.use_events = true;
+  auto a = pool().acquire(4096, nullptr);
+  void* a_ptr = a.ptr;
+  pool().release(a, nullptr);
+  EXPECT_EQ(backend_.live_events(), 0u);  // reuse on one stream: no driver call
+  auto same = pool().acquire(4096, nullptr);
+  EXPECT_EQ(same.ptr, a_ptr);
+  pool().release(same, nullptr);
+  EXPECT_EQ(backend_.live_events(), 0u);
+  auto other = pool().acquire(4096, kStreamB);  // records on the legacy stream now
+  EXPECT_NE(other.ptr, a_ptr);
+  EXPECT_EQ(backend_.live_events(), 1u);  // that one; `other` is still leased
+  pool().release(other, kStreamB);
+  backend_.complete_all_events();
+  backend_.complete_on_record = true;
+  auto again = pool().acquire(4096, kStreamB);  // its own block first
+  auto moved = pool().acquire(4096, kStreamB);  // then the legacy stream's, now idle
+  EXPECT_EQ(moved.ptr, a_ptr);
+  pool().release(again, kStreamB);
+  pool().release(moved, kStreamB);
+  backend_.complete_all_events();
 }
 
 TEST_F(WorkspacePoolTest, EmptyCacheKeepsBlocksStillInUseOnTheirStream) {
