@@ -3,7 +3,9 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "errors.h"
 #include "numpy_interop.h"
@@ -131,6 +133,62 @@ PyObject* array_api_object(Tensor t) {
   return nb::cast(array).release().ptr();
 }
 
+// The `from_dlpack` of the package that defines `type` (cupy.from_dlpack for
+// cupy.ndarray), looked up in sys.modules without importing anything; null
+// when there is none. Cached per type, like the exchange tables: types are
+// few, and a strong reference keeps each one's address from being reused.
+// Guarded by the GIL.
+PyObject* package_from_dlpack(PyTypeObject* type) {
+  struct Entry {
+    PyTypeObject* type;
+    PyObject* from_dlpack;  // strong, or null
+  };
+  static auto* cache = new std::vector<Entry>();  // never destroyed: types outlive it
+  for (const Entry& e : *cache) {
+    if (e.type == type) return e.from_dlpack;
+  }
+  PyObject* fn = nullptr;
+  PyObject* module_name = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__module__");
+  const char* text = module_name && PyUnicode_Check(module_name) ? PyUnicode_AsUTF8(module_name)
+                                                                   : nullptr;
+  if (text != nullptr) {
+    const std::string package(text, std::strcspn(text, "."));
+    PyObject* name = PyUnicode_FromStringAndSize(package.data(), Py_ssize_t(package.size()));
+    PyObject* module = name ? PyImport_GetModule(name) : nullptr;  // new reference, or null
+    if (module != nullptr) {
+      fn = PyObject_GetAttrString(module, "from_dlpack");
+      if (fn != nullptr && !PyCallable_Check(fn)) Py_CLEAR(fn);
+      Py_DECREF(module);
+    }
+    Py_XDECREF(name);
+  }
+  Py_XDECREF(module_name);
+  PyErr_Clear();
+  Py_INCREF(type);
+  cache->push_back({type, fn});
+  return fn;
+}
+
+// Note [Output frameworks], last case: the output in the inputs' framework
+// when the package of the first tensor's type has a from_dlpack() (cupy),
+// else the object with __dlpack__ itself. A from_dlpack() that refuses
+// leaves the caller that object rather than losing the output.
+PyObject* foreign_output(Tensor t, const Origin& origin) {
+  PyObject* array = array_api_object(std::move(t));
+  PyObject* from_dlpack =
+      origin.framework == Framework::kDLPack && origin.type != nullptr
+          ? package_from_dlpack(origin.type)
+          : nullptr;
+  if (from_dlpack == nullptr) return array;
+  PyObject* adopted = PyObject_CallOneArg(from_dlpack, array);
+  if (adopted == nullptr) {
+    PyErr_Clear();
+    return array;
+  }
+  Py_DECREF(array);
+  return adopted;
+}
+
 }  // namespace
 
 OutputMaker::OutputMaker(const Origin& origin) : origin_(origin) {
@@ -150,7 +208,7 @@ PyObject* OutputMaker::wrap_one(Tensor& t, PyObject* supplied, size_t* allocated
   }
   if (allocator_) return allocator_->take((*allocated)++);
   if (t.device().type == DeviceType::kCPU) return numpy::from_tensor(std::move(t));
-  return array_api_object(std::move(t));
+  return foreign_output(std::move(t), origin_);
 }
 
 PyObject* OutputMaker::wrap(Outputs& outputs, PyObject* const* supplied) {

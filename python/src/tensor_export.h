@@ -15,8 +15,11 @@
 //    callable from inside the call (the GIL is taken for it), then read
 //    back through data_ptr();
 //  - anything else off the CPU: an object with __dlpack__ and
-//    __dlpack_device__ (nanobind's array-API ndarray), for the caller's
-//    framework to adopt with its from_dlpack().
+//    __dlpack_device__ (nanobind's array-API ndarray) over memory from
+//    tilejit's allocator, handed to the from_dlpack() of the package that
+//    defines the first tensor's type when that package has one and is
+//    imported (cupy.from_dlpack for cupy arrays: cupy arrays out), else
+//    returned as it is, for the caller's framework to adopt.
 // Tensors passed through out= come back as the very objects passed.
 #pragma once
 
