@@ -51,12 +51,16 @@ TILEJIT_CUDA_CACHE_OUTPUTS=0 ./build-gpu/bench/bench_cuda_call 2>&1 | head -7 | 
 
 if [[ "${TILEJIT_GPU_SKIP_PYTHON:-0}" != 1 ]] && python3 -c "import torch, nanobind, scikit_build_core" 2>/dev/null && [[ -f pyproject.toml ]]; then
   log "## Python"
-  python3 -m pip install --no-build-isolation --no-deps --no-index -q . >"$OUT/pip.log" 2>&1 ||
+  # The image's default CXX links libstdc++ statically; an extension built so
+  # crashes next to numpy's libstdc++, so the package is built with the
+  # system compiler.
+  CXX=/usr/bin/g++ python3 -m pip install --no-build-isolation --no-deps --no-index -q . >"$OUT/pip.log" 2>&1 ||
     { log "pip install failed"; tail -30 "$OUT/pip.log"; }
-  (cd /tmp && python3 -m pytest -q "$root/tests/python" >"$OUT/pytest.log" 2>&1)
+  (cd /tmp && python3 -m pytest -q -rs "$root/tests/python" >"$OUT/pytest.log" 2>&1)
   log "pytest: $(tail -1 "$OUT/pytest.log")"
-  grep -E "^FAILED|Error" "$OUT/pytest.log" | head -20 | tee -a "$summary"
-  for b in bench/bench_python.py bench/bench_python_cuda.py; do
-    [[ -f $b ]] && (cd /tmp && python3 "$root/$b" 2>&1 | tee -a "$summary")
-  done
+  grep -E "^FAILED|^SKIPPED|Error" "$OUT/pytest.log" | head -20 | tee -a "$summary"
+  log "## Python call overhead (torch tensors)"
+  (cd /tmp && python3 "$root/bench/bench_python_cuda.py" --cpp-bench "$root/build-gpu/bench/bench_cuda_call" 2>&1 | tee -a "$summary")
+  log "## Example kernels against torch"
+  (cd /tmp && python3 "$root/bench/bench_examples_torch.py" 2>&1 | tee -a "$summary")
 fi
