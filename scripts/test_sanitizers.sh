@@ -44,7 +44,9 @@ if [[ " $which " == *" asan "* ]]; then
   echo "== ASan/UBSan/LSan: ctest (built in $SECONDS s)"
   # Sizes that no allocator can serve must come back as nullptr (the pool
   # then raises OutOfMemoryError), not abort the process.
-  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1:check_initialization_order=1:strict_init_order=1
+  asan=(detect_leaks=1 allocator_may_return_null=1 check_initialization_order=1
+        strict_init_order=1)
+  export ASAN_OPTIONS=$(IFS=:; echo "${asan[*]}")
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   (cd "$asan_dir" && ctest --output-on-failure -j"$jobs")
   unset ASAN_OPTIONS UBSAN_OPTIONS
@@ -58,10 +60,10 @@ if [[ " $which " == *" tsan "* ]]; then
     -DTILEJIT_BUILD_EXAMPLES=OFF >/dev/null
   targets=()
   for layer in reliability jit runtime backend; do
-    [[ -d tests/cpp/$layer ]] && targets+=(--target "tilejit_test_$layer")
+    [[ -d tests/cpp/$layer ]] && targets+=("tilejit_test_$layer")
   done
-  cmake --build "$tsan_dir" -j"$jobs" "${targets[@]}"
-  echo "== TSan: ctest over ${targets[*]//--target /} (built in $((SECONDS - start)) s)"
+  cmake --build "$tsan_dir" -j"$jobs" --target "${targets[@]}"
+  echo "== TSan: ctest over ${targets[*]} (built in $((SECONDS - start)) s)"
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
   # The layers not built here register placeholder tests named *_NOT_BUILT.
   (cd "$tsan_dir" && ctest --output-on-failure -j"$jobs" -E '_NOT_BUILT$')

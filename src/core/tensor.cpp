@@ -49,9 +49,18 @@ Tensor Tensor::from_blob(void* data, std::span<const int64_t> shape, DataType dt
       << "tensor rank " << shape.size() << " exceeds the maximum of " << kMaxRank;
   TILEJIT_CHECK(strides.empty() || strides.size() == shape.size(), kValueError)
       << "tensor has " << shape.size() << " dimensions but " << strides.size() << " strides";
+  // The product of the non-zero extents bounds every stride and element
+  // count computed below; it must fit even when another extent is zero.
+  int64_t span_product = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     TILEJIT_CHECK(shape[i] >= 0, kValueError)
         << "tensor dimension " << i << " is negative (" << shape[i] << ")";
+    if (shape[i] != 0 && TILEJIT_UNLIKELY(__builtin_mul_overflow(span_product, shape[i], &span_product))) {
+      std::string dims;
+      for (size_t j = 0; j < shape.size(); ++j) dims += (j ? ", " : "") + std::to_string(shape[j]);
+      TILEJIT_THROW(kValueError) << "tensor of shape [" << dims
+                                 << "] has more elements than int64 can count";
+    }
   }
   auto* node = new Node;
   node->data = data;

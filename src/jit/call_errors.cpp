@@ -2,6 +2,7 @@
 // in kernel.cpp is a sequence of compares (STYLE.md: "Build the message only
 // on failure"). Every message starts with the kernel's name and, where an
 // argument is at fault, its position among the inputs and its name.
+#include <algorithm>
 #include <sstream>
 
 #include "jit/kernel_impl.h"
@@ -69,16 +70,16 @@ const SymbolBinding* binding_of(const Kernel::Impl& k, int slot) {
 std::string symbol_values(const Kernel::Impl& k, const ir::Expr& e, const BoundCall& call) {
   std::vector<std::string> vars;
   ir::collect_vars(e, &vars);
-  if (vars.empty()) return "";
   std::ostringstream os;
-  os << " (";
+  int shown = 0;
   for (size_t i = 0; i < vars.size(); ++i) {
-    int slot = 0;
-    while (k.plan.symbols[slot] != vars[i]) ++slot;
-    os << (i ? ", " : "") << vars[i] << " = " << call.symbols[slot];
+    auto it = std::find(k.plan.symbols.begin(), k.plan.symbols.end(), vars[i]);
+    if (it == k.plan.symbols.end()) continue;  // simplified away
+    const int slot = int(it - k.plan.symbols.begin());
+    os << (shown++ ? ", " : " (") << vars[i] << " = " << call.symbols[slot];
     if (const SymbolBinding* b = binding_of(k, slot)) os << " from " << source_of(k, *b);
   }
-  os << ")";
+  if (shown) os << ")";
   return os.str();
 }
 

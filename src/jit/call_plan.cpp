@@ -173,7 +173,7 @@ CallPlan build_call_plan(const ir::PrimFunc& f, const LegalizedIndices& indices,
 
   for (const auto& [name, init] : options.workspace_init) {
     auto it = std::find_if(plan.workspaces.begin(), plan.workspaces.end(),
-                           [&](const BufferSpec& b) { return f.params[b.param].name == name; });
+                           [&, &name = name](const BufferSpec& b) { return f.params[b.param].name == name; });
     TILEJIT_CHECK(it != plan.workspaces.end(), kValueError)
         << f.name << ": workspace_init names '" << name << "', which is not a workspace"
         << (f.param_index(name) < 0 ? " (no parameter has that name)" : "");

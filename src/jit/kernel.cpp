@@ -104,8 +104,12 @@ void bind_inputs(const Kernel::Impl& k, std::span<const Arg> inputs, BoundCall* 
       value = arg.int_value();
     } else {
       const int64_t extent = arg.tensor().shape(b.dim);
-      const int64_t num = extent - b.offset;
-      if (TILEJIT_UNLIKELY(num % b.coeff != 0)) call_errors::affine(k, b, extent);
+      int64_t num;
+      // Overflow, or INT64_MIN / -1, is as unsolvable as a remainder.
+      if (TILEJIT_UNLIKELY(__builtin_sub_overflow(extent, b.offset, &num) ||
+                           (b.coeff == -1 && num == INT64_MIN) || num % b.coeff != 0)) {
+        call_errors::affine(k, b, extent);
+      }
       value = num / b.coeff;
     }
     if (TILEJIT_UNLIKELY(value < 0)) call_errors::negative_symbol(k, b, value);
@@ -145,12 +149,16 @@ size_t layout_workspaces(const Kernel::Impl& k, const BoundCall& call, size_t* o
         call_errors::too_large(k, b, call);
       }
     }
+    if (TILEJIT_UNLIKELY(offset > SIZE_MAX - kWorkspaceAlign)) call_errors::too_large(k, b, call);
     offset = align_up(offset, kWorkspaceAlign);
     offsets[w] = offset;
     sizes[w] = bytes;
     if (TILEJIT_UNLIKELY(__builtin_add_overflow(offset, bytes, &offset))) {
       call_errors::too_large(k, b, call);
     }
+  }
+  if (TILEJIT_UNLIKELY(offset > SIZE_MAX - kWorkspaceAlign)) {
+    call_errors::too_large(k, k.plan.workspaces.back(), call);
   }
   return offset == 0 ? 0 : align_up(offset, kWorkspaceAlign);
 }
