@@ -25,3 +25,9 @@ TILEJIT_CACHE_DIR="$root/build/kernel_cache" ./build/consumer/consumer
 
 echo "== Python package and pytest"
 bash scripts/test_python.sh
+
+echo "== sanitizers: ASan + UBSan + LSan (all C++ tests), TSan (threaded suites)"
+bash scripts/test_sanitizers.sh
+
+echo "== fuzzing: declarations, legalisation and binding, 60 s from the committed corpus"
+bash scripts/fuzz.sh 60
