@@ -228,7 +228,8 @@ void free_tensor_memory(void* context) noexcept {
 // either: the block goes back when the tensor's last reference goes, on the
 // stream it was allocated on (Note [Freeing output tensors]), and the pool's
 // stream-ordered reuse applies. TILEJIT_CUDA_CACHE_OUTPUTS=0 turns it off
-// (each output is then one cuMemAllocFromPoolAsync / cuMemFreeAsync pair).
+// (each output is then one cuMemAllocFromPoolAsync / cuMemFreeAsync pair), and
+// outputs made while their stream is capturing a graph never use it.
 struct CachedOutput {
   runtime::WorkspacePool* pool;
   runtime::WorkspacePool::Lease lease;
@@ -252,13 +253,19 @@ bool cache_outputs() {
 runtime::WorkspacePool& output_pool(int device) {
   TILEJIT_CHECK(device >= 0 && device < kMaxDevices, kValueError)
       << "empty: device cuda:" << device << " is out of range";
+  // Made once per device and never destroyed (see registry.cpp); the lock is
+  // taken only to make one.
+  static std::atomic<runtime::WorkspacePool*> pools[kMaxDevices] = {};
+  runtime::WorkspacePool* pool = pools[device].load(std::memory_order_acquire);
+  if (TILEJIT_LIKELY(pool != nullptr)) return *pool;
   static std::mutex mutex;
-  static auto* pools = new runtime::WorkspacePool*[kMaxDevices]();  // never destroyed
   std::lock_guard<std::mutex> lock(mutex);
-  if (pools[device] == nullptr) {
-    pools[device] = new runtime::WorkspacePool(runtime::get_backend("cuda"), Device::cuda(device));
+  pool = pools[device].load(std::memory_order_relaxed);
+  if (pool == nullptr) {
+    pool = new runtime::WorkspacePool(runtime::get_backend("cuda"), Device::cuda(device));
+    pools[device].store(pool, std::memory_order_release);
   }
-  return *pools[device];
+  return *pool;
 }
 
 class CudaTensorAllocator final : public runtime::TensorAllocator {
@@ -277,7 +284,10 @@ class CudaTensorAllocator final : public runtime::TensorAllocator {
     TILEJIT_CHECK(!__builtin_mul_overflow(numel, dtype.bytes(), &bytes), kValueError)
         << "empty: shape " << shape_str(shape) << " of " << dtype.name()
         << " has more bytes than int64 can count";
-    if (cache_outputs() && bytes > 0) {
+    // Under capture an output is baked into the graph; the driver-allocated
+    // path keeps it alive for exactly as long as the tensor, whereas a cached
+    // block would stay reserved for the graph and beyond.
+    if (cache_outputs() && bytes > 0 && !is_capturing(device, stream)) {
       runtime::WorkspacePool& pool = output_pool(device.id);
       auto* context = new CachedOutput{&pool, pool.acquire(size_t(bytes), stream), stream};
       try {
