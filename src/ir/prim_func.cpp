@@ -20,11 +20,28 @@ bool is_identifier(const std::string& s) {
 
 // Names the generated wrapper declares itself; a parameter or symbol may not
 // shadow them.
+// Names the generated wrapper declares itself, C++ keywords, and the type
+// names a body relies on: a parameter or symbol may not shadow them.
 const std::set<std::string>& reserved_names() {
   static const std::set<std::string> names = {
+      // the wrapper's own
       "block_idx", "grid_dim", "bx", "by", "bz", "tilejit", "tilejit_args", "tilejit_syms",
-      "tilejit_kernel", "threads", "int", "float", "double", "char", "return", "for",
-      "if", "while", "auto", "const", "void", "struct", "class"};
+      "tilejit_kernel", "threads", "std",
+      // C++ keywords and alternative tokens
+      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break",
+      "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept",
+      "const", "consteval", "constexpr", "constinit", "const_cast", "continue", "co_await",
+      "co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast",
+      "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto",
+      "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
+      "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register",
+      "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static",
+      "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local",
+      "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using",
+      "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
+      // fixed-width integer types the generated code spells
+      "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
+      "size_t"};
   return names;
 }
 

@@ -125,6 +125,10 @@ TEST(CallPlan, DeclarationErrors) {
                ErrorKind::kValueError, "k: parameter #0 'X' dimension 0 is negative (-1)");
   expect_error([&] { prim_func("k").tensor("block_idx", {n}, DataType::float32()).build(); },
                ErrorKind::kValueError, "k: parameter #0 name 'block_idx' is reserved");
+  expect_error([&] { prim_func("k").tensor("new", {n}, DataType::float32()).build(); },
+               ErrorKind::kValueError, "k: parameter #0 name 'new' is reserved");
+  expect_error([&] { prim_func("k").tensor("X", {symbolic("switch")}, DataType::float32()).build(); },
+               ErrorKind::kValueError, "k: symbol name 'switch' is reserved");
   expect_error([&] { prim_func("k").tensor("X", {n}, DataType::float32()).scalar("n", DataType::float32()).build(); },
                ErrorKind::kTypeError,
                "k: symbol 'n' is bound by scalar parameter #1 of dtype float32; it must be int32 or int64");
