@@ -12,7 +12,9 @@ std::string device_type_name(DeviceType type) {
 }
 
 std::string Device::str() const {
-  if (type == DeviceType::kCPU) return "cpu";
+  // "cpu" for the one CPU device every tensor from the host has; an explicit
+  // other id (DLPack allows it) is spelled out so that messages tell them apart.
+  if (type == DeviceType::kCPU) return id == 0 ? "cpu" : "cpu:" + std::to_string(id);
   return device_type_name(type) + ":" + std::to_string(id);
 }
 

@@ -197,8 +197,9 @@ Outputs Kernel::call(std::span<const Arg> inputs, const CallOptions& options) co
   runtime::TensorAllocator& allocator =
       options.allocator ? *options.allocator : backend.tensor_allocator();
   TILEJIT_CHECK(options.out.empty() || options.out.size() == plan.outputs.size(), kValueError)
-      << plan.kernel_name << ": out= has " << options.out.size() << " tensors; the kernel has "
-      << plan.outputs.size() << " outputs";
+      << plan.kernel_name << ": out= has " << options.out.size() << " tensor"
+      << (options.out.size() == 1 ? "" : "s") << "; the kernel has " << plan.outputs.size()
+      << " output" << (plan.outputs.size() == 1 ? "" : "s");
   for (size_t o = 0; o < plan.outputs.size(); ++o) {
     const BufferSpec& b = plan.outputs[o];
     std::span<const int64_t> shape(&call.results[b.first_result], size_t(b.rank));

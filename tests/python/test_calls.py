@@ -222,7 +222,7 @@ def test_out_passthrough():
     readonly.flags.writeable = False
     with raises_exact(ValueError, "add_one: out[0] 'Y': is a read-only array"):
         k(x, out=readonly)
-    with raises_exact(ValueError, "add_one: out= has 2 tensors; the kernel has 1 outputs"):
+    with raises_exact(ValueError, "add_one: out= has 2 tensors; the kernel has 1 output"):
         k(x, out=[y, y])
     with raises_exact(TypeError, "add_one: out[0] 'Y': expected a float32 tensor, got an object "
                                  "of type int (tensors are numpy arrays, torch tensors or "

@@ -54,6 +54,7 @@ TEST(DataType, NamesAndParse) {
 
 TEST(Device, Names) {
   EXPECT_EQ(Device::cpu().str(), "cpu");
+  EXPECT_EQ((Device{DeviceType::kCPU, 1}).str(), "cpu:1");  // told apart in messages
   EXPECT_EQ(Device::cuda(1).str(), "cuda:1");
   EXPECT_NE(Device::cuda(0), Device::cuda(1));
 }

@@ -163,7 +163,7 @@ TEST_F(BadOut, WrongCount) {
   o.out = outs;
   const Arg args[] = {Arg(x_), Arg(y_), Arg(2.0f)};
   expect_rejected([&] { k().call(args, o); }, ErrorKind::kValueError,
-                  "scale_add: out= has 2 tensors; the kernel has 1 outputs", good());
+                  "scale_add: out= has 2 tensors; the kernel has 1 output", good());
 }
 
 TEST_F(BadOut, WrongDtype) {
