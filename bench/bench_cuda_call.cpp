@@ -137,6 +137,18 @@ int main() {
   const double alloc_free = per_call_us([&] {
     Tensor out = empty({kM, kN}, DataType::float32(), Device::cuda(0));
   });
+  const double checks = per_call_us([&] { (void)k.workspace_bytes(call_args); });
+  // The same signature with every parameter an input: binding and launch
+  // only, no pool, no output.
+  JitOptions all_inputs;
+  all_inputs.target = "cuda";
+  const Kernel k_all = jit(f, all_inputs);
+  Tensor w1 = empty({kM}, DataType::float32(), Device::cuda(0));
+  Tensor w2 = empty({kN}, DataType::float32(), Device::cuda(0));
+  Tensor w3 = empty({kM, kN}, DataType::float32(), Device::cuda(0));
+  Tensor w4 = empty({64}, DataType::int32(), Device::cuda(0));
+  const Arg all_args[] = {Arg(a), Arg(b), Arg(c), Arg(d), Arg(w1), Arg(w2), Arg(w3), Arg(w4)};
+  const double bind_launch = per_call_us([&] { k_all.call(all_args); });
   const double calls = double(kBatch) * kBatches;
   std::printf("| path | median us/call | vs bare |\n|---|---|---|\n");
   std::printf("| bare cuLaunchKernel | %.3f | 1.00x |\n", bare);
@@ -145,8 +157,9 @@ int main() {
   std::printf("| seed: allocate output + 4 workspaces, launch | %.3f | %.2fx |\n", seed, seed / bare);
   std::printf("\n| piece | median us |\n|---|---|\n| cuStreamIsCapturing | %.3f |\n"
               "| cuCtxGetCurrent | %.3f |\n| pool acquire + release | %.3f |\n"
-              "| output empty() + free | %.3f |\n",
-              is_capturing, ctx_get, lease, alloc_free);
+              "| output empty() + free | %.3f |\n| checks + shapes (workspace_bytes) | %.3f |\n"
+              "| call with all 8 as inputs (bind + launch) | %.3f |\n",
+              is_capturing, ctx_get, lease, alloc_free, checks, bind_launch);
   std::printf("pool over %.0f tilejit calls: %llu device allocations, %llu hits\n", calls,
               (unsigned long long)(after.device_allocs - before.device_allocs),
               (unsigned long long)(after.hits - before.hits));
