@@ -8,7 +8,8 @@
 //   seed     a fresh allocation for the output and each workspace on every
 //            call, then the bare launch.
 // Each row is the median over 21 batches of 2000 calls of (host time of the
-// batch + stream synchronize) / 2000. Plain C++ (no Google Benchmark), so it
+// batch + stream synchronize) / 2000; the paths' batches are interleaved
+// round by round. Plain C++ (no Google Benchmark), so it
 // builds wherever the toolkit is.
 #include <cuda.h>
 
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "tilejit/tilejit.h"
@@ -47,6 +49,26 @@ double per_call_us(F&& body) {
   }
   std::sort(samples.begin(), samples.end());
   return samples[samples.size() / 2];
+}
+
+// Medians per path from rounds in which every path runs one batch in turn,
+// so that drifts of the machine (clocks, neighbours) hit all paths alike.
+std::vector<double> interleaved_us(const std::vector<std::function<void()>>& paths) {
+  std::vector<std::vector<double>> samples(paths.size());
+  for (int round = 0; round < kBatches; ++round) {
+    for (size_t p = 0; p < paths.size(); ++p) {
+      const auto t0 = Clock::now();
+      for (int i = 0; i < kBatch; ++i) paths[p]();
+      check(cuCtxSynchronize(), "cuCtxSynchronize");
+      samples[p].push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kBatch);
+    }
+  }
+  std::vector<double> medians;
+  for (auto& s : samples) {
+    std::sort(s.begin(), s.end());
+    medians.push_back(s[s.size() / 2]);
+  }
+  return medians;
 }
 
 }  // namespace
@@ -96,30 +118,44 @@ int main() {
   } args{{a.data(), b.data(), c.data(), d.data(), ws, ws + 256, ws + 512, ws + 8704}, {kM, kN}};
   void* params[] = {&args};
 
-  const double bare = per_call_us([&] {
-    check(cuLaunchKernel(fn, 1, 1, 1, 128, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel");
-  });
   auto& pool = runtime::WorkspacePool::get(backend, Device::cuda(0));
   k(a, b, c);  // warm
-  const auto before = pool.stats();
-  const double tj = per_call_us([&] { Tensor out = k(a, b, c); });
-  const auto after = pool.stats();
   const Tensor outs[] = {d};
   CallOptions with_out;
   with_out.out = outs;
   const Arg call_args[] = {Arg(a), Arg(b), Arg(c)};
-  const double tj_out = per_call_us([&] { k.call(call_args, with_out); });
-  const double seed = per_call_us([&] {
-    Tensor out = empty({kM, kN}, DataType::float32(), Device::cuda(0));
-    Tensor w1 = empty({kM}, DataType::float32(), Device::cuda(0));
-    Tensor w2 = empty({kN}, DataType::float32(), Device::cuda(0));
-    Tensor w3 = empty({kM, kN}, DataType::float32(), Device::cuda(0));
-    Tensor w4 = empty({64}, DataType::int32(), Device::cuda(0));
-    Args fresh{{a.data(), b.data(), c.data(), out.data(), w1.data(), w2.data(), w3.data(), w4.data()},
-               {kM, kN}};
-    void* p[] = {&fresh};
-    check(cuLaunchKernel(fn, 1, 1, 1, 128, 1, 1, 0, nullptr, p, nullptr), "cuLaunchKernel");
+  // The same signature with every parameter an input: binding and launch
+  // only, no pool, no output.
+  JitOptions all_inputs;
+  all_inputs.target = "cuda";
+  const Kernel k_all = jit(f, all_inputs);
+  Tensor w1 = empty({kM}, DataType::float32(), Device::cuda(0));
+  Tensor w2 = empty({kN}, DataType::float32(), Device::cuda(0));
+  Tensor w3 = empty({kM, kN}, DataType::float32(), Device::cuda(0));
+  Tensor w4 = empty({64}, DataType::int32(), Device::cuda(0));
+  const Arg all_args[] = {Arg(a), Arg(b), Arg(c), Arg(d), Arg(w1), Arg(w2), Arg(w3), Arg(w4)};
+  k_all.call(all_args);  // warm
+
+  const auto before = pool.stats();
+  const std::vector<double> t = interleaved_us({
+      [&] { check(cuLaunchKernel(fn, 1, 1, 1, 128, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel"); },
+      [&] { Tensor out = k(a, b, c); },
+      [&] { k.call(call_args, with_out); },
+      [&] { k_all.call(all_args); },
+      [&] {
+        Tensor out = empty({kM, kN}, DataType::float32(), Device::cuda(0));
+        Tensor v1 = empty({kM}, DataType::float32(), Device::cuda(0));
+        Tensor v2 = empty({kN}, DataType::float32(), Device::cuda(0));
+        Tensor v3 = empty({kM, kN}, DataType::float32(), Device::cuda(0));
+        Tensor v4 = empty({64}, DataType::int32(), Device::cuda(0));
+        Args fresh{{a.data(), b.data(), c.data(), out.data(), v1.data(), v2.data(), v3.data(), v4.data()},
+                   {kM, kN}};
+        void* p[] = {&fresh};
+        check(cuLaunchKernel(fn, 1, 1, 1, 128, 1, 1, 0, nullptr, p, nullptr), "cuLaunchKernel");
+      },
   });
+  const auto after = pool.stats();
+  const double bare = t[0], tj = t[1], tj_out = t[2], bind_launch = t[3], seed = t[4];
   // Where the time goes: the pieces of a call, each alone.
   CUstream legacy = nullptr;
   const double is_capturing = per_call_us([&] {
@@ -138,28 +174,18 @@ int main() {
     Tensor out = empty({kM, kN}, DataType::float32(), Device::cuda(0));
   });
   const double checks = per_call_us([&] { (void)k.workspace_bytes(call_args); });
-  // The same signature with every parameter an input: binding and launch
-  // only, no pool, no output.
-  JitOptions all_inputs;
-  all_inputs.target = "cuda";
-  const Kernel k_all = jit(f, all_inputs);
-  Tensor w1 = empty({kM}, DataType::float32(), Device::cuda(0));
-  Tensor w2 = empty({kN}, DataType::float32(), Device::cuda(0));
-  Tensor w3 = empty({kM, kN}, DataType::float32(), Device::cuda(0));
-  Tensor w4 = empty({64}, DataType::int32(), Device::cuda(0));
-  const Arg all_args[] = {Arg(a), Arg(b), Arg(c), Arg(d), Arg(w1), Arg(w2), Arg(w3), Arg(w4)};
-  const double bind_launch = per_call_us([&] { k_all.call(all_args); });
-  const double calls = double(kBatch) * kBatches;
+  const double calls = 2.0 * kBatch * kBatches;  // with and without out=
   std::printf("| path | median us/call | vs bare |\n|---|---|---|\n");
   std::printf("| bare cuLaunchKernel | %.3f | 1.00x |\n", bare);
   std::printf("| tilejit kernel(a, b, c) | %.3f | %.2fx |\n", tj, tj / bare);
   std::printf("| tilejit with out= | %.3f | %.2fx |\n", tj_out, tj_out / bare);
+  std::printf("| tilejit, all 8 parameters as inputs (bind + launch only) | %.3f | %.2fx |\n",
+              bind_launch, bind_launch / bare);
   std::printf("| seed: allocate output + 4 workspaces, launch | %.3f | %.2fx |\n", seed, seed / bare);
   std::printf("\n| piece | median us |\n|---|---|\n| cuStreamIsCapturing | %.3f |\n"
               "| cuCtxGetCurrent | %.3f |\n| pool acquire + release | %.3f |\n"
-              "| output empty() + free | %.3f |\n| checks + shapes (workspace_bytes) | %.3f |\n"
-              "| call with all 8 as inputs (bind + launch) | %.3f |\n",
-              is_capturing, ctx_get, lease, alloc_free, checks, bind_launch);
+              "| output empty() + free | %.3f |\n| checks + shapes (workspace_bytes) | %.3f |\n",
+              is_capturing, ctx_get, lease, alloc_free, checks);
   std::printf("pool over %.0f tilejit calls: %llu device allocations, %llu hits\n", calls,
               (unsigned long long)(after.device_allocs - before.device_allocs),
               (unsigned long long)(after.hits - before.hits));
