@@ -9,7 +9,9 @@
 //   ws_p [block_num, heads, block] bf16 probabilities of one step
 //   ws_o [block_num, heads, dim] f32    the running output accumulator
 // One block per query position walks the top-k in steps of `block` rows with
-// an online softmax (running max and sum per head).
+// an online softmax (running max and sum per head). The CPU body assigns
+// floats to elements, so it serves bfloat16 and float32 signatures alike
+// (tests/python/test_sparse_attention.py uses both).
 #pragma once
 
 #include <tilejit/tilejit.h>
@@ -37,7 +39,7 @@ for (int64_t k0 = 0; k0 < topk; k0 += block) {
     const int64_t t = k0 + j;
     const int32_t row = t < topk ? Indices(bi, si, t) : -1;
     valid[j] = row >= 0 && row < s_kv;
-    for (int64_t d = 0; d < dim; ++d) ws_kv(bx, j, d) = valid[j] ? KV(bi, row, d) : tilejit::bfloat16(0.f);
+    for (int64_t d = 0; d < dim; ++d) ws_kv(bx, j, d) = valid[j] ? float(KV(bi, row, d)) : 0.f;
   }
   for (int64_t h = 0; h < heads; ++h) {
     float step_max = -INFINITY;
@@ -53,14 +55,14 @@ for (int64_t k0 = 0; k0 < topk; k0 += block) {
     }
     const float m_new = m_run[h] > step_max ? m_run[h] : step_max;
     if (m_new == -INFINITY) {  // nothing valid yet
-      for (int64_t j = 0; j < block; ++j) ws_p(bx, h, j) = tilejit::bfloat16(0.f);
+      for (int64_t j = 0; j < block; ++j) ws_p(bx, h, j) = 0.f;
       continue;
     }
     const float rescale = std::exp(m_run[h] - m_new);
     float step_sum = 0.f;
     for (int64_t j = 0; j < block; ++j) {
       const float p = valid[j] ? std::exp(ws_s(bx, h, j) - m_new) : 0.f;
-      ws_p(bx, h, j) = tilejit::bfloat16(p);
+      ws_p(bx, h, j) = p;
       step_sum += float(ws_p(bx, h, j));
     }
     l_run[h] = l_run[h] * rescale + step_sum;
@@ -74,7 +76,7 @@ for (int64_t k0 = 0; k0 < topk; k0 += block) {
 }
 for (int64_t h = 0; h < heads; ++h) {
   const float inv = l_run[h] > 0.f ? 1.f / l_run[h] : 0.f;
-  for (int64_t d = 0; d < dim; ++d) Output(bi, si, h, d) = tilejit::bfloat16(ws_o(bx, h, d) * inv);
+  for (int64_t d = 0; d < dim; ++d) Output(bi, si, h, d) = ws_o(bx, h, d) * inv;
 }
 )";
 

@@ -22,9 +22,7 @@ a CUDA device, and tilejit was built with its CUDA backend and finds a driver
 - calls from two Python threads on two streams (the GIL is released then).
 """
 
-import re
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -32,7 +30,7 @@ torch = pytest.importorskip("torch")
 
 import tilejit  # noqa: E402
 from tilejit import language as T  # noqa: E402
-from support import raises_exact  # noqa: E402
+from support import example_body, raises_exact  # noqa: E402
 
 
 def _cuda_ready():
@@ -48,7 +46,6 @@ def _cuda_ready():
 CUDA_OK, CUDA_WHY = _cuda_ready()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not CUDA_OK, reason=CUDA_WHY)]
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "kernels"
 
 # Cycles a spinning kernel waits before it writes: about 10 ms at the H200's
 # boost clock, longer at lower clocks; a host call returns in microseconds.
@@ -58,14 +55,8 @@ SPIN = "if (spin > 0) { const long long t0 = clock64(); while (clock64() - t0 < 
 INDEX = "const int64_t i = bx * 256 + threadIdx.x;\n"
 
 
-def cuda_body(header, name):
-    """The raw string literal `name = R"delim(...)delim"` of
-    examples/kernels/<header>, as the C++ compiler reads it."""
-    text = (EXAMPLES / header).read_text()
-    m = re.search(r"\b" + re.escape(name) + r'\s*=\s*R"([^()\\\s]{0,16})\((.*?)\)\1"', text, re.S)
-    if m is None:
-        raise LookupError(f'{header}: no raw string literal {name} = R"(...)"')
-    return m.group(2)
+# The examples' bodies, read from their C++ headers (one source for both).
+cuda_body = example_body
 
 
 def rel_error(out, ref):

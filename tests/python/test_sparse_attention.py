@@ -9,66 +9,13 @@ import pytest
 
 import tilejit
 from tilejit import language as T
-from support import HAVE_ML_DTYPES, ml_dtypes, pool_in_use
+from support import HAVE_ML_DTYPES, example_body, ml_dtypes, pool_in_use
 
 # One block per query position (bx = bi * s + si) walks the top-k rows in
 # steps of `block` with an online softmax; the workspaces hold one step's
 # gathered rows, scores and probabilities, and the running output.
-CPU_BODY = r"""
-constexpr int64_t heads = {heads}, dim = {dim}, topk = {topk}, block = {block};
-const int64_t bi = bx / s, si = bx % s;
-const float scale = 1.0f / std::sqrt(float(dim));
-float m_run[heads], l_run[heads];
-for (int64_t h = 0; h < heads; ++h) {{
-  m_run[h] = -INFINITY;
-  l_run[h] = 0.f;
-  for (int64_t d = 0; d < dim; ++d) ws_o(bx, h, d) = 0.f;
-}}
-for (int64_t k0 = 0; k0 < topk; k0 += block) {{
-  bool valid[block];
-  for (int64_t j = 0; j < block; ++j) {{
-    const int64_t t = k0 + j;
-    const int32_t row = t < topk ? Indices(bi, si, t) : -1;
-    valid[j] = row >= 0 && row < s_kv;
-    for (int64_t d = 0; d < dim; ++d) ws_kv(bx, j, d) = valid[j] ? float(KV(bi, row, d)) : 0.f;
-  }}
-  for (int64_t h = 0; h < heads; ++h) {{
-    float step_max = -INFINITY;
-    for (int64_t j = 0; j < block; ++j) {{
-      float acc = -INFINITY;
-      if (valid[j]) {{
-        acc = 0.f;
-        for (int64_t d = 0; d < dim; ++d) acc += float(Q(bi, si, h, d)) * float(ws_kv(bx, j, d));
-        acc *= scale;
-      }}
-      ws_s(bx, h, j) = acc;
-      step_max = acc > step_max ? acc : step_max;
-    }}
-    const float m_new = m_run[h] > step_max ? m_run[h] : step_max;
-    if (m_new == -INFINITY) {{
-      for (int64_t j = 0; j < block; ++j) ws_p(bx, h, j) = 0.f;
-      continue;
-    }}
-    const float rescale = std::exp(m_run[h] - m_new);
-    float step_sum = 0.f;
-    for (int64_t j = 0; j < block; ++j) {{
-      ws_p(bx, h, j) = valid[j] ? std::exp(ws_s(bx, h, j) - m_new) : 0.f;
-      step_sum += float(ws_p(bx, h, j));
-    }}
-    l_run[h] = l_run[h] * rescale + step_sum;
-    m_run[h] = m_new;
-    for (int64_t d = 0; d < dim; ++d) {{
-      float acc = ws_o(bx, h, d) * rescale;
-      for (int64_t j = 0; j < block; ++j) acc += float(ws_p(bx, h, j)) * float(ws_kv(bx, j, d));
-      ws_o(bx, h, d) = acc;
-    }}
-  }}
-}}
-for (int64_t h = 0; h < heads; ++h) {{
-  const float inv = l_run[h] > 0.f ? 1.f / l_run[h] : 0.f;
-  for (int64_t d = 0; d < dim; ++d) Output(bi, si, h, d) = ws_o(bx, h, d) * inv;
-}}
-"""
+CPU_BODY = example_body("sparse_attention.h", "kSparseAttentionCpuBody")
+PROLOGUE = "constexpr int64_t heads = {heads}, dim = {dim}, topk = {topk}, block = {block};\n"
 
 
 @tilejit.jit(out_idx=[3], workspace_idx=[4, 5, 6, 7], target="cpu")
@@ -86,7 +33,7 @@ def sparse_attention_fwd(heads, dim, topk, block=64, dtype="bfloat16"):
              ws_p: T.Tensor([block_num, heads, block], dtype),
              ws_o: T.Tensor([block_num, heads, dim], "float32")):
         with T.Kernel(block_num, threads=128) as bx:
-            T.source(cpu=CPU_BODY.format(heads=heads, dim=dim, topk=topk, block=block))
+            T.source(cpu=PROLOGUE.format(heads=heads, dim=dim, topk=topk, block=block) + CPU_BODY)
 
     return main
 
