@@ -86,6 +86,9 @@ struct WorkspacePool::Block {
   // Baked into a captured graph (Note [Graph-owned arenas]): released only
   // when the graph is destroyed.
   bool graph_owned = false;
+  // While graph_owned: owners left, the lease's holder and the graph; the
+  // last one to let go hands the block back.
+  std::atomic<int> graph_refs{0};
   WorkspacePool* pool = nullptr;
   Block* next_returned = nullptr;  // link in graph_returned_
 };
@@ -251,10 +254,23 @@ WorkspacePool::Lease WorkspacePool::acquire(size_t bytes, Stream stream) {
     blocks_.push_back(std::move(fresh));  // cannot throw: reserved above
   }
   block->leased = true;
-  block->graph_owned = capturing;
-  if (capturing) ++stats_.graph_blocks;
   ++stats_.leases;
   stats_.bytes_in_use += block->size;
+  if (capturing) {
+    // Note [Graph-owned arenas]: the graph becomes an owner now, while the
+    // stream is still capturing, so the holder may let go at any time later.
+    block->graph_refs.store(2, std::memory_order_relaxed);
+    try {
+      block->graph_owned =
+          backend_.on_graph_destroyed(device_, stream, &WorkspacePool::graph_destroyed, block);
+    } catch (...) {
+      block->leased = false;
+      stats_.bytes_in_use -= block->size;
+      free_.push_back(block);  // never used: free at once
+      throw;
+    }
+    if (block->graph_owned) ++stats_.graph_blocks;  // else the capture ended meanwhile
+  }
   return Lease{block->ptr, block->size, &block->tag, block};
 }
 
@@ -263,14 +279,7 @@ void WorkspacePool::release(Lease& lease, Stream stream) noexcept {
   auto* block = static_cast<Block*>(lease.block);
   lease = Lease{};
   if (block->graph_owned) {
-    // Note [Graph-owned arenas]: in use until the graph goes away. If the
-    // capture already ended (or the backend cannot tell), keep the block
-    // out of circulation for good rather than risk a replay reading memory
-    // another call now owns.
-    try {
-      if (backend_.on_graph_destroyed(device_, stream, &WorkspacePool::graph_destroyed, block)) return;
-    } catch (...) {
-    }
+    graph_destroyed(block);  // the holder lets go; the graph may still own it
     return;
   }
   // Note [Stream-ordered reuse]: an explicit stream may be destroyed by its
@@ -306,6 +315,7 @@ void WorkspacePool::release(Lease& lease, Stream stream) noexcept {
 
 void WorkspacePool::graph_destroyed(void* context) noexcept {
   auto* block = static_cast<Block*>(context);
+  if (block->graph_refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   std::atomic<Block*>& head = block->pool->graph_returned_;
   block->next_returned = head.load(std::memory_order_relaxed);
   while (!head.compare_exchange_weak(block->next_returned, block, std::memory_order_release,

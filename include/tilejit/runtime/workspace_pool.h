@@ -20,11 +20,14 @@
 // Note [Graph-owned arenas]
 // A lease taken while its stream is capturing a CUDA graph is baked into the
 // graph: every replay reuses that address. So such a lease always gets a new
-// block of its own, and its release does not free the block: the block stays
-// in use until the backend reports that the graph was destroyed, and only
-// then joins the free list. Replays are correct whatever runs between them.
-// The driver reports the destruction on its own thread, which must not block:
-// the block is handed back through a lock-free list, drained under the mutex.
+// block of its own, with two owners: the lease's holder and the graph (made
+// an owner at acquire(), while the stream still captures). The block joins
+// the free list when both have let go -- the holder by release(), whenever
+// that comes, the graph when the backend reports it destroyed -- so replays
+// are correct whatever runs between them, and an output tensor made during
+// capture may outlive the capture. The driver reports the destruction on its
+// own thread, which must not block: the block is handed back through a
+// lock-free list, drained under the mutex.
 //
 // Invariants:
 //  - a block is either leased (in no free list) or free (in exactly one);
@@ -58,7 +61,7 @@ struct PoolStats {
   uint64_t bytes_in_use = 0;    // gauge: bytes in leased blocks
   uint64_t peak_bytes_reserved = 0;
   uint64_t blocks = 0;          // gauge: blocks held
-  uint64_t graph_blocks = 0;    // gauge: blocks owned by live captured graphs
+  uint64_t graph_blocks = 0;    // gauge: blocks owned by captured graphs (and their holders)
 };
 
 class WorkspacePool {

@@ -228,8 +228,7 @@ void free_tensor_memory(void* context) noexcept {
 // either: the block goes back when the tensor's last reference goes, on the
 // stream it was allocated on (Note [Freeing output tensors]), and the pool's
 // stream-ordered reuse applies. TILEJIT_CUDA_CACHE_OUTPUTS=0 turns it off
-// (each output is then one cuMemAllocFromPoolAsync / cuMemFreeAsync pair), and
-// outputs made while their stream is capturing a graph never use it.
+// (each output is then one cuMemAllocFromPoolAsync / cuMemFreeAsync pair).
 struct CachedOutput {
   runtime::WorkspacePool* pool;
   runtime::WorkspacePool::Lease lease;
@@ -284,10 +283,9 @@ class CudaTensorAllocator final : public runtime::TensorAllocator {
     TILEJIT_CHECK(!__builtin_mul_overflow(numel, dtype.bytes(), &bytes), kValueError)
         << "empty: shape " << shape_str(shape) << " of " << dtype.name()
         << " has more bytes than int64 can count";
-    // Under capture an output is baked into the graph; the driver-allocated
-    // path keeps it alive for exactly as long as the tensor, whereas a cached
-    // block would stay reserved for the graph and beyond.
-    if (cache_outputs() && bytes > 0 && !is_capturing(device, stream)) {
+    // Under capture the pool makes the block the graph's too (Note
+    // [Graph-owned arenas]).
+    if (cache_outputs() && bytes > 0) {
       runtime::WorkspacePool& pool = output_pool(device.id);
       auto* context = new CachedOutput{&pool, pool.acquire(size_t(bytes), stream), stream};
       try {

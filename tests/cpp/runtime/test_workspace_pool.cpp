@@ -86,6 +86,22 @@ TEST_F(WorkspacePoolTest, CapturedLeasesBelongToTheGraph) {
   pool().release(after, kStreamB);
 }
 
+// A block leased during capture and held past the graph (an output tensor
+// made during capture) goes back when its holder lets go.
+TEST_F(WorkspacePoolTest, CapturedLeaseOutlivingItsGraph) {
+  backend_.capturing_stream = kStreamA;
+  auto held = pool().acquire(4096, kStreamA);
+  backend_.destroy_graph();  // the graph goes first
+  EXPECT_EQ(pool().stats().graph_blocks, 1u);
+  EXPECT_EQ(pool().stats().bytes_in_use, 4096u);
+  pool().release(held, kStreamA);  // capture over: the holder was the last owner
+  EXPECT_EQ(pool().stats().graph_blocks, 0u);
+  EXPECT_EQ(pool().stats().bytes_in_use, 0u);
+  auto again = pool().acquire(4096, kStreamB);
+  EXPECT_EQ(pool().stats().hits, 1u);
+  pool().release(again, kStreamB);
+}
+
 TEST_F(WorkspacePoolTest, RoundsBlocksTo256Bytes) {
   auto a = pool().acquire(1, nullptr);
   auto b = pool().acquire(257, nullptr);
