@@ -56,10 +56,8 @@ Tensor Tensor::from_blob(void* data, std::span<const int64_t> shape, DataType dt
     TILEJIT_CHECK(shape[i] >= 0, kValueError)
         << "tensor dimension " << i << " is negative (" << shape[i] << ")";
     if (shape[i] != 0 && TILEJIT_UNLIKELY(__builtin_mul_overflow(span_product, shape[i], &span_product))) {
-      std::string dims;
-      for (size_t j = 0; j < shape.size(); ++j) dims += (j ? ", " : "") + std::to_string(shape[j]);
-      TILEJIT_THROW(kValueError) << "tensor of shape [" << dims
-                                 << "] has more elements than int64 can count";
+      TILEJIT_THROW(kValueError) << "tensor of shape " << tilejit::shape_str(shape)
+                                 << " has more elements than int64 can count";
     }
   }
   auto* node = new Node;
@@ -85,13 +83,15 @@ Tensor Tensor::from_blob(void* data, std::span<const int64_t> shape, DataType dt
   return Tensor(node);
 }
 
-std::string Tensor::shape_str() const {
+std::string shape_str(std::span<const int64_t> shape) {
   std::string out = "[";
-  for (int i = 0; i < ndim(); ++i) {
+  for (size_t i = 0; i < shape.size(); ++i) {
     if (i) out += ", ";
-    out += std::to_string(shape(i));
+    out += std::to_string(shape[i]);
   }
   return out + "]";
 }
+
+std::string Tensor::shape_str() const { return tilejit::shape_str(shape()); }
 
 }  // namespace tilejit

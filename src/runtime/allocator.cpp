@@ -11,6 +11,21 @@
 
 namespace tilejit::runtime {
 
+int64_t tensor_bytes(std::span<const int64_t> shape, DataType dtype) {
+  int64_t numel = 1;
+  for (int64_t d : shape) {
+    TILEJIT_CHECK(d >= 0, kValueError)
+        << "empty: tensor dimension " << d << " is negative (shape " << shape_str(shape) << ")";
+    TILEJIT_CHECK(!__builtin_mul_overflow(numel, d, &numel), kValueError)
+        << "empty: shape " << shape_str(shape) << " has more elements than int64 can count";
+  }
+  int64_t bytes = 0;
+  TILEJIT_CHECK(!__builtin_mul_overflow(numel, dtype.bytes(), &bytes), kValueError)
+      << "empty: shape " << shape_str(shape) << " of " << dtype.name()
+      << " has more bytes than int64 can count";
+  return bytes;
+}
+
 Tensor empty(std::span<const int64_t> shape, DataType dtype, Device device) {
   Backend* backend = find_backend(device.type);
   if (TILEJIT_UNLIKELY(backend == nullptr)) {

@@ -83,6 +83,9 @@ class Tensor {
   Node* node_ = nullptr;
 };
 
+/// "[2, 3, 4]".
+std::string shape_str(std::span<const int64_t> shape);
+
 /// Row-major strides of `shape`, in elements, written to `out`.
 void contiguous_strides(std::span<const int64_t> shape, int64_t* out) noexcept;
 

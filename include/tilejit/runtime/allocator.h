@@ -42,6 +42,11 @@ class TensorAllocator {
                        Stream stream) = 0;
 };
 
+/// The bytes of a contiguous tensor of `shape` and `dtype`, for
+/// TensorAllocator implementations. Throws ValueError ("empty: ...") for a
+/// negative extent or a size that int64 cannot count.
+int64_t tensor_bytes(std::span<const int64_t> shape, DataType dtype);
+
 /// A contiguous, uninitialised tensor from the default TensorAllocator of the
 /// backend for `device`'s type.
 Tensor empty(std::span<const int64_t> shape, DataType dtype, Device device = Device::cpu());

@@ -47,17 +47,7 @@ class CpuTensorAllocator final : public runtime::TensorAllocator {
 
   Tensor empty(std::span<const int64_t> shape, DataType dtype, Device device,
                runtime::Stream stream) override {
-    int64_t numel = 1;
-    for (int64_t d : shape) {
-      TILEJIT_CHECK(d >= 0, kValueError)
-          << "empty: tensor dimension " << d << " is negative (shape " << shape_str(shape) << ")";
-      TILEJIT_CHECK(!__builtin_mul_overflow(numel, d, &numel), kValueError)
-          << "empty: shape " << shape_str(shape) << " has more elements than int64 can count";
-    }
-    int64_t bytes = 0;
-    TILEJIT_CHECK(!__builtin_mul_overflow(numel, dtype.bytes(), &bytes), kValueError)
-        << "empty: shape " << shape_str(shape) << " of " << dtype.name()
-        << " has more bytes than int64 can count";
+    const int64_t bytes = runtime::tensor_bytes(shape, dtype);
     void* ptr = raw_.allocate(size_t(bytes), device, stream);
     TILEJIT_CHECK(ptr != nullptr, kOutOfMemoryError)
         << "empty: cannot allocate " << bytes << " bytes of host memory for a tensor of shape "
@@ -71,12 +61,6 @@ class CpuTensorAllocator final : public runtime::TensorAllocator {
   }
 
  private:
-  static std::string shape_str(std::span<const int64_t> shape) {
-    std::string s = "[";
-    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-  }
-
   CpuAllocator& raw_;
 };
 

@@ -187,11 +187,6 @@ CudaAllocator& raw_allocator() {
   return *a;
 }
 
-std::string shape_str(std::span<const int64_t> shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 // Note [Freeing output tensors]
 // An output's memory goes back to the device's pool on the stream it was
@@ -272,17 +267,7 @@ class CudaTensorAllocator final : public runtime::TensorAllocator {
   Tensor empty(std::span<const int64_t> shape, DataType dtype, Device device,
                runtime::Stream stream) override {
     check_cuda_device(device, "empty");
-    int64_t numel = 1;
-    for (int64_t d : shape) {
-      TILEJIT_CHECK(d >= 0, kValueError)
-          << "empty: tensor dimension " << d << " is negative (shape " << shape_str(shape) << ")";
-      TILEJIT_CHECK(!__builtin_mul_overflow(numel, d, &numel), kValueError)
-          << "empty: shape " << shape_str(shape) << " has more elements than int64 can count";
-    }
-    int64_t bytes = 0;
-    TILEJIT_CHECK(!__builtin_mul_overflow(numel, dtype.bytes(), &bytes), kValueError)
-        << "empty: shape " << shape_str(shape) << " of " << dtype.name()
-        << " has more bytes than int64 can count";
+    const int64_t bytes = runtime::tensor_bytes(shape, dtype);
     // Under capture the pool makes the block the graph's too (Note
     // [Graph-owned arenas]).
     if (cache_outputs() && bytes > 0) {
