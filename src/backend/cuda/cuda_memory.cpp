@@ -187,7 +187,6 @@ CudaAllocator& raw_allocator() {
   return *a;
 }
 
-
 // Note [Freeing output tensors]
 // An output's memory goes back to the device's pool on the stream it was
 // allocated on, which is the stream of the call that made it: the free is
