@@ -11,10 +11,15 @@
 #include <vector>
 
 #include "tilejit/backend/cpu.h"
+#include "common/test_util.h"
 #include "tilejit/ir/prim_func.h"
 #include "tilejit/runtime/backend.h"
 
 namespace tilejit::cpu::testing {
+
+using tilejit::testing::error_message;
+using tilejit::testing::ScopedEnv;
+using tilejit::testing::TempDir;
 
 inline runtime::Backend& cpu_backend() { return runtime::get_backend("cpu"); }
 
@@ -41,31 +46,6 @@ inline void launch(runtime::Module& m, const std::vector<void*>& args,
   m.launch(p);
 }
 
-/// Sets (or, with nullptr, unsets) an environment variable and restores it.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_.c_str());
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 /// Sets the CPU thread count and restores it.
 class ScopedThreads {

@@ -26,18 +26,6 @@ namespace {
 
 using ir::Expr;
 
-// Runs `fn`, which must throw Error of `kind`; returns its message.
-template <typename Fn>
-std::string error_message(Fn&& fn, ErrorKind kind) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(error_kind_name(e.kind()), std::string(error_kind_name(kind))) << e.what();
-    return e.message();
-  }
-  ADD_FAILURE() << "no tilejit::Error thrown";
-  return "";
-}
 
 TEST(CpuBackend, IsRegistered) {
   runtime::Backend& be = cpu_backend();

@@ -19,10 +19,15 @@
 #include "backend/cuda/nvrtc_loader.h"
 #include "tilejit/backend/cuda.h"
 #include "tilejit/core/error.h"
+#include "common/test_util.h"
 #include "tilejit/ir/prim_func.h"
 #include "tilejit/runtime/backend.h"
 
 namespace tilejit::cuda::testing {
+
+using tilejit::testing::error_message;
+using tilejit::testing::ScopedEnv;
+using tilejit::testing::TempDir;
 
 inline runtime::Backend& cuda_backend() { return runtime::get_backend("cuda"); }
 
@@ -34,18 +39,6 @@ inline runtime::Backend& cuda_backend() { return runtime::get_backend("cuda"); }
   if (::tilejit::cuda::nvrtc_or_null() == nullptr)              \
   GTEST_SKIP() << ::tilejit::cuda::nvrtc_unavailable_reason()
 
-/// Runs `fn`, which must throw Error of `kind`; returns its message.
-template <typename Fn>
-std::string error_message(Fn&& fn, ErrorKind kind) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(error_kind_name(e.kind()), std::string(error_kind_name(kind))) << e.what();
-    return e.message();
-  }
-  ADD_FAILURE() << "no tilejit::Error thrown";
-  return "";
-}
 
 /// The symbols of `f` in order of first appearance in its parameters' shapes.
 inline std::vector<std::string> symbols_of(const ir::PrimFunc& f) {

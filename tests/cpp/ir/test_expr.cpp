@@ -8,22 +8,14 @@
 #include <sstream>
 #include <string>
 
+#include "common/test_util.h"
 #include "tilejit/core/error.h"
 
 namespace tilejit::ir {
 namespace {
 
-// Runs `fn`, which must throw an Error of `kind` with exactly `message`.
-template <typename Fn>
-void expect_error(Fn&& fn, ErrorKind kind, const std::string& message) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected " << error_kind_name(kind) << ": " << message;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    EXPECT_EQ(e.message(), message);
-  }
-}
+using tilejit::testing::expect_error;
+
 
 int64_t eval_with(const Expr& e, const std::map<std::string, int64_t>& env) {
   return evaluate(e, [&](const std::string& name) { return env.at(name); });

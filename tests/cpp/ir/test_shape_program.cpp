@@ -10,24 +10,17 @@
 #include <thread>
 #include <vector>
 
+#include "common/test_util.h"
 #include "tilejit/core/error.h"
 #include "tilejit/ir/simplify.h"
 
 namespace tilejit::ir {
 namespace {
 
+using tilejit::testing::expect_error;
+
 using Op = ShapeProgram::Op;
 
-template <typename Fn>
-void expect_error(Fn&& fn, ErrorKind kind, const std::string& message) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected " << error_kind_name(kind) << ": " << message;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    EXPECT_EQ(e.message(), message);
-  }
-}
 
 int count_ops(const ShapeProgram& p, Op op) {
   return int(std::count_if(p.instructions().begin(), p.instructions().end(),

@@ -1,6 +1,6 @@
 // Every validation error of a call: kind, exact message, no lease left held,
 // and the next good call succeeds.
-#include "jit/test_support.h"
+#include "common/test_util.h"
 
 namespace tilejit {
 namespace {

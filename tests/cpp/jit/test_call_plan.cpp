@@ -1,5 +1,5 @@
 // Symbol binding and the jit-time errors of the call plan.
-#include "jit/test_support.h"
+#include "common/test_util.h"
 
 namespace tilejit {
 namespace {

@@ -4,7 +4,7 @@
 #include <atomic>
 #include <thread>
 
-#include "jit/test_support.h"
+#include "common/test_util.h"
 
 namespace tilejit {
 namespace {

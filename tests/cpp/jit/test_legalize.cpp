@@ -1,10 +1,12 @@
 // out_idx / workspace_idx legalisation (DESIGN.md, "jit(prim_func, options)").
 #include <gtest/gtest.h>
 
-#include "tilejit/tilejit.h"
+#include "common/test_util.h"
 
 namespace tilejit {
 namespace {
+
+using testing::expect_error;
 
 ir::PrimFunc five_params() {
   const Expr n = symbolic("n");
@@ -17,16 +19,6 @@ ir::PrimFunc five_params() {
       .build();
 }
 
-template <typename F>
-void expect_error(F&& f, ErrorKind kind, const std::string& message) {
-  try {
-    f();
-    FAIL() << "no error; expected: " << message;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    EXPECT_EQ(e.message(), message);
-  }
-}
 
 TEST(Legalize, IntListAndNegative) {
   const auto f = five_params();

@@ -211,7 +211,7 @@ TEST(BadBody, CompileErrorCarriesTheCommandTheLogAndNumberedLines) {
   JitOptions o = cpu_options({1});
   o.compile.flags = {"-O0"};
   const auto before = runtime::CompileCache::global().stats();
-  const std::string msg = error_of([&] { jit(f, o); }, ErrorKind::kCompileError);
+  const std::string msg = error_message([&] { jit(f, o); }, ErrorKind::kCompileError);
   EXPECT_EQ(cpu_pool().stats().bytes_in_use, 0u);
   good_call();
   EXPECT_EQ(msg.rfind("bad_body: the CPU compiler failed (exit code 1)\ncommand: ", 0), 0u) << msg;
@@ -228,7 +228,7 @@ TEST(BadBody, CompileErrorCarriesTheCommandTheLogAndNumberedLines) {
   EXPECT_EQ(runtime::CompileCache::global().stats().compiles, before.compiles);
   // (Each compile works in a fresh temporary directory, named in the message.)
   const std::regex tmp_dir("/tilejit-cpu-[A-Za-z0-9]{6}/");
-  const std::string again = error_of([&] { jit(f, o); }, ErrorKind::kCompileError);
+  const std::string again = error_message([&] { jit(f, o); }, ErrorKind::kCompileError);
   EXPECT_EQ(std::regex_replace(again, tmp_dir, "/T/"), std::regex_replace(msg, tmp_dir, "/T/"));
   // The fixed body compiles and runs.
   const auto fixed = prim_func("bad_body")

@@ -72,7 +72,7 @@ TEST(Faults, AllocatorFailureThroughAKernelRetriesOnceThenRaises) {
   // Two failures: the call raises, naming the size, what is held and the
   // setting; nothing leaks and the next call works.
   be.fake_allocator().fail_next(2);
-  EXPECT_EQ(error_of([&] { k(x2k); }, ErrorKind::kOutOfMemoryError),
+  EXPECT_EQ(error_message([&] { k(x2k); }, ErrorKind::kOutOfMemoryError),
             "workspace pool on cpu: the faulty allocator failed to allocate 8192 bytes; 0 bytes "
             "reserved (0 in use), no limit (set TILEJIT_WORKSPACE_LIMIT or "
             "WorkspacePool::set_limit)");
@@ -134,7 +134,7 @@ TEST(Faults, OutputAllocationFailureLeaksNothing) {
     FailingTensorAllocator second_fails(1);
     CallOptions o;
     o.allocator = &second_fails;
-    EXPECT_EQ(error_of([&] { k.call(args, o); }, ErrorKind::kOutOfMemoryError),
+    EXPECT_EQ(error_message([&] { k.call(args, o); }, ErrorKind::kOutOfMemoryError),
               "test allocator: out of memory");
   }
   EXPECT_EQ(g_live_outputs.load(), 0) << "the first output was not freed";
@@ -223,7 +223,7 @@ TEST_F(CompilerFaults, MissingCompiler) {
   const auto f = fresh_kernel("no_cc");
   {
     ScopedEnv cxx("TILEJIT_CXX", "/nonexistent/c++");
-    EXPECT_EQ(error_of([&] { jit(f, cpu_options({1})); }, ErrorKind::kCompileError),
+    EXPECT_EQ(error_message([&] { jit(f, cpu_options({1})); }, ErrorKind::kCompileError),
               "no_cc: cannot run the C++ compiler '/nonexistent/c++': No such file or directory "
               "(set TILEJIT_CXX)");
   }
@@ -239,7 +239,7 @@ TEST_F(CompilerFaults, FailingCompilerGivesItsLog) {
     ScopedEnv cxx("TILEJIT_CXX", cc.c_str());
     JitOptions o = cpu_options({1});
     o.compile.flags = {"-O1"};
-    EXPECT_EQ(without_tmp(error_of([&] { jit(f, o); }, ErrorKind::kCompileError)),
+    EXPECT_EQ(without_tmp(error_message([&] { jit(f, o); }, ErrorKind::kCompileError)),
               "bad_cc: the CPU compiler failed (exit code 3)\ncommand: " + cc +
                   " -O1 -std=c++17 -fPIC -shared -x c++ /T/bad_cc.cpp -o /T/bad_cc.so\n"
                   "fakecc: internal compiler error: out of cheese\nsecond line of the log");
@@ -255,7 +255,7 @@ TEST_F(CompilerFaults, CompilerKilledBySignal) {
     ScopedEnv cxx("TILEJIT_CXX", cc.c_str());
     JitOptions o = cpu_options({1});
     o.compile.flags = {"-O1"};
-    EXPECT_EQ(without_tmp(error_of([&] { jit(f, o); }, ErrorKind::kCompileError)),
+    EXPECT_EQ(without_tmp(error_message([&] { jit(f, o); }, ErrorKind::kCompileError)),
               "killed_cc: the CPU compiler failed (killed by signal 9)\ncommand: " + cc +
                   " -O1 -std=c++17 -fPIC -shared -x c++ /T/killed_cc.cpp -o /T/killed_cc.so\n"
                   "about to die");
@@ -271,7 +271,7 @@ TEST_F(CompilerFaults, CompilerThatWritesNothing) {
     ScopedEnv cxx("TILEJIT_CXX", cc.c_str());
     JitOptions o = cpu_options({1});
     o.compile.flags = {"-O1"};
-    EXPECT_EQ(without_tmp(error_of([&] { jit(f, o); }, ErrorKind::kCompileError)),
+    EXPECT_EQ(without_tmp(error_message([&] { jit(f, o); }, ErrorKind::kCompileError)),
               "lazy_cc: the CPU compiler exited with 0 but wrote no shared object\ncommand: " +
                   cc + " -O1 -std=c++17 -fPIC -shared -x c++ /T/lazy_cc.cpp -o /T/lazy_cc.so\n"
                   "did nothing\n");
@@ -286,7 +286,7 @@ TEST_F(CompilerFaults, CompilerThatWritesGarbageIsNeverLoaded) {
   const auto f = fresh_kernel("garbage_cc");
   {
     ScopedEnv cxx("TILEJIT_CXX", cc.c_str());
-    EXPECT_EQ(error_of([&] { jit(f, cpu_options({1})); }, ErrorKind::kRuntimeError),
+    EXPECT_EQ(error_message([&] { jit(f, cpu_options({1})); }, ErrorKind::kRuntimeError),
               "cpu backend: cannot load the kernel binary: the binary is not an ELF file (10 "
               "bytes)");
   }

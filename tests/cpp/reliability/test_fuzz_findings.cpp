@@ -21,7 +21,7 @@ TEST(FuzzFindings, GridThatSimplifiesToZeroNamesNoMissingSymbol) {
                      .build();
   const Kernel k = jit(f, cpu_options({}));
   Tensor x = empty({4}, DataType::float32());
-  EXPECT_EQ(error_of([&] { k(x); }, ErrorKind::kValueError),
+  EXPECT_EQ(error_message([&] { k(x); }, ErrorKind::kValueError),
             "k: grid extent 0 = m * 0 evaluates to 0; every grid extent must be positive");
   EXPECT_EQ(cpu_pool().stats().bytes_in_use, 0u);
 }
@@ -37,7 +37,7 @@ TEST(FuzzFindings, AffineOffsetNearInt64MinIsAValueError) {
                      .build();
   const Kernel k = jit(f, cpu_options({1}));
   Tensor x = empty({3}, DataType::float32());
-  const std::string msg = error_of([&] { k(x); }, ErrorKind::kValueError);
+  const std::string msg = error_message([&] { k(x); }, ErrorKind::kValueError);
   EXPECT_EQ(msg.rfind("k: argument #0 'X': dimension 0 is 3, which is not ", 0), 0u) << msg;
   EXPECT_EQ(cpu_pool().stats().bytes_in_use, 0u);
 }
@@ -57,9 +57,9 @@ TEST(FuzzFindings, WorkspaceJustUnder2To64BytesIsTooLarge) {
   const Kernel k = jit(f, cpu_options({1}, {2}));
   const int64_t n_huge = (int64_t{1} << 57) - 1;  // 16 * 8 * n = 2^64 - 128 bytes
   const Arg args[] = {Arg(n_huge)};
-  EXPECT_EQ(error_of([&] { k.workspace_bytes(args); }, ErrorKind::kValueError),
+  EXPECT_EQ(error_message([&] { k.workspace_bytes(args); }, ErrorKind::kValueError),
             "k: workspace 'W' is too large: its size in bytes overflows 64 bits");
-  EXPECT_EQ(error_of([&] { k(n_huge); }, ErrorKind::kValueError),
+  EXPECT_EQ(error_message([&] { k(n_huge); }, ErrorKind::kValueError),
             "k: workspace 'W' is too large: its size in bytes overflows 64 bits");
   EXPECT_EQ(cpu_pool().stats().bytes_in_use, 0u);
 }
@@ -72,10 +72,10 @@ TEST(FuzzFindings, WorkspaceJustUnder2To64BytesIsTooLarge) {
 TEST(FuzzFindings, TensorWhoseExtentsOverflowIsAValueError) {
   float x = 0;
   const int64_t big = int64_t{1} << 40;
-  EXPECT_EQ(error_of([&] { view(&x, {big, big}, DataType::float32()); }, ErrorKind::kValueError),
+  EXPECT_EQ(error_message([&] { view(&x, {big, big}, DataType::float32()); }, ErrorKind::kValueError),
             "tensor of shape [1099511627776, 1099511627776] has more elements than int64 can "
             "count");
-  EXPECT_EQ(error_of([&] { view(&x, {0, big, big}, DataType::float32()); },
+  EXPECT_EQ(error_message([&] { view(&x, {0, big, big}, DataType::float32()); },
                      ErrorKind::kValueError),
             "tensor of shape [0, 1099511627776, 1099511627776] has more elements than int64 can "
             "count");
@@ -91,7 +91,7 @@ TEST(FuzzFindings, TensorWhoseExtentsOverflowIsAValueError) {
   const Kernel k = jit(f, cpu_options({2}));
   uint8_t byte = 0;
   Tensor m0 = view(&byte, {0}, DataType::uint8()), nbig = view(&byte, {big}, DataType::uint8());
-  EXPECT_EQ(error_of([&] { k(m0, nbig); }, ErrorKind::kValueError),
+  EXPECT_EQ(error_message([&] { k(m0, nbig); }, ErrorKind::kValueError),
             "tensor of shape [0, 1099511627776, 1099511627776] has more elements than int64 can "
             "count");
 }

@@ -27,22 +27,12 @@
 
 #include <gtest/gtest.h>
 
+#include "common/test_util.h"
 #include "tilejit/core/error.h"
 #include "tilejit/runtime/backend.h"
 
 namespace tilejit::testing {
 
-/// Runs `fn`, expecting an Error of `kind` whose message is exactly `message`.
-template <typename Fn>
-void expect_error(Fn&& fn, ErrorKind kind, const std::string& message) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected " << error_kind_name(kind) << ": " << message;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    EXPECT_EQ(e.message(), message);
-  }
-}
 
 using runtime::Event;
 using runtime::Stream;
@@ -267,32 +257,5 @@ class FakeBackend : public runtime::Backend {
   std::set<FakeEvent*> events_;
 };
 
-/// A fresh directory under $TILEJIT_TEST_TMP (or /tmp), removed with its
-/// contents when the object goes.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TILEJIT_TEST_TMP");
-    std::string root = base && *base ? base : "/tmp";
-    std::filesystem::create_directories(root);
-    std::string pattern = root + "/tilejit_runtime_XXXXXX";
-    if (!::mkdtemp(pattern.data())) {
-      TILEJIT_THROW(kRuntimeError) << "TempDir: mkdtemp in " << root << " failed";
-    }
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 }  // namespace tilejit::testing
