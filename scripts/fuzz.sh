@@ -28,17 +28,8 @@ build=${TILEJIT_FUZZ_BUILD_DIR:-build-fuzz}
 corpus=tests/fuzz/corpus
 
 # clang and its libFuzzer / sanitizer runtimes.
-apt_packages=(clang-14 libclang-rt-14-dev cmake make python3)
-missing=()
-for p in "${apt_packages[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  SUDO=""
-  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
-fi
+source scripts/apt_ensure.sh  # the script runs from the repository root
+apt_ensure clang-14 libclang-rt-14-dev cmake make python3
 cxx=$(command -v clang++-14 || command -v clang++)
 
 SECONDS=0

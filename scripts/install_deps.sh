@@ -4,17 +4,8 @@
 # build and test tools (pip). Packages already present are left alone.
 set -euo pipefail
 
-apt_packages=(g++ cmake make libgtest-dev libbenchmark-dev python3 python3-pip)
-missing=()
-for p in "${apt_packages[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  SUDO=""
-  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/apt_ensure.sh"
+apt_ensure g++ cmake make libgtest-dev libbenchmark-dev python3 python3-pip
 
 if [[ "${TILEJIT_SKIP_PIP:-0}" != 1 ]]; then
   python3 -m pip install -q --disable-pip-version-check \

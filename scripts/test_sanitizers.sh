@@ -20,17 +20,8 @@ which=${TILEJIT_SANITIZERS:-asan tsan}
 
 # The sanitizer runtimes come with GCC; GoogleTest and CMake as for the
 # normal build.
-apt_packages=(g++ cmake make libgtest-dev libasan8 libubsan1 libtsan2)
-missing=()
-for p in "${apt_packages[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  SUDO=""
-  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
-fi
+source scripts/apt_ensure.sh  # the script runs from the repository root
+apt_ensure g++ cmake make libgtest-dev libasan8 libubsan1 libtsan2
 
 # -O1 -g: readable reports at a fraction of the compile time of -O2.
 common=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g"
