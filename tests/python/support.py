@@ -2,7 +2,7 @@
 TILEJIT_CACHE_DIR)."""
 
 import contextlib
-import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -50,15 +50,7 @@ def pool_in_use():
     return tilejit.pool_stats()["bytes_in_use"]
 
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "kernels"
-
-
-def example_body(header, name):
-    """The raw string literal `name = R"delim(...)delim"` of
-    examples/kernels/<header>, as the C++ compiler reads it: the examples'
-    kernel bodies have one source, shared by C++ and Python."""
-    text = (EXAMPLES / header).read_text()
-    m = re.search(r"\b" + re.escape(name) + r'\s*=\s*R"([^()\\\s]{0,16})\((.*?)\)\1"', text, re.S)
-    if m is None:
-        raise LookupError(f'{header}: no raw string literal {name} = R"(...)"')
-    return m.group(2)
+# The examples' bodies and kernels (examples/example_kernels.py), one source
+# for C++ and Python.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+from example_kernels import example_body, make_kernels  # noqa: E402,F401

@@ -30,7 +30,7 @@ torch = pytest.importorskip("torch")
 
 import tilejit  # noqa: E402
 from tilejit import language as T  # noqa: E402
-from support import example_body, raises_exact  # noqa: E402
+from support import example_body, make_kernels, raises_exact  # noqa: E402
 
 
 def _cuda_ready():
@@ -165,67 +165,8 @@ def dirty(init):
 
 
 # The examples, with the CUDA bodies of examples/kernels/*.h and the
-# signatures and options of their C++ builders.
-
-@tilejit.jit(out_idx=[2], workspace_idx=[3, 4], workspace_init={"tile_counter": "zero_once"},
-             target="cuda")
-def splitk_matmul(split_k):
-    M, N, K = T.symbolic("M"), T.symbolic("N"), T.symbolic("K")
-    tiles = T.ceildiv(M, 32) * T.ceildiv(N, 32)
-    body = cuda_body("splitk_matmul_cuda.h", "kSplitKCudaBody")
-
-    @T.prim_func
-    def main(A: T.Tensor([M, K], "float32"), B: T.Tensor([K, N], "float32"),
-             C: T.Tensor([M, N], "float32"), partial: T.Tensor([split_k, M, N], "float32"),
-             tile_counter: T.Tensor([tiles], "int32")):
-        with T.Kernel(tiles, split_k, threads=256):
-            T.source(cuda=body)
-
-    return main
-
-
-@tilejit.jit(out_idx=[3], workspace_idx=[4, 5, 6, 7], target="cuda")
-def sparse_attention_fwd(heads, dim, topk, block=64):
-    b, s, s_kv = T.symbolic("b"), T.symbolic("s"), T.symbolic("s_kv")
-    block_num = b * s
-    prologue = (f"constexpr int64_t heads = {heads}, dim = {dim}, topk = {topk}, "
-                f"block = {block};\n")
-    body = prologue + cuda_body("sparse_attention_cuda.h", "kSparseAttentionCudaBody")
-
-    @T.prim_func
-    def main(Q: T.Tensor([b, s, heads, dim], "bfloat16"),
-             KV: T.Tensor([b, s_kv, dim], "bfloat16"),
-             Indices: T.Tensor([b, s, topk], "int32"),
-             Output: T.Tensor([b, s, heads, dim], "bfloat16"),
-             ws_kv: T.Tensor([block_num, block, dim], "bfloat16"),
-             ws_s: T.Tensor([block_num, heads, block], "float32"),
-             ws_p: T.Tensor([block_num, heads, block], "bfloat16"),
-             ws_o: T.Tensor([block_num, heads, dim], "float32")):
-        with T.Kernel(block_num, threads=128):
-            T.source(cuda=body)
-
-    return main
-
-
-@tilejit.jit(out_idx=[3], workspace_idx=[4, 5, 6], workspace_init={"counter": "zero_once"},
-             target="cuda")
-def flash_decoding(heads, dim, splits):
-    b, s_kv = T.symbolic("b"), T.symbolic("s_kv")
-    body = f"constexpr int64_t dim = {dim};\n" + cuda_body("flash_decoding.h",
-                                                            "kFlashDecodingCudaBody")
-
-    @T.prim_func
-    def main(Q: T.Tensor([b, heads, dim], "bfloat16"),
-             K: T.Tensor([b, s_kv, heads, dim], "bfloat16"),
-             V: T.Tensor([b, s_kv, heads, dim], "bfloat16"),
-             Out: T.Tensor([b, heads, dim], "bfloat16"),
-             o_partial: T.Tensor([b, heads, splits, dim], "float32"),
-             lse_partial: T.Tensor([b, heads, splits], "float32"),
-             counter: T.Tensor([b, heads], "int32")):
-        with T.Kernel(splits, heads, b, threads=128):
-            T.source(cuda=body)
-
-    return main
+# signatures and options of their C++ builders (examples/example_kernels.py).
+splitk_matmul, sparse_attention_fwd, flash_decoding = make_kernels("cuda")
 
 
 # --- torch references -------------------------------------------------------
