@@ -13,6 +13,7 @@
 #include "kernels/sparse_attention_cuda.h"
 #include "kernels/splitk_matmul.h"
 #include "kernels/splitk_matmul_cuda.h"
+#include "kernels/tensor_util.h"
 
 namespace {
 
@@ -33,12 +34,6 @@ Tensor to_host(const Tensor& dev) {
   return h;
 }
 
-Tensor random_bf16(std::initializer_list<int64_t> shape, std::mt19937& rng) {
-  std::normal_distribution<float> normal(0.f, 1.f);
-  Tensor t = empty(shape, DataType::bfloat16());
-  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<uint16_t>()[i] = examples::to_bf16(normal(rng));
-  return t;
-}
 
 // Relative L2 error ||out - ref|| / ||ref||, as in the method notes.
 double rel_error(const Tensor& out, const std::vector<float>& ref) {
@@ -111,8 +106,8 @@ int main() {
     }
   }
   for (auto [b, s, s_kv] : {std::array<int64_t, 3>{1, 4, 1000}, {2, 33, 4096}, {1, 1, 64}}) {
-    Tensor q = random_bf16({b, s, sa.heads, sa.dim}, rng);
-    Tensor kv = random_bf16({b, s_kv, sa.dim}, rng);
+    Tensor q = examples::random_bf16({b, s, sa.heads, sa.dim}, rng);
+    Tensor kv = examples::random_bf16({b, s_kv, sa.dim}, rng);
     Tensor idx = empty({b, s, sa.topk}, DataType::int32());
     std::uniform_int_distribution<int32_t> row(-1, int32_t(s_kv - 1));
     for (int64_t i = 0; i < idx.numel(); ++i) idx.data_as<int32_t>()[i] = row(rng);
@@ -123,9 +118,9 @@ int main() {
            rel_error(out, ref), 1e-2);
   }
   for (auto [b, s_kv] : {std::array<int64_t, 2>{1, 1}, {2, 1000}, {4, 8192}, {1, 100000}}) {
-    Tensor q = random_bf16({b, fd.heads, fd.dim}, rng);
-    Tensor k = random_bf16({b, s_kv, fd.heads, fd.dim}, rng);
-    Tensor v = random_bf16({b, s_kv, fd.heads, fd.dim}, rng);
+    Tensor q = examples::random_bf16({b, fd.heads, fd.dim}, rng);
+    Tensor k = examples::random_bf16({b, s_kv, fd.heads, fd.dim}, rng);
+    Tensor v = examples::random_bf16({b, s_kv, fd.heads, fd.dim}, rng);
     const auto ref = examples::flash_decoding_reference(q.data_as<uint16_t>(), k.data_as<uint16_t>(),
                                                         v.data_as<uint16_t>(), b, s_kv, fd);
     Tensor dq = to_device(q), dk = to_device(k), dv = to_device(v);

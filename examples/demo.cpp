@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/sparse_attention.h"
+#include "kernels/tensor_util.h"
 
 int main(int argc, char** argv) {
   using namespace tilejit;
@@ -29,13 +30,10 @@ int main(int argc, char** argv) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
   std::mt19937 rng(2026);
-  std::normal_distribution<float> normal(0.f, 1.f);
   std::uniform_int_distribution<int32_t> row(0, int32_t(s_kv - 1));
-  Tensor q = empty({b, s, cfg.heads, cfg.dim}, DataType::bfloat16());
-  Tensor kv = empty({b, s_kv, cfg.dim}, DataType::bfloat16());
+  Tensor q = examples::random_bf16({b, s, cfg.heads, cfg.dim}, rng);
+  Tensor kv = examples::random_bf16({b, s_kv, cfg.dim}, rng);
   Tensor idx = empty({b, s, cfg.topk}, DataType::int32());
-  for (int64_t i = 0; i < q.numel(); ++i) q.data_as<uint16_t>()[i] = examples::to_bf16(normal(rng));
-  for (int64_t i = 0; i < kv.numel(); ++i) kv.data_as<uint16_t>()[i] = examples::to_bf16(normal(rng));
   for (int64_t i = 0; i < idx.numel(); ++i) idx.data_as<int32_t>()[i] = i % 9 == 8 ? -1 : row(rng);
 
   std::printf("sparse_attention_fwd: b=%lld s=%lld s_kv=%lld heads=%d dim=%d topk=%d block=%d\n",
@@ -56,11 +54,7 @@ int main(int argc, char** argv) {
 
   const auto ref = examples::sparse_attention_reference(
       q.data_as<uint16_t>(), kv.data_as<uint16_t>(), idx.data_as<int32_t>(), b, s, s_kv, cfg);
-  double max_err = 0;
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    const double e = std::fabs(double(examples::from_bf16(out.data_as<uint16_t>()[i])) - ref[size_t(i)]);
-    max_err = std::isnan(e) ? INFINITY : std::max(max_err, e);
-  }
+  const double max_err = examples::max_abs_error_bf16(out, ref);
   const runtime::PoolStats st =
       runtime::WorkspacePool::get(runtime::get_backend("cpu"), Device::cpu()).stats();
   std::printf("output %s bf16, max |error| vs reference: %.3g\n", out.shape_str().c_str(), max_err);

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "kernels/sparse_attention.h"
+#include "kernels/tensor_util.h"
 
 namespace {
 
@@ -12,26 +13,18 @@ namespace {
 double run_case(const tilejit::Kernel& op, const examples::SparseAttentionConfig& cfg, int64_t b,
                 int64_t s, int64_t s_kv, std::mt19937& rng) {
   using namespace tilejit;
-  std::normal_distribution<float> normal(0.f, 1.f);
   std::uniform_int_distribution<int32_t> row(0, int32_t(s_kv - 1));
   std::uniform_int_distribution<int> skip(0, 7);
-  Tensor q = empty({b, s, cfg.heads, cfg.dim}, DataType::bfloat16());
-  Tensor kv = empty({b, s_kv, cfg.dim}, DataType::bfloat16());
+  Tensor q = examples::random_bf16({b, s, cfg.heads, cfg.dim}, rng);
+  Tensor kv = examples::random_bf16({b, s_kv, cfg.dim}, rng);
   Tensor idx = empty({b, s, cfg.topk}, DataType::int32());
-  for (int64_t i = 0; i < q.numel(); ++i) q.data_as<uint16_t>()[i] = examples::to_bf16(normal(rng));
-  for (int64_t i = 0; i < kv.numel(); ++i) kv.data_as<uint16_t>()[i] = examples::to_bf16(normal(rng));
   for (int64_t i = 0; i < idx.numel(); ++i) idx.data_as<int32_t>()[i] = skip(rng) == 0 ? -1 : row(rng);
   // The last query position attends to nothing: its output must be zero.
   for (int64_t t = 0; t < cfg.topk; ++t) idx.data_as<int32_t>()[idx.numel() - 1 - t] = -1;
   Tensor out = op(q, kv, idx);
   const auto ref = examples::sparse_attention_reference(
       q.data_as<uint16_t>(), kv.data_as<uint16_t>(), idx.data_as<int32_t>(), b, s, s_kv, cfg);
-  double max_err = 0;
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    const double e = std::fabs(double(examples::from_bf16(out.data_as<uint16_t>()[i])) - ref[size_t(i)]);
-    max_err = std::isnan(e) ? INFINITY : std::max(max_err, e);
-  }
-  return max_err;
+  return examples::max_abs_error_bf16(out, ref);
 }
 
 }  // namespace

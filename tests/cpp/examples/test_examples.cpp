@@ -9,26 +9,14 @@
 #include "kernels/flash_decoding.h"
 #include "kernels/sparse_attention.h"
 #include "kernels/splitk_matmul.h"
+#include "kernels/tensor_util.h"
 
 namespace {
 
 using namespace tilejit;
 
-Tensor random_bf16(std::initializer_list<int64_t> shape, std::mt19937& rng) {
-  std::normal_distribution<float> normal(0.f, 1.f);
-  Tensor t = empty(shape, DataType::bfloat16());
-  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<uint16_t>()[i] = examples::to_bf16(normal(rng));
-  return t;
-}
+using examples::random_bf16;
 
-double max_abs_diff_bf16(const Tensor& out, const std::vector<float>& ref) {
-  double err = 0;
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    const double e = std::fabs(double(examples::from_bf16(out.data_as<uint16_t>()[i])) - ref[size_t(i)]);
-    err = std::isnan(e) ? INFINITY : std::max(err, e);
-  }
-  return err;
-}
 
 class SplitK : public ::testing::TestWithParam<int> {};
 
@@ -73,7 +61,7 @@ TEST(SparseAttention, MatchesReference) {
     const auto ref = examples::sparse_attention_reference(q.data_as<uint16_t>(), kv.data_as<uint16_t>(),
                                                           idx.data_as<int32_t>(), b, s, s_kv, cfg);
     Tensor out = op(q, kv, idx);
-    EXPECT_LT(max_abs_diff_bf16(out, ref), 2e-2) << "b=" << b << " s=" << s << " s_kv=" << s_kv;
+    EXPECT_LT(examples::max_abs_error_bf16(out, ref), 2e-2) << "b=" << b << " s=" << s << " s_kv=" << s_kv;
     EXPECT_EQ(op.workspace_bytes_of(q, kv, idx),
               // ws_kv, ws_s, ws_p, ws_o, each 256-aligned
               [&] {
@@ -99,7 +87,7 @@ TEST(FlashDecoding, MatchesReference) {
                                                         v.data_as<uint16_t>(), b, s_kv, cfg);
     for (int rep = 0; rep < 2; ++rep) {
       Tensor out = op(q, k, v);
-      EXPECT_LT(max_abs_diff_bf16(out, ref), 2e-2) << "b=" << b << " s_kv=" << s_kv;
+      EXPECT_LT(examples::max_abs_error_bf16(out, ref), 2e-2) << "b=" << b << " s_kv=" << s_kv;
     }
   }
 }
