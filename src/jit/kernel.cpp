@@ -37,9 +37,10 @@ inline void* input_arg(const Kernel::Impl& k, int input, const Arg& arg, BoundCa
 // it. The pool keeps, per block, the tag of the last layout that ran in it
 // (a hash of the plan's id and every workspace's offset and size). A lease
 // whose block carries another tag, including a new block's 0, zeroes its
-// zero_once regions first; every lease then writes its own tag, so a block
-// that another kernel (or another shape of this one) has scribbled on is
-// zeroed again before it is trusted.
+// zero_once regions first; every lease then writes its own tag -- 0 for a
+// layout without zero_once workspaces, which needs no hash -- so a block that
+// another kernel (or another shape of this one) has scribbled on is zeroed
+// again before it is trusted.
 
 void bind_inputs(const Kernel::Impl& k, std::span<const Arg> inputs, BoundCall* call) {
   const CallPlan& plan = k.plan;
@@ -244,12 +245,14 @@ Outputs Kernel::call(std::span<const Arg> inputs, const CallOptions& options) co
   runtime::LeaseGuard guard(pool, lease, stream);
 
   if (arena != nullptr) {
+    // Note [zero_once]: only a layout with zero_once workspaces has a tag; any
+    // other marks the block 0, "zeroed for nobody".
     uint64_t tag = 0;
     bool fresh_layout = zero_all;
-    if (lease) {
+    if (lease && plan.has_zero_once) {
       tag = plan.id;
       for (size_t w = 0; w < plan.workspaces.size(); ++w) tag = mix(mix(tag, offsets[w]), sizes[w]);
-      tag |= 1;  // never 0, the tag of a new block
+      tag |= 1;  // never 0
       fresh_layout = *lease.tag != tag;
     }
     for (size_t w = 0; w < plan.workspaces.size(); ++w) {

@@ -70,8 +70,9 @@ class WorkspacePool {
   struct Lease {
     void* ptr = nullptr;
     size_t bytes = 0;  // the block's size, >= the size asked for
-    /// Tag of the last layout that ran in this block (see Kernel's
-    /// zero_once handling): 0 for a new block. The holder may rewrite it.
+    /// Tag of the last layout that ran in this block (Note [zero_once] in
+    /// kernel.cpp): 0 for a new block, or one whose last user zeroed nothing
+    /// for anyone. The holder may rewrite it.
     uint64_t* tag = nullptr;
     void* block = nullptr;  // the pool's record
     explicit operator bool() const noexcept { return block != nullptr; }
