@@ -267,6 +267,18 @@ def main():
               f"{'met' if r <= 1.5 else 'NOT met'}")
     r = t_seed / t_op
     print(f"seed approach / tilejit call: {r:.2f}x (target >= 5x): {'met' if r >= 5 else 'NOT met'}")
+    # What the output costs when torch's caching allocator makes it inside
+    # the call (managed_tensor_allocator + managed_tensor_to_py_object, and
+    # the torch tensor's destruction): the difference of the first two rows.
+    # No call that returns a torch-allocated output can be cheaper than a
+    # bare C++ launch plus that.
+    t_alloc = t_op - us[1]
+    print(f"torch output made in the call (op(a, b, c) - op(a, b, c, out=d)): {t_alloc:.3f} us")
+    if cpp_us:
+        bound = cpp_us + t_alloc
+        print(f"lower bound of a call returning a torch output: bare C++ launch + that = "
+              f"{bound:.3f} us = {bound / cpp_us:.2f}x the bare C++ launch; "
+              f"seed approach / bound = {t_seed / bound:.2f}x")
     return 0
 
 

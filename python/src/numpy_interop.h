@@ -50,7 +50,9 @@ struct DescriptorCache {
 /// out=).
 ///
 /// Note [Input descriptor cache]
-/// A Tensor made over numpy memory is a descriptor and owns nothing, yet
+/// A Tensor made over numpy memory (or over a contiguous view read through
+/// a DLPack exchange table: tensor_import.cpp) is a descriptor and owns
+/// nothing, yet
 /// making one costs an allocation, and copying one an atomic increment and
 /// decrement. Callers pass the same arrays call after call (weights, an
 /// input buffer), so each input slot of a kernel keeps the last descriptor

@@ -35,52 +35,49 @@ std::string shape_text(std::span<const int64_t> shape) {
   return s + "]";
 }
 
-// Outputs through a DLPack exchange table (Note [Output frameworks]).
-class ExchangeAllocator final : public FrameworkAllocator {
- public:
-  explicit ExchangeAllocator(const dl::ExchangeApi* api) : api_(api) {}
-  ~ExchangeAllocator() override {
-    // Tensors made but never taken (the call failed after allocating).
-    for (dl::ManagedTensorVersioned* m : made_) {
-      if (m != nullptr && m->deleter != nullptr) m->deleter(m);
-    }
-  }
+}  // namespace
 
-  Tensor empty(std::span<const int64_t> shape, DataType dtype, Device device,
-               runtime::Stream) override {
-    dl::Tensor proto{};
-    proto.device = {int32_t(device.type), device.id};
-    proto.ndim = int32_t(shape.size());
-    proto.dtype = {dtype.code, dtype.bits, dtype.lanes};
-    proto.shape = const_cast<int64_t*>(shape.data());
-    dl::ManagedTensorVersioned* m = nullptr;
-    ErrorSink sink;
-    if (api_->managed_tensor_allocator(&proto, &m, &sink, sink_error) != 0 || m == nullptr) {
-      const bool oom = sink.kind.find("Memory") != std::string::npos;
-      throw_error(oom ? ErrorKind::kOutOfMemoryError : ErrorKind::kRuntimeError,
-                  "the framework could not allocate an output of shape " + shape_text(shape) +
-                      " and dtype " + dtype.name() + " on " + device.str() + ": " +
-                      (sink.kind.empty() ? "" : sink.kind + ": ") + sink.message);
-    }
-    made_.push_back(m);
-    void* data = static_cast<char*>(m->dl_tensor.data) + m->dl_tensor.byte_offset;
-    // No deleter: `m` owns the memory until take() hands it to Python.
-    return Tensor::from_blob(data, shape, dtype, device);
+ExchangeAllocator::~ExchangeAllocator() {
+  // Tensors made but never taken (the call failed after allocating).
+  for (size_t k = 0; k < made_.size(); ++k) {
+    dl::ManagedTensorVersioned* m = made_[k];
+    if (m != nullptr && m->deleter != nullptr) m->deleter(m);
   }
+}
 
-  PyObject* take(size_t k) override {
-    dl::ManagedTensorVersioned* m = made_.at(k);
-    made_[k] = nullptr;
-    void* out = nullptr;
-    // Steals `m`, on failure too (the producer calls its deleter).
-    if (api_->managed_tensor_to_py_object_no_sync(m, &out) != 0) throw nb::python_error();
-    return static_cast<PyObject*>(out);
+Tensor ExchangeAllocator::empty(std::span<const int64_t> shape, DataType dtype, Device device,
+                                runtime::Stream) {
+  dl::Tensor proto{};
+  proto.device = {int32_t(device.type), device.id};
+  proto.ndim = int32_t(shape.size());
+  proto.dtype = {dtype.code, dtype.bits, dtype.lanes};
+  proto.shape = const_cast<int64_t*>(shape.data());
+  dl::ManagedTensorVersioned* m = nullptr;
+  ErrorSink sink;
+  if (api_->managed_tensor_allocator(&proto, &m, &sink, sink_error) != 0 || m == nullptr) {
+    const bool oom = sink.kind.find("Memory") != std::string::npos;
+    throw_error(oom ? ErrorKind::kOutOfMemoryError : ErrorKind::kRuntimeError,
+                "the framework could not allocate an output of shape " + shape_text(shape) +
+                    " and dtype " + dtype.name() + " on " + device.str() + ": " +
+                    (sink.kind.empty() ? "" : sink.kind + ": ") + sink.message);
   }
+  made_.emplace_back(m);
+  void* data = static_cast<char*>(m->dl_tensor.data) + m->dl_tensor.byte_offset;
+  // No deleter: `m` owns the memory until take() hands it to Python.
+  return Tensor::from_blob(data, shape, dtype, device);
+}
 
- private:
-  const dl::ExchangeApi* api_;
-  std::vector<dl::ManagedTensorVersioned*> made_;
-};
+PyObject* ExchangeAllocator::take(size_t k) {
+  if (k >= made_.size()) throw_error(ErrorKind::kInternalError, "take of an output never made");
+  dl::ManagedTensorVersioned* m = made_[k];
+  made_[k] = nullptr;
+  void* out = nullptr;
+  // Steals `m`, on failure too (the producer calls its deleter).
+  if (api_->managed_tensor_to_py_object_no_sync(m, &out) != 0) throw nb::python_error();
+  return static_cast<PyObject*>(out);
+}
+
+namespace {
 
 // torch.empty, for a torch without the exchange table. The module and its
 // attributes are looked up once; torch is already imported (a torch tensor
@@ -193,9 +190,10 @@ PyObject* foreign_output(Tensor t, const Origin& origin) {
 
 OutputMaker::OutputMaker(const Origin& origin) : origin_(origin) {
   if (origin.framework == Framework::kExchange) {
-    allocator_ = std::make_unique<ExchangeAllocator>(origin.api);
+    allocator_ = &exchange_.emplace(origin.api);
   } else if (origin.framework == Framework::kTorch) {
-    allocator_ = std::make_unique<TorchAllocator>();
+    torch_ = std::make_unique<TorchAllocator>();
+    allocator_ = torch_.get();
   }
 }
 
@@ -212,13 +210,13 @@ PyObject* OutputMaker::wrap_one(Tensor& t, PyObject* supplied, size_t* allocated
 }
 
 PyObject* OutputMaker::wrap(Outputs& outputs, PyObject* const* supplied) {
-  std::vector<Tensor>& tensors = outputs.tensors();
+  Tensor* tensors = outputs.data();
   size_t allocated = 0;
-  if (tensors.empty()) Py_RETURN_NONE;
-  if (tensors.size() == 1) return wrap_one(tensors[0], supplied ? supplied[0] : nullptr, &allocated);
-  nb::object result = nb::steal(PyTuple_New(Py_ssize_t(tensors.size())));
+  if (outputs.empty()) Py_RETURN_NONE;
+  if (outputs.size() == 1) return wrap_one(tensors[0], supplied ? supplied[0] : nullptr, &allocated);
+  nb::object result = nb::steal(PyTuple_New(Py_ssize_t(outputs.size())));
   if (!result.is_valid()) throw nb::python_error();
-  for (size_t o = 0; o < tensors.size(); ++o) {
+  for (size_t o = 0; o < outputs.size(); ++o) {
     PyObject* item = wrap_one(tensors[o], supplied ? supplied[o] : nullptr, &allocated);
     PyTuple_SET_ITEM(result.ptr(), Py_ssize_t(o), item);
   }

@@ -27,6 +27,7 @@
 #include <nanobind/nanobind.h>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "tensor_import.h"
@@ -44,6 +45,24 @@ class FrameworkAllocator : public runtime::TensorAllocator {
   virtual PyObject* take(size_t k) = 0;
 };
 
+/// Outputs through a DLPack exchange table (Note [Output frameworks]);
+/// lives on the caller's stack for one call.
+class ExchangeAllocator final : public FrameworkAllocator {
+ public:
+  explicit ExchangeAllocator(const dl::ExchangeApi* api) noexcept : api_(api) {}
+  ~ExchangeAllocator() override;
+  ExchangeAllocator(const ExchangeAllocator&) = delete;
+  ExchangeAllocator& operator=(const ExchangeAllocator&) = delete;
+
+  Tensor empty(std::span<const int64_t> shape, DataType dtype, Device device,
+               runtime::Stream stream) override;
+  PyObject* take(size_t k) override;
+
+ private:
+  const dl::ExchangeApi* api_;
+  SmallArray<dl::ManagedTensorVersioned*, kMaxParams> made_;  // null once taken
+};
+
 /// Turns one call's Outputs into the Python result.
 class OutputMaker {
  public:
@@ -51,7 +70,7 @@ class OutputMaker {
   ~OutputMaker();
 
   /// The allocator for CallOptions::allocator (null: the backend's own).
-  runtime::TensorAllocator* allocator() const noexcept { return allocator_.get(); }
+  runtime::TensorAllocator* allocator() const noexcept { return allocator_; }
 
   /// None, one object, or a tuple in out_idx order (new reference).
   /// `supplied[o]` is the caller's out= object for output o, or null.
@@ -61,7 +80,9 @@ class OutputMaker {
   PyObject* wrap_one(Tensor& t, PyObject* supplied, size_t* allocated);
 
   Origin origin_;
-  std::unique_ptr<FrameworkAllocator> allocator_;
+  FrameworkAllocator* allocator_ = nullptr;
+  std::optional<ExchangeAllocator> exchange_;  // the common case, without a heap allocation
+  std::unique_ptr<FrameworkAllocator> torch_;
 };
 
 /// The stream a call on `device` launches on when the caller gave none: the

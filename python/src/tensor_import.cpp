@@ -1,5 +1,6 @@
 #include "tensor_import.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 #include <utility>
@@ -136,6 +137,42 @@ void delete_managed_versioned(void* context) noexcept {
 
 bool is_supported_code(uint8_t code) {
   return code == 0 || code == 1 || code == 2 || code == 4 || code == 6;
+}
+
+// Row-major contiguous (dimensions of extent 1 may carry any stride), as
+// Tensor::is_contiguous() judges it; a zero-size view counts as not, which
+// only costs it the cache.
+bool contiguous_view(const dl::Tensor& t) {
+  if (t.strides == nullptr) return true;
+  int64_t expected = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.shape[d] != 1 && t.strides[d] != expected) return false;
+    expected *= t.shape[d];
+  }
+  return expected != 0;
+}
+
+// Note [Input descriptor cache] (numpy_interop.h), for contiguous views read
+// through an exchange table: the slot's descriptor is reused when it
+// describes the same memory the same way. Returns the descriptor the call
+// uses: the slot itself when `cache.share`, else `*tensor`.
+const Tensor* cached_view(const dl::Tensor& t, const ArgContext& ctx, numpy::DescriptorCache cache,
+                          Tensor* tensor) {
+  Tensor* slot = cache.slot;
+  void* data = static_cast<char*>(t.data) + t.byte_offset;
+  const bool hit = slot->defined() && slot->data() == data &&
+                   slot->dtype() == DataType(DataType::Code(t.dtype.code), t.dtype.bits,
+                                             t.dtype.lanes) &&
+                   slot->device() == Device{DeviceType(t.device.device_type), t.device.device_id} &&
+                   slot->ndim() == t.ndim && std::equal(t.shape, t.shape + t.ndim, slot->shape().begin());
+  if (!hit) {
+    dl::Tensor canonical = t;
+    canonical.strides = nullptr;  // contiguous: the row-major strides
+    *slot = tensor_from_dlpack(canonical, ctx, nullptr, nullptr);
+  }
+  if (cache.share) return slot;
+  *tensor = *slot;
+  return tensor;
 }
 
 void note_origin(Origin* origin, Framework framework, PyTypeObject* type,
@@ -287,6 +324,12 @@ void convert_arg(PyObject* obj, const ArgContext& ctx, bool writable, Tensor* te
       dl::Tensor view;
       if (api->dltensor_from_py_object_no_sync(obj, &view) != 0) [[unlikely]] {
         producer_failure(ctx);
+      }
+      if (cache.slot != nullptr && view.ndim >= 0 && view.ndim <= kMaxRank &&
+          contiguous_view(view)) {
+        *arg = Arg(*cached_view(view, ctx, cache, tensor));
+        note_origin(origin, Framework::kExchange, type, api);
+        return;
       }
       *tensor = tensor_from_dlpack(view, ctx, nullptr, nullptr);
     } else {

@@ -214,6 +214,17 @@ void bad_buffer_dim(const Kernel::Impl& k, const BufferSpec& b, int dim, const B
                              << "; extents must be non-negative";
 }
 
+void negative_buffer_dim(const Kernel::Impl& k, const BoundCall& call) {
+  for (const auto* list : {&k.plan.outputs, &k.plan.workspaces}) {
+    for (const BufferSpec& b : *list) {
+      for (int d = 0; d < b.rank; ++d) {
+        if (call.results[b.first_result + d] < 0) bad_buffer_dim(k, b, d, call);
+      }
+    }
+  }
+  TILEJIT_THROW(kInternalError) << k.func.name << ": a buffer extent was negative, then none was";
+}
+
 void too_large(const Kernel::Impl& k, const BufferSpec& b, const BoundCall& call) {
   const ir::Param& p = k.func.params[b.param];
   TILEJIT_THROW(kValueError) << k.func.name << ": workspace '" << p.name

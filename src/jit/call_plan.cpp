@@ -152,6 +152,7 @@ CallPlan build_call_plan(const ir::PrimFunc& f, const LegalizedIndices& indices,
       out->push_back(b);
     }
   };
+  plan.first_buffer_result = int(exprs.size());
   add_buffers(indices.outputs, "output", &plan.outputs);
   add_buffers(indices.workspaces, "workspace", &plan.workspaces);
   plan.grid_result = int(exprs.size());

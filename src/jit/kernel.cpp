@@ -124,18 +124,14 @@ void bind_inputs(const Kernel::Impl& k, std::span<const Arg> inputs, BoundCall* 
       call_errors::mismatch(k, c, inputs, *call);
     }
   }
+  const int64_t* results = call->results;
   for (int d = 0; d < 3; ++d) {
-    if (TILEJIT_UNLIKELY(call->results[plan.grid_result + d] <= 0)) call_errors::bad_grid(k, d, *call);
+    if (TILEJIT_UNLIKELY(results[plan.grid_result + d] <= 0)) call_errors::bad_grid(k, d, *call);
   }
-  for (const auto* list : {&plan.outputs, &plan.workspaces}) {
-    for (const BufferSpec& b : *list) {
-      for (int d = 0; d < b.rank; ++d) {
-        if (TILEJIT_UNLIKELY(call->results[b.first_result + d] < 0)) {
-          call_errors::bad_buffer_dim(k, b, d, *call);
-        }
-      }
-    }
-  }
+  // Every buffer extent at once: a negative one sets the sign bit of the OR.
+  int64_t any = 0;
+  for (int r = plan.first_buffer_result; r < plan.grid_result; ++r) any |= results[r];
+  if (TILEJIT_UNLIKELY(any < 0)) call_errors::negative_buffer_dim(k, *call);
 }
 
 size_t layout_workspaces(const Kernel::Impl& k, const BoundCall& call, size_t* offsets,
@@ -191,10 +187,23 @@ Outputs Kernel::call(std::span<const Arg> inputs, const CallOptions& options) co
   const runtime::Stream stream =
       options.has_stream ? options.stream : backend.current_stream(call.device);
 
+  // The workspace arena's layout, and whether anything is to be allocated
+  // on `stream` (then whether it captures a graph: asked once, for the
+  // lease and the outputs alike).
+  size_t offsets[kMaxParams];
+  size_t sizes[kMaxParams];
+  const size_t arena_bytes = layout_workspaces(k, call, offsets, sizes);
+  const bool lease_arena = arena_bytes > 0 && !options.workspace.defined();
+  bool allocates_outputs = false;
+  for (size_t o = 0; o < plan.outputs.size(); ++o) {
+    allocates_outputs = allocates_outputs || options.out.empty() || !options.out[o].defined();
+  }
+  const bool capturing = (lease_arena || allocates_outputs) &&
+                         backend.is_capturing(call.device, stream);
+
   // Outputs.
   void* args[kMaxParams];
   Outputs outputs;
-  outputs.tensors().reserve(plan.outputs.size());
   runtime::TensorAllocator& allocator =
       options.allocator ? *options.allocator : backend.tensor_allocator();
   TILEJIT_CHECK(options.out.empty() || options.out.size() == plan.outputs.size(), kValueError)
@@ -212,17 +221,14 @@ Outputs Kernel::call(std::span<const Arg> inputs, const CallOptions& options) co
       }
       if (t.device() != call.device) call_errors::bad_out(k, o, t, call, "device");
       if (!t.is_contiguous()) call_errors::bad_out(k, o, t, call, "contiguity");
-      outputs.tensors().push_back(t);
+      outputs.push_back(t);
     } else {
-      outputs.tensors().push_back(allocator.empty(shape, b.dtype, call.device, stream));
+      outputs.push_back(allocator.empty_for_call(shape, b.dtype, call.device, stream, capturing));
     }
-    args[b.param] = outputs.tensors().back().data();
+    args[b.param] = outputs.data()[o].data();
   }
 
   // Workspaces: one arena, leased from the pool or supplied.
-  size_t offsets[kMaxParams];
-  size_t sizes[kMaxParams];
-  const size_t arena_bytes = layout_workspaces(k, call, offsets, sizes);
   runtime::WorkspacePool* pool = nullptr;
   runtime::WorkspacePool::Lease lease;
   char* arena = nullptr;
@@ -237,9 +243,9 @@ Outputs Kernel::call(std::span<const Arg> inputs, const CallOptions& options) co
     }
     arena = static_cast<char*>(w.data());
     zero_all = true;
-  } else if (arena_bytes > 0) {
+  } else if (lease_arena) {
     pool = &k.pool_for(call.device);
-    lease = pool->acquire(arena_bytes, stream);
+    lease = pool->acquire(arena_bytes, stream, capturing);
     arena = static_cast<char*>(lease.ptr);
   }
   runtime::LeaseGuard guard(pool, lease, stream);
@@ -316,11 +322,31 @@ std::vector<WorkspaceSlice> Kernel::workspace_layout(std::span<const Arg> inputs
   return slices;
 }
 
+const Tensor& Outputs::operator[](size_t i) const {
+  TILEJIT_CHECK(i < size_, kValueError)
+      << "output index " << i << " is out of range: the call returned " << size_ << " output"
+      << (size_ == 1 ? "" : "s");
+  return data()[i];
+}
+
+void Outputs::push_back(Tensor t) {
+  if (TILEJIT_LIKELY(size_ < kInline && heap_.empty())) {
+    inline_[size_++] = std::move(t);
+    return;
+  }
+  if (heap_.empty()) {
+    heap_.reserve(2 * kInline);
+    for (Tensor& x : inline_) heap_.push_back(std::move(x));
+  }
+  heap_.push_back(std::move(t));
+  ++size_;
+}
+
 Outputs::operator Tensor() const {
-  TILEJIT_CHECK(tensors_.size() == 1, kTypeError)
-      << "the call returned " << tensors_.size()
+  TILEJIT_CHECK(size_ == 1, kTypeError)
+      << "the call returned " << size_
       << " outputs; a single Tensor needs exactly one (index the Outputs instead)";
-  return tensors_[0];
+  return data()[0];
 }
 
 const std::string& Kernel::name() const { return impl_->func.name; }

@@ -77,6 +77,8 @@ namespace call_errors {
 [[noreturn]] void bad_grid(const Kernel::Impl& k, int dim, const BoundCall& call);
 [[noreturn]] void bad_buffer_dim(const Kernel::Impl& k, const BufferSpec& b, int dim,
                                  const BoundCall& call);
+/// The first output or workspace extent that is negative: bad_buffer_dim.
+[[noreturn]] void negative_buffer_dim(const Kernel::Impl& k, const BoundCall& call);
 [[noreturn]] void too_large(const Kernel::Impl& k, const BufferSpec& b, const BoundCall& call);
 [[noreturn]] void bad_out(const Kernel::Impl& k, size_t index, const Tensor& t,
                           const BoundCall& call, const std::string& problem);

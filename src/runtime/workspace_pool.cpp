@@ -75,6 +75,7 @@ struct WorkspacePool::Block {
   uint64_t tag = 0;        // Lease::tag points here
   bool leased = false;
   Stream stream = nullptr;  // the stream of the last release
+  Stream lease_stream = nullptr;  // the stream of the current lease
   // Note [Stream-ordered reuse]: `pending` until another stream asks for the
   // block; then `event` is recorded on `stream` (nullptr: nothing pending).
   bool pending = false;
@@ -206,13 +207,15 @@ size_t WorkspacePool::free_cached_locked() {
 }
 
 WorkspacePool::Lease WorkspacePool::acquire(size_t bytes, Stream stream) {
+  // Asked outside the lock: it is a driver call on CUDA.
+  return acquire(bytes, stream, backend_.is_capturing(device_, stream));
+}
+
+WorkspacePool::Lease WorkspacePool::acquire(size_t bytes, Stream stream, bool capturing) {
   TILEJIT_CHECK(bytes > 0, kInternalError)
       << "workspace pool on " << device_.str()
       << ": acquire of 0 bytes (callers skip the pool for empty workspaces)";
   const size_t size = block_size_for(bytes);
-
-  // Asked outside the lock: it is a driver call on CUDA.
-  const bool capturing = backend_.is_capturing(device_, stream);
   std::lock_guard<std::mutex> lock(mutex_);
   drain_graph_returns_locked();
   Block* block = capturing ? nullptr : take_free_block_locked(size, stream);
@@ -254,6 +257,7 @@ WorkspacePool::Lease WorkspacePool::acquire(size_t bytes, Stream stream) {
     blocks_.push_back(std::move(fresh));  // cannot throw: reserved above
   }
   block->leased = true;
+  block->lease_stream = stream;
   ++stats_.leases;
   stats_.bytes_in_use += block->size;
   if (capturing) {
@@ -311,6 +315,12 @@ void WorkspacePool::release(Lease& lease, Stream stream) noexcept {
   block->stream_only = stream_only;
   stats_.bytes_in_use -= block->size;
   free_.push_back(block);  // capacity >= blocks_.size(): see acquire()
+}
+
+void WorkspacePool::release_block(void* block) noexcept {
+  auto* b = static_cast<Block*>(block);
+  Lease lease{b->ptr, b->size, &b->tag, b};
+  b->pool->release(lease, b->lease_stream);
 }
 
 void WorkspacePool::graph_destroyed(void* context) noexcept {

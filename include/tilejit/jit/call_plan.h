@@ -75,6 +75,9 @@ struct CallPlan {
   std::vector<BufferSpec> outputs;     // in out_idx order
   std::vector<BufferSpec> workspaces;  // in workspace_idx order
   ir::ShapeProgram program;
+  /// The outputs' then the workspaces' dimensions are the results
+  /// [first_buffer_result, grid_result).
+  int first_buffer_result = 0;
   int grid_result = 0;  // three results
   int smem_result = 0;
   bool has_zero_once = false;

@@ -49,21 +49,30 @@ class Arg {
 };
 
 /// The outputs of a call, in out_idx order. Converts to a Tensor when there
-/// is exactly one.
+/// is exactly one. Up to four are held inline: a call allocates nothing for
+/// the list itself.
 class Outputs {
  public:
   Outputs() = default;
-  size_t size() const noexcept { return tensors_.size(); }
-  bool empty() const noexcept { return tensors_.empty(); }
-  const Tensor& operator[](size_t i) const { return tensors_.at(i); }
-  auto begin() const noexcept { return tensors_.begin(); }
-  auto end() const noexcept { return tensors_.end(); }
+  size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  /// The i-th output; ValueError when i >= size().
+  const Tensor& operator[](size_t i) const;
+  const Tensor* begin() const noexcept { return data(); }
+  const Tensor* end() const noexcept { return data() + size_; }
   /// The only output; TypeError when there are none or several.
   operator Tensor() const;  // NOLINT(google-explicit-constructor)
-  std::vector<Tensor>& tensors() noexcept { return tensors_; }
+
+  /// Appends (the call path builds the list with it).
+  void push_back(Tensor t);
+  Tensor* data() noexcept { return heap_.empty() ? inline_ : heap_.data(); }
+  const Tensor* data() const noexcept { return heap_.empty() ? inline_ : heap_.data(); }
 
  private:
-  std::vector<Tensor> tensors_;
+  static constexpr size_t kInline = 4;
+  size_t size_ = 0;
+  Tensor inline_[kInline];
+  std::vector<Tensor> heap_;  // all of them, once there are more than kInline
 };
 
 struct CallOptions {

@@ -40,6 +40,14 @@ class TensorAllocator {
   /// A contiguous tensor; throws (OutOfMemoryError) when it cannot.
   virtual Tensor empty(std::span<const int64_t> shape, DataType dtype, Device device,
                        Stream stream) = 0;
+  /// empty() for a caller that has already asked the backend whether
+  /// `stream` is capturing a graph (Backend::is_capturing): `capturing` is
+  /// the answer, so an allocator that needs it does not ask again. The
+  /// default ignores it.
+  virtual Tensor empty_for_call(std::span<const int64_t> shape, DataType dtype, Device device,
+                                Stream stream, bool capturing) {
+    return empty(shape, dtype, device, stream);
+  }
 };
 
 /// The bytes of a contiguous tensor of `shape` and `dtype`, for

@@ -91,8 +91,15 @@ class WorkspacePool {
   /// blocks, retries once, then throws OutOfMemoryError saying what was
   /// asked, what is reserved and in use, and the limit setting.
   Lease acquire(size_t bytes, Stream stream);
+  /// acquire() for a caller that has already asked the backend whether
+  /// `stream` is capturing (Backend::is_capturing); `capturing` is the answer.
+  Lease acquire(size_t bytes, Stream stream, bool capturing);
   /// Gives a block back, ordered after the work already queued on `stream`.
   void release(Lease& lease, Stream stream) noexcept;
+  /// Gives back the lease whose Lease::block is `block`, on the stream it
+  /// was acquired on: for a holder that keeps one pointer and nothing else
+  /// (an output tensor's deleter context).
+  static void release_block(void* block) noexcept;
 
   /// Frees every cached block that is not leased (and whose last stream is
   /// done with it); returns the bytes freed.

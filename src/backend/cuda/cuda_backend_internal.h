@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "tilejit/core/error.h"
 #include "tilejit/runtime/backend.h"
 
 namespace tilejit::cuda {
@@ -84,8 +85,11 @@ bool event_completed(runtime::Event event);
 void destroy_event(runtime::Event event) noexcept;
 bool is_capturing(Device device, runtime::Stream stream);
 
+[[noreturn, gnu::cold]] void throw_not_cuda_device(Device device, const char* what);
 /// Throws ValueError unless `device` is a CUDA device: "<what> on device
 /// 'cpu', which is not a CUDA device".
-void check_cuda_device(Device device, const char* what);
+inline void check_cuda_device(Device device, const char* what) {
+  if (TILEJIT_UNLIKELY(device.type != DeviceType::kCUDA)) throw_not_cuda_device(device, what);
+}
 
 }  // namespace tilejit::cuda

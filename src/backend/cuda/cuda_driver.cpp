@@ -152,6 +152,11 @@ void init_state(const DriverApi& api, int id, DeviceState& s) {
 
 }  // namespace
 
+namespace detail {
+std::atomic<const DriverApi*> ready_driver{nullptr};
+std::atomic<DeviceState*> ready_states[kMaxFastDevices] = {};
+}  // namespace detail
+
 const DriverApi* driver_or_null() noexcept {
   Loaded& l = loaded();
   return l.ok ? &l.api : nullptr;
@@ -159,9 +164,10 @@ const DriverApi* driver_or_null() noexcept {
 
 const std::string& driver_unavailable_reason() noexcept { return loaded().reason; }
 
-const DriverApi& driver() {
+const DriverApi& detail::driver_slow() {
   Loaded& l = loaded();
   TILEJIT_CHECK(l.ok, kRuntimeError) << "cuda backend: the CUDA driver is not available: " << l.reason;
+  detail::ready_driver.store(&l.api, std::memory_order_release);
   return l.api;
 }
 
@@ -193,7 +199,7 @@ void throw_driver_error(CUresult result, const char* api, const std::string& con
   throw Error(kind, os.str());
 }
 
-DeviceState& device_state(int id) {
+DeviceState& detail::device_state_slow(int id) {
   const DriverApi& api = driver();
   Loaded& l = loaded();
   if (TILEJIT_UNLIKELY(id < 0 || id >= api.device_count)) {
@@ -205,24 +211,13 @@ DeviceState& device_state(int id) {
   // call_once: a failed init throws out of it and leaves the flag unset, so
   // the next use tries again and reports the error again.
   std::call_once(*l.state_once[size_t(id)], [&] { init_state(api, id, s); });
+  if (id < kMaxFastDevices) detail::ready_states[id].store(&s, std::memory_order_release);
   return s;
 }
 
-ContextGuard::ContextGuard(int device) : state_(device_state(device)) {
-  const DriverApi& api = driver();
-  CUcontext current = nullptr;
-  check(api.cuCtxGetCurrent(&current), "cuCtxGetCurrent");
-  if (current != state_.context) {
-    check(api.cuCtxSetCurrent(state_.context), "cuCtxSetCurrent");
-    previous_ = current;
-  }
-}
-
-ContextGuard::~ContextGuard() {
-  // Only a context someone else made current is restored; nothing can be
-  // reported from a destructor, and a failure here leaves ours current,
-  // which every later call of ours checks anyway.
-  if (previous_ != nullptr) driver().cuCtxSetCurrent(previous_);
+void ContextGuard::make_current(CUcontext current) {
+  check(driver().cuCtxSetCurrent(state_.context), "cuCtxSetCurrent");
+  previous_ = current;
 }
 
 RelaxedCaptureGuard::RelaxedCaptureGuard() noexcept {

@@ -17,6 +17,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <string>
 
 #include "tilejit/core/error.h"
@@ -98,13 +99,36 @@ struct DriverApi {
   int device_count = 0;
 };
 
+/// Devices whose state a call reaches without a lock (Note [Driver fast
+/// paths]); a device id at or above it still works, on the slow path.
+inline constexpr int kMaxFastDevices = 64;
+
+struct DeviceState;
+
+// Note [Driver fast paths]
+// driver() and device_state() run several times in every call. Each is an
+// acquire load of a pointer published once the driver (or the device) is
+// ready; only the first use, and every use after a failure, takes the slow
+// path that loads, initialises and reports errors. (std::call_once alone
+// costs a pthread_once and two thread-local stores per use.)
+namespace detail {
+extern std::atomic<const struct DriverApi*> ready_driver;
+extern std::atomic<DeviceState*> ready_states[kMaxFastDevices];
+const DriverApi& driver_slow();
+DeviceState& device_state_slow(int id);
+}  // namespace detail
+
 /// The driver table, or nullptr when libcuda cannot be loaded, cuInit fails,
 /// or there is no device. Loaded once, thread-safe, never unloaded.
 const DriverApi* driver_or_null() noexcept;
 /// Why driver_or_null() is nullptr ("" when it is not).
 const std::string& driver_unavailable_reason() noexcept;
 /// The driver table; throws RuntimeError with the reason when unavailable.
-const DriverApi& driver();
+inline const DriverApi& driver() {
+  const DriverApi* api = detail::ready_driver.load(std::memory_order_acquire);
+  if (TILEJIT_LIKELY(api != nullptr)) return *api;
+  return detail::driver_slow();
+}
 
 /// "CUDA_ERROR_INVALID_IMAGE (200): device kernel image is invalid".
 std::string describe(CUresult result);
@@ -141,7 +165,13 @@ struct DeviceState {
 
 /// The state of device `id`; throws ValueError for an id that does not
 /// exist and RuntimeError when the driver is unavailable.
-DeviceState& device_state(int id);
+inline DeviceState& device_state(int id) {
+  if (TILEJIT_LIKELY(unsigned(id) < unsigned(kMaxFastDevices))) {
+    DeviceState* s = detail::ready_states[id].load(std::memory_order_acquire);
+    if (TILEJIT_LIKELY(s != nullptr)) return *s;
+  }
+  return detail::device_state_slow(id);
+}
 
 /// Makes device `id`'s primary context current on this thread for the
 /// guard's lifetime. A thread with no current context keeps ours afterwards
@@ -150,13 +180,24 @@ DeviceState& device_state(int id);
 /// context handling is undisturbed.
 class ContextGuard {
  public:
-  explicit ContextGuard(int device);
-  ~ContextGuard();
+  explicit ContextGuard(int device) : state_(device_state(device)) {
+    CUcontext current = nullptr;
+    check(driver().cuCtxGetCurrent(&current), "cuCtxGetCurrent");
+    if (TILEJIT_UNLIKELY(current != state_.context)) make_current(current);
+  }
+  ~ContextGuard() {
+    // Only a context someone else made current is restored; nothing can be
+    // reported from a destructor, and a failure here leaves ours current,
+    // which every later call of ours checks anyway.
+    if (TILEJIT_UNLIKELY(previous_ != nullptr)) driver().cuCtxSetCurrent(previous_);
+  }
   ContextGuard(const ContextGuard&) = delete;
   ContextGuard& operator=(const ContextGuard&) = delete;
   DeviceState& state() const noexcept { return state_; }
 
  private:
+  void make_current(CUcontext current);
+
   DeviceState& state_;
   CUcontext previous_ = nullptr;
 };

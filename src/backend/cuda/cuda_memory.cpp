@@ -221,19 +221,11 @@ void free_tensor_memory(void* context) noexcept {
 // so a call in steady state makes no driver allocation for its outputs
 // either: the block goes back when the tensor's last reference goes, on the
 // stream it was allocated on (Note [Freeing output tensors]), and the pool's
-// stream-ordered reuse applies. TILEJIT_CUDA_CACHE_OUTPUTS=0 turns it off
-// (each output is then one cuMemAllocFromPoolAsync / cuMemFreeAsync pair).
-struct CachedOutput {
-  runtime::WorkspacePool* pool;
-  runtime::WorkspacePool::Lease lease;
-  runtime::Stream stream;
-};
-
-void free_cached_output(void* context) noexcept {
-  auto* c = static_cast<CachedOutput*>(context);
-  c->pool->release(c->lease, c->stream);
-  delete c;
-}
+// stream-ordered reuse applies. The pool's block record is the tensor's
+// deleter context, so an output costs one allocation: the tensor's own.
+// TILEJIT_CUDA_CACHE_OUTPUTS=0 turns it off (each output is then one
+// cuMemAllocFromPoolAsync / cuMemFreeAsync pair).
+void free_cached_output(void* block) noexcept { runtime::WorkspacePool::release_block(block); }
 
 bool cache_outputs() {
   static const bool on = [] {
@@ -266,17 +258,23 @@ class CudaTensorAllocator final : public runtime::TensorAllocator {
   Tensor empty(std::span<const int64_t> shape, DataType dtype, Device device,
                runtime::Stream stream) override {
     check_cuda_device(device, "empty");
+    const bool capturing = cache_outputs() && cuda::is_capturing(device, stream);
+    return empty_for_call(shape, dtype, device, stream, capturing);
+  }
+
+  Tensor empty_for_call(std::span<const int64_t> shape, DataType dtype, Device device,
+                        runtime::Stream stream, bool capturing) override {
+    check_cuda_device(device, "empty");
     const int64_t bytes = runtime::tensor_bytes(shape, dtype);
     // Under capture the pool makes the block the graph's too (Note
     // [Graph-owned arenas]).
     if (cache_outputs() && bytes > 0) {
-      runtime::WorkspacePool& pool = output_pool(device.id);
-      auto* context = new CachedOutput{&pool, pool.acquire(size_t(bytes), stream), stream};
+      runtime::WorkspacePool::Lease lease =
+          output_pool(device.id).acquire(size_t(bytes), stream, capturing);
       try {
-        return Tensor::from_blob(context->lease.ptr, shape, dtype, device, free_cached_output,
-                                 context);
+        return Tensor::from_blob(lease.ptr, shape, dtype, device, free_cached_output, lease.block);
       } catch (...) {
-        free_cached_output(context);
+        free_cached_output(lease.block);
         throw;
       }
     }
@@ -311,10 +309,9 @@ std::vector<std::vector<EventRecord*>> free_events;  // by device id
 
 }  // namespace
 
-void check_cuda_device(Device device, const char* what) {
-  TILEJIT_CHECK(device.type == DeviceType::kCUDA, kValueError)
-      << "cuda backend: " << what << " on device '" << device.str()
-      << "', which is not a CUDA device";
+void throw_not_cuda_device(Device device, const char* what) {
+  TILEJIT_THROW(kValueError) << "cuda backend: " << what << " on device '" << device.str()
+                             << "', which is not a CUDA device";
 }
 
 runtime::Allocator& allocator() { return raw_allocator(); }

@@ -50,7 +50,9 @@ std::string cubin_problem(const char* p, size_t size) {
 class CudaModule final : public runtime::Module {
  public:
   CudaModule(CUmodule module, CUfunction function, int device, ArgLayout layout)
-      : module_(module), function_(function), device_(device), layout_(std::move(layout)) {}
+      : module_(module), function_(function), device_(device), layout_(std::move(layout)) {
+    for (int bytes : layout_.scalar_bytes) all_pointers_ = all_pointers_ && bytes == 0;
+  }
 
   ~CudaModule() override {
     // At exit the driver may already be torn down; nothing to report then.
@@ -86,13 +88,17 @@ class CudaModule final : public runtime::Module {
 
     // Note [Kernel argument ABI]: pointers (or scalar bytes), then symbols.
     uint64_t slots[kMaxArgSlots];
-    for (int k = 0; k < num_args; ++k) {
-      const int bytes = layout_.scalar_bytes[size_t(k)];
-      if (bytes == 0) {
-        std::memcpy(&slots[k], &p.args[k], sizeof(void*));
-      } else {
-        slots[k] = 0;
-        std::memcpy(&slots[k], p.args[k], size_t(bytes));
+    if (all_pointers_) {
+      std::memcpy(slots, p.args, sizeof(void*) * size_t(num_args));
+    } else {
+      for (int k = 0; k < num_args; ++k) {
+        const int bytes = layout_.scalar_bytes[size_t(k)];
+        if (bytes == 0) {
+          std::memcpy(&slots[k], &p.args[k], sizeof(void*));
+        } else {
+          slots[k] = 0;
+          std::memcpy(&slots[k], p.args[k], size_t(bytes));
+        }
       }
     }
     if (layout_.num_symbols > 0) {
@@ -147,6 +153,7 @@ class CudaModule final : public runtime::Module {
   CUfunction function_;
   int device_;
   ArgLayout layout_;
+  bool all_pointers_ = true;  // no scalar slot: the pointers are copied at once
   std::mutex smem_mutex_;
   std::atomic<int64_t> smem_limit_{kDefaultSmemLimit};
 };

@@ -54,6 +54,33 @@ for (int64_t i = 0; i < m; ++i)
   EXPECT_EQ(out[1].data_as<float>()[1], 3.f + 4.f + 5.f);
 }
 
+TEST(KernelCalls, MoreOutputsThanOutputsHoldsInline) {
+  // Outputs keeps four tensors inline; the fifth moves them all to the
+  // heap, in order, and copies of the list share the tensors.
+  const Expr n = symbolic("n");
+  auto builder = prim_func("fan_out").tensor("X", {n}, DataType::float32());
+  std::string body;
+  for (int o = 0; o < 6; ++o) {
+    builder.tensor("Y" + std::to_string(o), {n}, DataType::float32());
+    body += "Y" + std::to_string(o) + "(bx) = X(bx) * " + std::to_string(o + 1) + ";\n";
+  }
+  const auto f = builder.grid({n}).body("cpu", body).build();
+  const Kernel k = jit(f, cpu_options({1, 2, 3, 4, 5, 6}));
+  Tensor x = iota({3}, 1.f);
+  Outputs out = k(x);
+  ASSERT_EQ(out.size(), 6u);
+  for (int o = 0; o < 6; ++o) {
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(out[o].data_as<float>()[i], float((i + 1) * (o + 1)));
+  }
+  const Outputs copy = out;
+  int visited = 0;
+  for (const Tensor& t : copy) EXPECT_EQ(t.data(), out[visited++].data());
+  EXPECT_EQ(visited, 6);
+  EXPECT_EQ(out[5].use_count(), 2);
+  testing::expect_error([&] { (void)out[6]; }, ErrorKind::kValueError,
+                        "output index 6 is out of range: the call returned 6 outputs");
+}
+
 TEST(KernelCalls, NoOutputs) {
   const Expr n = symbolic("n");
   const auto f = prim_func("scale_in_place")
