@@ -150,7 +150,7 @@ void parse_keywords(const PyKernel& k, PyObject* kwnames, PyObject* const* value
 // The device of the first tensor among the inputs (for the default stream).
 Device first_device(const ArgStorage& storage, size_t nargs, const Kernel& kernel) {
   for (size_t i = 0; i < nargs; ++i) {
-    if (storage.args[i].kind() == Arg::Kind::kTensor) return storage.tensors[i].device();
+    if (storage.args[i].kind() == Arg::Kind::kTensor) return storage.args[i].tensor().device();
   }
   // Only out= or workspace= carried a tensor: the kernel's own device type.
   return kernel.target() == "cpu" ? Device::cpu() : Device::cuda(0);

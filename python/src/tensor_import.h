@@ -65,7 +65,10 @@ struct ArgContext {
 /// Storage for one call's converted arguments: the Tensors that Args point
 /// at, and whatever keeps foreign views alive until the call returns.
 struct ArgStorage {
-  SmallArray<Tensor, kMaxParams> tensors;  // one per argument, tensor or not
+  // One per argument, tensor or not. An input's Arg may point at its slot
+  // of the descriptor cache instead (Note [Input descriptor cache]): read
+  // tensors through args, never through this.
+  SmallArray<Tensor, kMaxParams> tensors;
   SmallArray<Arg, kMaxParams> args;
   std::vector<nanobind::ndarray<nanobind::ro>> keep_alive;  // nanobind-imported views
 };
