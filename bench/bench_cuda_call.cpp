@@ -189,5 +189,14 @@ int main() {
   std::printf("pool over %.0f tilejit calls: %llu device allocations, %llu hits\n", calls,
               (unsigned long long)(after.device_allocs - before.device_allocs),
               (unsigned long long)(after.hits - before.hits));
+  char name[128] = {};
+  CUdevice dev;
+  check(cuDeviceGet(&dev, 0), "cuDeviceGet");
+  check(cuDeviceGetName(name, sizeof name, dev), "cuDeviceGetName");
+  std::printf("device: %s\n", name);
+  if (std::strcmp(name, "null CUDA device") == 0) {
+    std::printf("(bench/null_driver: launches do nothing; each tilejit row is tilejit's own host "
+                "work per call, the ratios mean nothing)\n");
+  }
   return 0;
 }

@@ -126,22 +126,28 @@ WorkspacePool& WorkspacePool::get(Backend& backend, Device device) {
 }
 
 WorkspacePool::Block* WorkspacePool::take_free_block_locked(size_t size, Stream stream) {
-  const size_t max_fit = max_fit_for(size);
+  // The steady state of a loop of calls: the block released last (at the
+  // back) has exactly this size and stream; nothing can beat it.
   size_t best_index = free_.size();
-  for (size_t i = 0; i < free_.size(); ++i) {
-    Block* b = free_[i];
-    if (b->size < size || b->size > max_fit) continue;
-    if (best_index != free_.size()) {
-      const Block* best = free_[best_index];
-      // Only a smaller block, or an equal one on the caller's stream, is better.
-      if (b->size > best->size) continue;
-      if (b->size == best->size && (best->stream == stream || b->stream != stream)) continue;
+  if (!free_.empty() && free_.back()->size == size && free_.back()->stream == stream) {
+    best_index = free_.size() - 1;
+  } else {
+    const size_t max_fit = max_fit_for(size);
+    for (size_t i = 0; i < free_.size(); ++i) {
+      Block* b = free_[i];
+      if (b->size < size || b->size > max_fit) continue;
+      if (best_index != free_.size()) {
+        const Block* best = free_[best_index];
+        // Only a smaller block, or an equal one on the caller's stream, is better.
+        if (b->size > best->size) continue;
+        if (b->size == best->size && (best->stream == stream || b->stream != stream)) continue;
+      }
+      // Note [Stream-ordered reuse]: the releasing stream may reuse at once;
+      // any other stream waits until the releasing stream is done with it.
+      if (b->stream != stream && !idle_locked(b)) continue;
+      best_index = i;
+      if (b->size == size && b->stream == stream) break;  // nothing can beat it
     }
-    // Note [Stream-ordered reuse]: the releasing stream may reuse at once;
-    // any other stream waits until the releasing stream is done with it.
-    if (b->stream != stream && !idle_locked(b)) continue;
-    best_index = i;
-    if (b->size == size && b->stream == stream) break;  // nothing can beat it
   }
   if (best_index == free_.size()) return nullptr;
   Block* block = free_[best_index];
@@ -334,6 +340,9 @@ void WorkspacePool::graph_destroyed(void* context) noexcept {
 }
 
 void WorkspacePool::drain_graph_returns_locked() {
+  // A load first: the exchange is a locked instruction, and the list is
+  // almost always empty.
+  if (graph_returned_.load(std::memory_order_relaxed) == nullptr) return;
   Block* block = graph_returned_.exchange(nullptr, std::memory_order_acquire);
   while (block) {
     Block* next = block->next_returned;
