@@ -194,6 +194,10 @@ Outputs Kernel::call(std::span<const Arg> inputs, const CallOptions& options) co
   size_t sizes[kMaxParams];
   const size_t arena_bytes = layout_workspaces(k, call, offsets, sizes);
   const bool lease_arena = arena_bytes > 0 && !options.workspace.defined();
+  TILEJIT_CHECK(options.out.empty() || options.out.size() == plan.outputs.size(), kValueError)
+      << plan.kernel_name << ": out= has " << options.out.size() << " tensor"
+      << (options.out.size() == 1 ? "" : "s") << "; the kernel has " << plan.outputs.size()
+      << " output" << (plan.outputs.size() == 1 ? "" : "s");
   bool allocates_outputs = false;
   for (size_t o = 0; o < plan.outputs.size(); ++o) {
     allocates_outputs = allocates_outputs || options.out.empty() || !options.out[o].defined();
@@ -206,10 +210,6 @@ Outputs Kernel::call(std::span<const Arg> inputs, const CallOptions& options) co
   Outputs outputs;
   runtime::TensorAllocator& allocator =
       options.allocator ? *options.allocator : backend.tensor_allocator();
-  TILEJIT_CHECK(options.out.empty() || options.out.size() == plan.outputs.size(), kValueError)
-      << plan.kernel_name << ": out= has " << options.out.size() << " tensor"
-      << (options.out.size() == 1 ? "" : "s") << "; the kernel has " << plan.outputs.size()
-      << " output" << (plan.outputs.size() == 1 ? "" : "s");
   for (size_t o = 0; o < plan.outputs.size(); ++o) {
     const BufferSpec& b = plan.outputs[o];
     std::span<const int64_t> shape(&call.results[b.first_result], size_t(b.rank));

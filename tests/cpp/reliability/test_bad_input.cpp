@@ -166,6 +166,32 @@ TEST_F(BadOut, WrongCount) {
                   "scale_add: out= has 2 tensors; the kernel has 1 output", good());
 }
 
+TEST(BadOutCount, FewerThanTheOutputs) {
+  // Found by the fuzzer: a short out= list must be rejected before any of
+  // its entries is read.
+  const Expr n = symbolic("n");
+  const auto f = prim_func("two_out")
+                     .tensor("X", {n}, DataType::float32())
+                     .tensor("A", {n}, DataType::float32())
+                     .tensor("B", {n}, DataType::float32())
+                     .grid({n})
+                     .body("cpu", "A(bx) = X(bx) + 1; B(bx) = X(bx) + 2;")
+                     .build();
+  const Kernel k = jit(f, cpu_options({1, 2}));
+  Tensor x = iota({3}), a = empty({3}, DataType::float32());
+  const Tensor outs[] = {a};
+  CallOptions o;
+  o.out = outs;
+  const Arg args[] = {Arg(x)};
+  expect_rejected([&] { k.call(args, o); }, ErrorKind::kValueError,
+                  "two_out: out= has 1 tensor; the kernel has 2 outputs", [&] {
+                    Outputs out = k(x);
+                    ASSERT_EQ(out.size(), 2u);
+                    EXPECT_EQ(out[0].data_as<float>()[2], 3.f);
+                    EXPECT_EQ(out[1].data_as<float>()[2], 4.f);
+                  });
+}
+
 TEST_F(BadOut, WrongDtype) {
   Tensor out = empty({3, 4}, DataType::float64());
   expect_rejected([&] { call_with_out(out); }, ErrorKind::kTypeError,
