@@ -81,6 +81,50 @@ TEST(KernelCalls, MoreOutputsThanOutputsHoldsInline) {
                         "output index 6 is out of range: the call returned 6 outputs");
 }
 
+// A caller's TensorAllocator (how the Python binding makes torch outputs):
+// asked once per output it makes, through empty_for_call's default, never
+// for an output supplied with out=.
+class CountingAllocator : public runtime::TensorAllocator {
+ public:
+  Tensor empty(std::span<const int64_t> shape, DataType dtype, Device device,
+               runtime::Stream) override {
+    ++calls;
+    last_shape.assign(shape.begin(), shape.end());
+    last_dtype = dtype;
+    return runtime::empty(shape, dtype, device);
+  }
+  int calls = 0;
+  std::vector<int64_t> last_shape;
+  DataType last_dtype;
+};
+
+TEST(KernelCalls, OutputsFromTheCallersAllocator) {
+  const Expr n = symbolic("n");
+  const auto f = prim_func("plus_one")
+                     .tensor("X", {n}, DataType::float32())
+                     .tensor("Y", {2 * n}, DataType::float32())
+                     .grid({n})
+                     .body("cpu", "Y(2 * bx) = X(bx) + 1; Y(2 * bx + 1) = X(bx) + 1;")
+                     .build();
+  const Kernel k = jit(f, cpu_options({1}));
+  Tensor x = iota({3});
+  CountingAllocator allocator;
+  CallOptions o;
+  o.allocator = &allocator;
+  const Arg args[] = {Arg(x)};
+  Tensor y = k.call(args, o);
+  EXPECT_EQ(allocator.calls, 1);
+  EXPECT_EQ(allocator.last_shape, (std::vector<int64_t>{6}));
+  EXPECT_EQ(allocator.last_dtype, DataType::float32());
+  EXPECT_EQ(y.data_as<float>()[5], 3.f);
+  Tensor mine = empty({6}, DataType::float32());
+  const Tensor outs[] = {mine};
+  o.out = outs;
+  Tensor same = k.call(args, o);
+  EXPECT_EQ(allocator.calls, 1);  // out= supplied it
+  EXPECT_EQ(same.data(), mine.data());
+}
+
 TEST(KernelCalls, NoOutputs) {
   const Expr n = symbolic("n");
   const auto f = prim_func("scale_in_place")

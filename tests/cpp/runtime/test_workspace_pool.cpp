@@ -102,6 +102,43 @@ TEST_F(WorkspacePoolTest, CapturedLeaseOutlivingItsGraph) {
   pool().release(again, kStreamB);
 }
 
+// The overload for a caller that has asked Backend::is_capturing already
+// trusts the answer it is given.
+TEST_F(WorkspacePoolTest, AcquireTakesAKnownCaptureAnswer) {
+  auto warm = pool().acquire(4096, kStreamA);
+  void* warm_ptr = warm.ptr;
+  pool().release(warm, kStreamA);
+  backend_.capturing_stream = kStreamA;
+  auto captured = pool().acquire(4096, kStreamA, /*capturing=*/true);
+  EXPECT_NE(captured.ptr, warm_ptr);  // a block of its own, as under capture
+  EXPECT_EQ(pool().stats().graph_blocks, 1u);
+  pool().release(captured, kStreamA);
+  backend_.destroy_graph();
+  auto plain = pool().acquire(4096, kStreamA, /*capturing=*/false);
+  EXPECT_EQ(plain.ptr, warm_ptr);  // the cached block: no capture said
+  EXPECT_EQ(pool().stats().graph_blocks, 0u);
+  pool().release(plain, kStreamA);
+}
+
+// release_block() gives a lease back on the stream it was acquired on, from
+// nothing but Lease::block (an output tensor's deleter context).
+TEST_F(WorkspacePoolTest, ReleaseBlockUsesTheLeaseStream) {
+  backend_.use_events = true;  // events start incomplete
+  auto a = pool().acquire(4096, kStreamA);
+  void* a_ptr = a.ptr;
+  WorkspacePool::release_block(a.block);
+  EXPECT_EQ(pool().stats().bytes_in_use, 0u);
+  EXPECT_EQ(backend_.live_events(), 1u);  // recorded on kStreamA, an explicit stream
+  auto b = pool().acquire(4096, kStreamB);
+  EXPECT_NE(b.ptr, a_ptr);  // kStreamA's event is pending
+  auto a2 = pool().acquire(4096, kStreamA);
+  EXPECT_EQ(a2.ptr, a_ptr);  // the releasing stream takes it at once
+  pool().release(a2, kStreamA);
+  pool().release(b, kStreamB);
+  backend_.complete_all_events();
+  pool().empty_cache();
+}
+
 TEST_F(WorkspacePoolTest, RoundsBlocksTo256Bytes) {
   auto a = pool().acquire(1, nullptr);
   auto b = pool().acquire(257, nullptr);
