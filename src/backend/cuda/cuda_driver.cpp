@@ -154,7 +154,7 @@ void init_state(const DriverApi& api, int id, DeviceState& s) {
 
 namespace detail {
 std::atomic<const DriverApi*> ready_driver{nullptr};
-std::atomic<DeviceState*> ready_states[kMaxFastDevices] = {};
+std::atomic<DeviceState*> ready_states[kMaxDevices] = {};
 }  // namespace detail
 
 const DriverApi* driver_or_null() noexcept {
@@ -211,7 +211,7 @@ DeviceState& detail::device_state_slow(int id) {
   // call_once: a failed init throws out of it and leaves the flag unset, so
   // the next use tries again and reports the error again.
   std::call_once(*l.state_once[size_t(id)], [&] { init_state(api, id, s); });
-  if (id < kMaxFastDevices) detail::ready_states[id].store(&s, std::memory_order_release);
+  if (id < kMaxDevices) detail::ready_states[id].store(&s, std::memory_order_release);
   return s;
 }
 

@@ -99,9 +99,10 @@ struct DriverApi {
   int device_count = 0;
 };
 
-/// Devices whose state a call reaches without a lock (Note [Driver fast
-/// paths]); a device id at or above it still works, on the slow path.
-inline constexpr int kMaxFastDevices = 64;
+/// Device ids the backend keeps a slot for: a lock-free state pointer (Note
+/// [Driver fast paths]; a higher id still works, on the slow path), a
+/// per-thread current stream and an output pool (cuda_memory.cpp).
+inline constexpr int kMaxDevices = 64;
 
 struct DeviceState;
 
@@ -113,7 +114,7 @@ struct DeviceState;
 // costs a pthread_once and two thread-local stores per use.)
 namespace detail {
 extern std::atomic<const struct DriverApi*> ready_driver;
-extern std::atomic<DeviceState*> ready_states[kMaxFastDevices];
+extern std::atomic<DeviceState*> ready_states[kMaxDevices];
 const DriverApi& driver_slow();
 DeviceState& device_state_slow(int id);
 }  // namespace detail
@@ -166,7 +167,7 @@ struct DeviceState {
 /// The state of device `id`; throws ValueError for an id that does not
 /// exist and RuntimeError when the driver is unavailable.
 inline DeviceState& device_state(int id) {
-  if (TILEJIT_LIKELY(unsigned(id) < unsigned(kMaxFastDevices))) {
+  if (TILEJIT_LIKELY(unsigned(id) < unsigned(kMaxDevices))) {
     DeviceState* s = detail::ready_states[id].load(std::memory_order_acquire);
     if (TILEJIT_LIKELY(s != nullptr)) return *s;
   }

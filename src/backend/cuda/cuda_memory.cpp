@@ -39,8 +39,6 @@ namespace tilejit::cuda {
 namespace {
 
 constexpr uintptr_t kAlignment = 256;
-// set_current_stream() keeps one slot per device id below this.
-constexpr int kMaxDevices = 64;
 
 thread_local void* tls_current_stream[kMaxDevices] = {};
 
@@ -222,10 +220,10 @@ void free_tensor_memory(void* context) noexcept {
 // either: the block goes back when the tensor's last reference goes, on the
 // stream it was allocated on (Note [Freeing output tensors]), and the pool's
 // stream-ordered reuse applies. The pool's block record is the tensor's
-// deleter context, so an output costs one allocation: the tensor's own.
+// deleter context (WorkspacePool::release_block is the deleter), so an
+// output costs one allocation: the tensor's own.
 // TILEJIT_CUDA_CACHE_OUTPUTS=0 turns it off (each output is then one
 // cuMemAllocFromPoolAsync / cuMemFreeAsync pair).
-void free_cached_output(void* block) noexcept { runtime::WorkspacePool::release_block(block); }
 
 bool cache_outputs() {
   static const bool on = [] {
@@ -258,13 +256,19 @@ class CudaTensorAllocator final : public runtime::TensorAllocator {
   Tensor empty(std::span<const int64_t> shape, DataType dtype, Device device,
                runtime::Stream stream) override {
     check_cuda_device(device, "empty");
-    const bool capturing = cache_outputs() && cuda::is_capturing(device, stream);
-    return empty_for_call(shape, dtype, device, stream, capturing);
+    return make(shape, dtype, device, stream, cache_outputs() && cuda::is_capturing(device, stream));
   }
 
   Tensor empty_for_call(std::span<const int64_t> shape, DataType dtype, Device device,
                         runtime::Stream stream, bool capturing) override {
     check_cuda_device(device, "empty");
+    return make(shape, dtype, device, stream, capturing);
+  }
+
+ private:
+  // `device` is a CUDA device; `capturing` says whether `stream` captures.
+  static Tensor make(std::span<const int64_t> shape, DataType dtype, Device device,
+                     runtime::Stream stream, bool capturing) {
     const int64_t bytes = runtime::tensor_bytes(shape, dtype);
     // Under capture the pool makes the block the graph's too (Note
     // [Graph-owned arenas]).
@@ -272,9 +276,10 @@ class CudaTensorAllocator final : public runtime::TensorAllocator {
       runtime::WorkspacePool::Lease lease =
           output_pool(device.id).acquire(size_t(bytes), stream, capturing);
       try {
-        return Tensor::from_blob(lease.ptr, shape, dtype, device, free_cached_output, lease.block);
+        return Tensor::from_blob(lease.ptr, shape, dtype, device,
+                                 &runtime::WorkspacePool::release_block, lease.block);
       } catch (...) {
-        free_cached_output(lease.block);
+        runtime::WorkspacePool::release_block(lease.block);
         throw;
       }
     }
