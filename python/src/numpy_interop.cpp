@@ -168,11 +168,7 @@ ImportStatus to_tensor(PyObject* array, bool writable, Tensor* out, std::string*
     const bool hit = slot->defined() && slot->data() == data && slot->dtype() == dtype &&
                      slot->ndim() == ndim && std::equal(shape, shape + ndim, slot->shape().begin());
     if (!hit) *slot = Tensor::from_blob(data, shape_span, dtype, Device::cpu());
-    if (cache.share) {
-      *result = slot;
-    } else {
-      *out = *slot;
-    }
+    *result = cache.hand_out(out);
     return ImportStatus::kOk;
   }
   int64_t strides[kMaxRank];

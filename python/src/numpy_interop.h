@@ -40,6 +40,14 @@ struct DescriptorCache {
   /// Hand out the cached descriptor itself rather than a copy; only when
   /// nothing can replace `*slot` before the call ends.
   bool share = false;
+
+  /// The descriptor a call uses once `*slot` holds the right one: the slot
+  /// itself when `share`, else a copy in `*out`.
+  const Tensor* hand_out(Tensor* out) const {
+    if (share) return slot;
+    *out = *slot;
+    return out;
+  }
 };
 
 /// Views `array` (a numpy array) as a CPU Tensor without copying; the array

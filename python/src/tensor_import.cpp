@@ -170,9 +170,7 @@ const Tensor* cached_view(const dl::Tensor& t, const ArgContext& ctx, numpy::Des
     canonical.strides = nullptr;  // contiguous: the row-major strides
     *slot = tensor_from_dlpack(canonical, ctx, nullptr, nullptr);
   }
-  if (cache.share) return slot;
-  *tensor = *slot;
-  return tensor;
+  return cache.hand_out(tensor);
 }
 
 void note_origin(Origin* origin, Framework framework, PyTypeObject* type,
