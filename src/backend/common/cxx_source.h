@@ -40,6 +40,10 @@ const std::string& body_for_target(const ir::PrimFunc& f, const CxxEntry& entry)
 void emit_arguments(std::ostream& os, const ir::PrimFunc& f,
                     const std::vector<std::string>& symbols, const CxxEntry& entry);
 
+/// The file name a kernel's body lines are attributed to (#line), so that
+/// compiler messages point at body lines: "<kernel>_body".
+inline std::string body_file_name(const std::string& kernel_name) { return kernel_name + "_body"; }
+
 /// Writes the `#line 1 "<body_name>"` directive, so that compiler messages
 /// count the body's own lines, then the body, ending in a newline.
 void emit_body(std::ostream& os, const std::string& body, const std::string& body_name);

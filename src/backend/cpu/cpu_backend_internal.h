@@ -25,10 +25,6 @@ using EntryFn = void (*)(void* const* args, const int64_t* syms, const int64_t* 
 /// Throws ValueError when the PrimFunc has no "cpu" body.
 std::string generate_source(const runtime::SourceRequest& request);
 
-/// The file name the body's lines are attributed to (#line), so that
-/// compiler messages point at body lines: "<kernel>_body".
-std::string body_file_name(const std::string& kernel_name);
-
 /// Compiler identity, version, flags and (with -march=native) the host CPU.
 std::string toolchain_key(const runtime::CompileOptions& options);
 

@@ -47,8 +47,6 @@ constexpr backend::CxxEntry kEntry{.target = "cpu",
 
 }  // namespace
 
-std::string body_file_name(const std::string& kernel_name) { return kernel_name + "_body"; }
-
 std::string generate_source(const runtime::SourceRequest& request) {
   TILEJIT_ICHECK(request.func != nullptr) << "SourceRequest without a PrimFunc";
   const ir::PrimFunc& f = *request.func;
@@ -76,7 +74,7 @@ std::string generate_source(const runtime::SourceRequest& request) {
         "    [[maybe_unused]] const int64_t bx = tilejit_x, by = tilejit_y, bz = tilejit_z;\n"
         "    // A lambda, so that `return;` in the body ends this block only.\n"
         "    [&]() {\n";
-  backend::emit_body(os, body, body_file_name(f.name));
+  backend::emit_body(os, body, backend::body_file_name(f.name));
   os << "    }();\n"
         "    if (++tilejit_x == grid_dim.x) {\n"
         "      tilejit_x = 0;\n"

@@ -268,7 +268,7 @@ std::string file_stem(const std::string& kernel_name) {
     os << "wait status " << r.status;
   }
   os << ")\ncommand: " << command_line(argv) << "\n";
-  const std::string body_name = body_file_name(kernel_name);
+  const std::string body_name = backend::body_file_name(kernel_name);
   auto [error_line, in_body] = first_error_line(log, source_path, body_name);
   os << backend::clip_log(std::move(log));
   backend::append_source_excerpt(os, source, error_line, in_body, source_path, body_name);

@@ -56,9 +56,6 @@ inline constexpr const char* kAbiMarker = "// tilejit-cuda-abi: ";
 /// Throws ValueError when the PrimFunc has no "cuda" body.
 std::string generate_source(const runtime::SourceRequest& request);
 
-/// The file name the body's lines are attributed to: "<kernel>_body".
-std::string body_file_name(const std::string& kernel_name);
-
 /// NVRTC version, target architecture for `device` and flags.
 std::string toolchain_key(const runtime::CompileOptions& options, Device device);
 

@@ -48,8 +48,6 @@ constexpr backend::CxxEntry kEntry{.target = "cuda",
 
 }  // namespace
 
-std::string body_file_name(const std::string& kernel_name) { return kernel_name + "_body"; }
-
 std::string generate_source(const runtime::SourceRequest& request) {
   TILEJIT_ICHECK(request.func != nullptr) << "SourceRequest without a PrimFunc";
   const ir::PrimFunc& f = *request.func;
@@ -89,7 +87,7 @@ std::string generate_source(const runtime::SourceRequest& request) {
   os << "  [[maybe_unused]] const tilejit::Dim3 grid_dim{gridDim.x, gridDim.y, gridDim.z};\n"
         "  [[maybe_unused]] const tilejit::Dim3 block_idx{blockIdx.x, blockIdx.y, blockIdx.z};\n"
         "  [[maybe_unused]] const int64_t bx = block_idx.x, by = block_idx.y, bz = block_idx.z;\n";
-  backend::emit_body(os, body, body_file_name(f.name));
+  backend::emit_body(os, body, backend::body_file_name(f.name));
   os << "}\n";
   return os.str();
 }

@@ -149,7 +149,7 @@ std::string program_log(const NvrtcApi& api, nvrtcProgram prog) {
   std::ostringstream os;
   os << kernel_name << ": NVRTC " << api.major << "." << api.minor << " failed ("
      << api.nvrtcGetErrorString(result) << ")\noptions: " << join_flags(flags) << "\n";
-  const std::string body_name = body_file_name(kernel_name);
+  const std::string body_name = backend::body_file_name(kernel_name);
   auto [error_line, in_body] = first_error_line(log, program, body_name);
   os << backend::clip_log(std::move(log));
   backend::append_source_excerpt(os, source, error_line, in_body, program, body_name);
