@@ -19,40 +19,22 @@
 #include <fstream>
 #include <string>
 
-#include "tilejit/tilejit.h"
+#include "noop_kernel.h"
 
 namespace {
 
 using namespace tilejit;
 using Entry = void (*)(void* const*, const int64_t*, const int64_t*, int64_t, int64_t);
 
-constexpr int64_t kM = 64, kN = 32;
-
-ir::PrimFunc noop() {
-  const Expr m = symbolic("m"), n = symbolic("n");
-  return prim_func("noop")
-      .tensor("A", {m, n}, DataType::float32())
-      .tensor("B", {n}, DataType::float32())
-      .tensor("C", {m}, DataType::float32())
-      .tensor("D", {m, n}, DataType::float32())
-      .tensor("W1", {m}, DataType::float32())
-      .tensor("W2", {n}, DataType::float32())
-      .tensor("W3", {m, n}, DataType::float32())
-      .tensor("W4", {64}, DataType::int32())
-      .body("cpu", "")
-      .build();
-}
+using bench::kM;
+using bench::kN;
 
 struct Fixture {
   Kernel kernel;
   Entry entry = nullptr;
   Tensor a, b, c;
   Fixture() {
-    JitOptions o;
-    o.out_idx = {3};
-    o.workspace_idx = {4, 5, 6, 7};
-    o.target = "cpu";
-    kernel = jit(noop(), o);
+    kernel = jit(bench::noop_kernel(), bench::noop_options("cpu"));
     // The same translation unit, compiled and opened by hand: the direct path.
     auto& backend = runtime::get_backend("cpu");
     const std::string so = backend.compile(kernel.source(), "noop", {}, Device::cpu());

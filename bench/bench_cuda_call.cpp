@@ -20,14 +20,15 @@
 #include <functional>
 #include <vector>
 
-#include "tilejit/tilejit.h"
+#include "noop_kernel.h"
 
 namespace {
 
 using namespace tilejit;
 using Clock = std::chrono::steady_clock;
 constexpr int kBatch = 2000, kBatches = 21;
-constexpr int64_t kM = 64, kN = 32;
+using bench::kM;
+using bench::kN;
 
 void check(CUresult r, const char* what) {
   if (r != CUDA_SUCCESS) {
@@ -79,23 +80,8 @@ int main() {
     std::printf("no CUDA device: skipped\n");
     return 0;
   }
-  const Expr m = symbolic("m"), n = symbolic("n");
-  const PrimFunc f = prim_func("noop")
-                         .tensor("A", {m, n}, DataType::float32())
-                         .tensor("B", {n}, DataType::float32())
-                         .tensor("C", {m}, DataType::float32())
-                         .tensor("D", {m, n}, DataType::float32())
-                         .tensor("W1", {m}, DataType::float32())
-                         .tensor("W2", {n}, DataType::float32())
-                         .tensor("W3", {m, n}, DataType::float32())
-                         .tensor("W4", {64}, DataType::int32())
-                         .threads(128)
-                         .body("cuda", "")
-                         .build();
-  JitOptions o;
-  o.out_idx = {3};
-  o.workspace_idx = {4, 5, 6, 7};
-  o.target = "cuda";
+  const PrimFunc f = bench::noop_kernel();
+  const JitOptions o = bench::noop_options("cuda");
   const Kernel k = jit(f, o);
   Tensor a = empty({kM, kN}, DataType::float32(), Device::cuda(0));
   Tensor b = empty({kN}, DataType::float32(), Device::cuda(0));

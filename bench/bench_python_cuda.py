@@ -54,27 +54,13 @@ import sys
 import time
 from pathlib import Path
 
-M, N = 64, 32
+M, N = 64, 32  # as in bench_python.py
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def no_device(reason):
     print(f"no CUDA device: {reason}; bench_python_cuda skipped")
     return 0
-
-
-def noop_prim_func(T):
-    m, n = T.symbolic("m"), T.symbolic("n")
-
-    @T.prim_func
-    def noop(A: T.Tensor([m, n], "float32"), B: T.Tensor([n], "float32"),
-             C: T.Tensor([m], "float32"), D: T.Tensor([m, n], "float32"),
-             W1: T.Tensor([m], "float32"), W2: T.Tensor([n], "float32"),
-             W3: T.Tensor([m, n], "float32"), W4: T.Tensor([64], "int32")):
-        with T.Kernel(1, threads=128):
-            T.source(cuda="")
-
-    return noop
 
 
 # The ABI of every tilejit CUDA kernel with 8 tensor parameters and 2
@@ -167,11 +153,11 @@ def main():
     if not torch.cuda.is_available():
         return no_device("torch sees no CUDA device")
     import tilejit
-    from tilejit import language as T
     if "cuda" not in tilejit._C.registered_targets() or not tilejit._C.target_available("cuda"):
         return no_device("tilejit's cuda target is not available")
 
-    func = noop_prim_func(T)
+    from bench_python import noop  # this script's directory is on sys.path
+    func = noop()
     op = tilejit.compile(func, out_idx=[3], workspace_idx=[4, 5, 6, 7], target="cuda")
     seed = tilejit.compile(func, target="cuda")  # all 8 parameters are inputs
     dev = torch.device("cuda", 0)
