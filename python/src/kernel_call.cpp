@@ -187,11 +187,12 @@ PyObject* PyKernel::call(PyObject* const* args, size_t nargs, PyObject* kwnames)
       options.stream = stream;
     }
   }
-  Outputs outputs;
-  {
+  // Built in place (no move of the list): the GIL is back before `outputs`
+  // is touched.
+  Outputs outputs = [&] {
     GilRelease nogil(release_gil);
-    outputs = kernel.call(std::span<const Arg>(storage.args.data(), nargs), options);
-  }
+    return kernel.call(std::span<const Arg>(storage.args.data(), nargs), options);
+  }();
   return maker.wrap(outputs, keywords.has_out ? keywords.supplied : nullptr);
 }
 

@@ -4,30 +4,8 @@
 
 namespace tilejit {
 
-Tensor::Tensor(const Tensor& other) noexcept : node_(other.node_) {
-  if (node_) node_->refcount.fetch_add(1, std::memory_order_relaxed);
-}
-
-Tensor& Tensor::operator=(const Tensor& other) noexcept {
-  if (other.node_) other.node_->refcount.fetch_add(1, std::memory_order_relaxed);
-  release();
-  node_ = other.node_;
-  return *this;
-}
-
-Tensor& Tensor::operator=(Tensor&& other) noexcept {
-  if (this != &other) {
-    release();
-    node_ = other.node_;
-    other.node_ = nullptr;
-  }
-  return *this;
-}
-
-Tensor::~Tensor() { release(); }
-
 void Tensor::release() noexcept {
-  if (node_ && node_->refcount.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+  if (node_->refcount.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     if (node_->deleter) node_->deleter(node_->context);
     delete node_;
   }

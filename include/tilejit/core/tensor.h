@@ -27,12 +27,28 @@ class Tensor {
   /// at construction when the last reference goes away.
   using Deleter = void (*)(void* context) noexcept;
 
+  // Copies, moves and destruction are inline: a call makes and drops
+  // several handles, most of them empty or moved-from.
   Tensor() noexcept = default;
-  Tensor(const Tensor& other) noexcept;
+  Tensor(const Tensor& other) noexcept : node_(other.node_) {
+    if (node_) node_->refcount.fetch_add(1, std::memory_order_relaxed);
+  }
   Tensor(Tensor&& other) noexcept : node_(other.node_) { other.node_ = nullptr; }
-  Tensor& operator=(const Tensor& other) noexcept;
-  Tensor& operator=(Tensor&& other) noexcept;
-  ~Tensor();
+  Tensor& operator=(const Tensor& other) noexcept {
+    if (other.node_) other.node_->refcount.fetch_add(1, std::memory_order_relaxed);
+    reset();
+    node_ = other.node_;
+    return *this;
+  }
+  Tensor& operator=(Tensor&& other) noexcept {
+    if (this != &other) {
+      reset();
+      node_ = other.node_;
+      other.node_ = nullptr;
+    }
+    return *this;
+  }
+  ~Tensor() { reset(); }
 
   /// Wraps memory the caller owns. `strides` empty means contiguous
   /// (row-major). `deleter(context)` runs when the last reference goes; pass
@@ -78,7 +94,11 @@ class Tensor {
     void* context = nullptr;
   };
   explicit Tensor(Node* node) noexcept : node_(node) {}
-  void release() noexcept;
+  /// Drops this handle's reference; the last one runs the deleter.
+  void reset() noexcept {
+    if (node_ != nullptr) release();
+  }
+  void release() noexcept;  // node_ != nullptr
 
   Node* node_ = nullptr;
 };
