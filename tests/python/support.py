@@ -20,6 +20,15 @@ except ImportError:
 needs_ml_dtypes = pytest.mark.skipif(not HAVE_ML_DTYPES, reason="ml_dtypes is not installed")
 
 
+def tilejit_cuda_unavailable():
+    """Why tilejit's cuda target cannot run here, or "" when it can."""
+    if "cuda" not in tilejit._C.registered_targets():
+        return "tilejit was built without its CUDA backend"
+    if not tilejit._C.target_available("cuda"):
+        return "tilejit's cuda target is not available (no driver or no device)"
+    return ""
+
+
 @contextlib.contextmanager
 def raises_exact(kind, message):
     """Expects an exception of exactly type `kind` (a subclass does not

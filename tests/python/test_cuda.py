@@ -30,17 +30,15 @@ torch = pytest.importorskip("torch")
 
 import tilejit  # noqa: E402
 from tilejit import language as T  # noqa: E402
-from support import example_body, make_kernels, raises_exact  # noqa: E402
+from support import (example_body, make_kernels, raises_exact,  # noqa: E402
+                     tilejit_cuda_unavailable)
 
 
 def _cuda_ready():
     if not torch.cuda.is_available():
         return False, "torch sees no CUDA device"
-    if "cuda" not in tilejit._C.registered_targets():
-        return False, "tilejit was built without its CUDA backend"
-    if not tilejit._C.target_available("cuda"):
-        return False, "tilejit's cuda target is not available (no driver or no device)"
-    return True, ""
+    why = tilejit_cuda_unavailable()
+    return not why, why
 
 
 CUDA_OK, CUDA_WHY = _cuda_ready()

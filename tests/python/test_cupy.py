@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 
 import tilejit  # noqa: E402
 from tilejit import language as T  # noqa: E402
-from support import raises_exact  # noqa: E402
+from support import raises_exact, tilejit_cuda_unavailable  # noqa: E402
 
 
 def _cuda_ready():
@@ -31,11 +31,8 @@ def _cuda_ready():
             return False, "cupy sees no CUDA device"
     except Exception as e:  # no driver, no device
         return False, f"cupy sees no CUDA device ({type(e).__name__}: {e})"
-    if "cuda" not in tilejit._C.registered_targets():
-        return False, "tilejit was built without its CUDA backend"
-    if not tilejit._C.target_available("cuda"):
-        return False, "tilejit's cuda target is not available (no driver or no device)"
-    return True, ""
+    why = tilejit_cuda_unavailable()
+    return not why, why
 
 
 CUDA_OK, CUDA_WHY = _cuda_ready()
