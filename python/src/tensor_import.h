@@ -23,7 +23,7 @@
 
 #include "dlpack_abi.h"
 #include "numpy_interop.h"
-#include "small_vector.h"
+#include "tilejit/core/small_array.h"
 #include "tilejit/core/tensor.h"
 #include "tilejit/jit/kernel.h"
 

@@ -323,30 +323,23 @@ std::vector<WorkspaceSlice> Kernel::workspace_layout(std::span<const Arg> inputs
 }
 
 const Tensor& Outputs::operator[](size_t i) const {
-  TILEJIT_CHECK(i < size_, kValueError)
-      << "output index " << i << " is out of range: the call returned " << size_ << " output"
-      << (size_ == 1 ? "" : "s");
-  return data()[i];
+  TILEJIT_CHECK(i < size(), kValueError)
+      << "output index " << i << " is out of range: the call returned " << size() << " output"
+      << (size() == 1 ? "" : "s");
+  return tensors_[i];
 }
 
 void Outputs::push_back(Tensor t) {
-  if (TILEJIT_LIKELY(size_ < kInline && heap_.empty())) {
-    inline_[size_++] = std::move(t);
-    return;
-  }
-  if (heap_.empty()) {
-    heap_.reserve(2 * kInline);
-    for (Tensor& x : inline_) heap_.push_back(std::move(x));
-  }
-  heap_.push_back(std::move(t));
-  ++size_;
+  TILEJIT_CHECK(size() < tensors_.capacity(), kInternalError)
+      << "Outputs holds at most " << tensors_.capacity() << " tensors";
+  tensors_.emplace_back(std::move(t));
 }
 
 Outputs::operator Tensor() const {
-  TILEJIT_CHECK(size_ == 1, kTypeError)
-      << "the call returned " << size_
+  TILEJIT_CHECK(size() == 1, kTypeError)
+      << "the call returned " << size()
       << " outputs; a single Tensor needs exactly one (index the Outputs instead)";
-  return data()[0];
+  return tensors_[0];
 }
 
 const std::string& Kernel::name() const { return impl_->func.name; }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tilejit/core/small_array.h"
 #include "tilejit/core/tensor.h"
 #include "tilejit/jit/call_plan.h"
 #include "tilejit/jit/jit_options.h"
@@ -49,30 +50,28 @@ class Arg {
 };
 
 /// The outputs of a call, in out_idx order. Converts to a Tensor when there
-/// is exactly one. Up to four are held inline: a call allocates nothing for
-/// the list itself.
+/// is exactly one. Held inline (a kernel has at most kMaxParams outputs): the
+/// list itself costs no allocation.
 class Outputs {
  public:
   Outputs() = default;
-  size_t size() const noexcept { return size_; }
-  bool empty() const noexcept { return size_ == 0; }
+  size_t size() const noexcept { return tensors_.size(); }
+  bool empty() const noexcept { return tensors_.empty(); }
   /// The i-th output; ValueError when i >= size().
   const Tensor& operator[](size_t i) const;
-  const Tensor* begin() const noexcept { return data(); }
-  const Tensor* end() const noexcept { return data() + size_; }
+  const Tensor* begin() const noexcept { return tensors_.begin(); }
+  const Tensor* end() const noexcept { return tensors_.end(); }
   /// The only output; TypeError when there are none or several.
   operator Tensor() const;  // NOLINT(google-explicit-constructor)
 
-  /// Appends (the call path builds the list with it).
+  /// Appends (the call path builds the list with it); InternalError past
+  /// kMaxParams.
   void push_back(Tensor t);
-  Tensor* data() noexcept { return heap_.empty() ? inline_ : heap_.data(); }
-  const Tensor* data() const noexcept { return heap_.empty() ? inline_ : heap_.data(); }
+  Tensor* data() noexcept { return tensors_.data(); }
+  const Tensor* data() const noexcept { return tensors_.data(); }
 
  private:
-  static constexpr size_t kInline = 4;
-  size_t size_ = 0;
-  Tensor inline_[kInline];
-  std::vector<Tensor> heap_;  // all of them, once there are more than kInline
+  SmallArray<Tensor, kMaxParams> tensors_;
 };
 
 struct CallOptions {

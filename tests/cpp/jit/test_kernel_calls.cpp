@@ -54,9 +54,9 @@ for (int64_t i = 0; i < m; ++i)
   EXPECT_EQ(out[1].data_as<float>()[1], 3.f + 4.f + 5.f);
 }
 
-TEST(KernelCalls, MoreOutputsThanOutputsHoldsInline) {
-  // Outputs keeps four tensors inline; the fifth moves them all to the
-  // heap, in order, and copies of the list share the tensors.
+TEST(KernelCalls, SixOutputsInOrderAndCopiesShareThem) {
+  // Outputs holds every output inline, in out_idx order; copies of the list
+  // share the tensors.
   const Expr n = symbolic("n");
   auto builder = prim_func("fan_out").tensor("X", {n}, DataType::float32());
   std::string body;
