@@ -217,6 +217,27 @@ class CompilerFaults : public ::testing::Test {
   // An isolated cache: a bad "binary" a fake compiler produced must not
   // reach the shared one.
   ScopedCacheDir cache_{tmp_ / "cache"};
+
+  // The CompileError message of jit() of the fresh kernel `name` with -O1
+  // and TILEJIT_CXX set to a script at tmp_/`file` (cc_) that runs
+  // `script`, temporary paths shown as /T; afterwards the kernel still
+  // builds with the real compiler.
+  std::string fake_compiler_error(const std::string& file, const std::string& script,
+                                  const std::string& name) {
+    cc_ = tmp_ / file;
+    write_script(cc_, script);
+    const auto f = fresh_kernel(name);
+    std::string message;
+    {
+      ScopedEnv cxx("TILEJIT_CXX", cc_.c_str());
+      JitOptions o = cpu_options({1});
+      o.compile.flags = {"-O1"};
+      message = without_tmp(error_message([&] { jit(f, o); }, ErrorKind::kCompileError));
+    }
+    expect_fresh_kernel_works(f);
+    return message;
+  }
+  std::string cc_;
 };
 
 TEST_F(CompilerFaults, MissingCompiler) {
@@ -231,52 +252,28 @@ TEST_F(CompilerFaults, MissingCompiler) {
 }
 
 TEST_F(CompilerFaults, FailingCompilerGivesItsLog) {
-  const std::string cc = tmp_ / "failing-cc";
-  write_script(cc, "echo 'fakecc: internal compiler error: out of cheese' >&2\n"
-                   "echo 'second line of the log'\nexit 3\n");
-  const auto f = fresh_kernel("bad_cc");
-  {
-    ScopedEnv cxx("TILEJIT_CXX", cc.c_str());
-    JitOptions o = cpu_options({1});
-    o.compile.flags = {"-O1"};
-    EXPECT_EQ(without_tmp(error_message([&] { jit(f, o); }, ErrorKind::kCompileError)),
-              "bad_cc: the CPU compiler failed (exit code 3)\ncommand: " + cc +
-                  " -O1 -std=c++17 -fPIC -shared -x c++ /T/bad_cc.cpp -o /T/bad_cc.so\n"
-                  "fakecc: internal compiler error: out of cheese\nsecond line of the log");
-  }
-  expect_fresh_kernel_works(f);
+  const std::string message = fake_compiler_error(
+      "failing-cc", "echo 'fakecc: internal compiler error: out of cheese' >&2\n"
+      "echo 'second line of the log'\nexit 3\n", "bad_cc");
+  EXPECT_EQ(message, "bad_cc: the CPU compiler failed (exit code 3)\ncommand: " + cc_ +
+                         " -O1 -std=c++17 -fPIC -shared -x c++ /T/bad_cc.cpp -o /T/bad_cc.so\n"
+                         "fakecc: internal compiler error: out of cheese\nsecond line of the log");
 }
 
 TEST_F(CompilerFaults, CompilerKilledBySignal) {
-  const std::string cc = tmp_ / "killed-cc";
-  write_script(cc, "echo 'about to die'\nkill -9 $$\n");
-  const auto f = fresh_kernel("killed_cc");
-  {
-    ScopedEnv cxx("TILEJIT_CXX", cc.c_str());
-    JitOptions o = cpu_options({1});
-    o.compile.flags = {"-O1"};
-    EXPECT_EQ(without_tmp(error_message([&] { jit(f, o); }, ErrorKind::kCompileError)),
-              "killed_cc: the CPU compiler failed (killed by signal 9)\ncommand: " + cc +
-                  " -O1 -std=c++17 -fPIC -shared -x c++ /T/killed_cc.cpp -o /T/killed_cc.so\n"
-                  "about to die");
-  }
-  expect_fresh_kernel_works(f);
+  const std::string message = fake_compiler_error(
+      "killed-cc", "echo 'about to die'\nkill -9 $$\n", "killed_cc");
+  EXPECT_EQ(message, "killed_cc: the CPU compiler failed (killed by signal 9)\ncommand: " + cc_ +
+                         " -O1 -std=c++17 -fPIC -shared -x c++ /T/killed_cc.cpp -o /T/killed_cc.so\n"
+                         "about to die");
 }
 
 TEST_F(CompilerFaults, CompilerThatWritesNothing) {
-  const std::string cc = tmp_ / "lazy-cc";
-  write_script(cc, "echo 'did nothing'\nexit 0\n");
-  const auto f = fresh_kernel("lazy_cc");
-  {
-    ScopedEnv cxx("TILEJIT_CXX", cc.c_str());
-    JitOptions o = cpu_options({1});
-    o.compile.flags = {"-O1"};
-    EXPECT_EQ(without_tmp(error_message([&] { jit(f, o); }, ErrorKind::kCompileError)),
-              "lazy_cc: the CPU compiler exited with 0 but wrote no shared object\ncommand: " +
-                  cc + " -O1 -std=c++17 -fPIC -shared -x c++ /T/lazy_cc.cpp -o /T/lazy_cc.so\n"
-                  "did nothing\n");
-  }
-  expect_fresh_kernel_works(f);
+  const std::string message = fake_compiler_error(
+      "lazy-cc", "echo 'did nothing'\nexit 0\n", "lazy_cc");
+  EXPECT_EQ(message, "lazy_cc: the CPU compiler exited with 0 but wrote no shared object\ncommand: " +
+                         cc_ + " -O1 -std=c++17 -fPIC -shared -x c++ /T/lazy_cc.cpp -o /T/lazy_cc.so\n"
+                         "did nothing\n");
 }
 
 TEST_F(CompilerFaults, CompilerThatWritesGarbageIsNeverLoaded) {
