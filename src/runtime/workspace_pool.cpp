@@ -126,28 +126,24 @@ WorkspacePool& WorkspacePool::get(Backend& backend, Device device) {
 }
 
 WorkspacePool::Block* WorkspacePool::take_free_block_locked(size_t size, Stream stream) {
-  // The steady state of a loop of calls: the block released last (at the
-  // back) has exactly this size and stream; nothing can beat it.
+  const size_t max_fit = max_fit_for(size);
   size_t best_index = free_.size();
-  if (!free_.empty() && free_.back()->size == size && free_.back()->stream == stream) {
-    best_index = free_.size() - 1;
-  } else {
-    const size_t max_fit = max_fit_for(size);
-    for (size_t i = 0; i < free_.size(); ++i) {
-      Block* b = free_[i];
-      if (b->size < size || b->size > max_fit) continue;
-      if (best_index != free_.size()) {
-        const Block* best = free_[best_index];
-        // Only a smaller block, or an equal one on the caller's stream, is better.
-        if (b->size > best->size) continue;
-        if (b->size == best->size && (best->stream == stream || b->stream != stream)) continue;
-      }
-      // Note [Stream-ordered reuse]: the releasing stream may reuse at once;
-      // any other stream waits until the releasing stream is done with it.
-      if (b->stream != stream && !idle_locked(b)) continue;
-      best_index = i;
-      if (b->size == size && b->stream == stream) break;  // nothing can beat it
+  // Newest first: in the steady state of a loop of calls the block released
+  // last, at the back, has exactly this size and stream and ends the search.
+  for (size_t i = free_.size(); i-- > 0;) {
+    Block* b = free_[i];
+    if (b->size < size || b->size > max_fit) continue;
+    if (best_index != free_.size()) {
+      const Block* best = free_[best_index];
+      // Only a smaller block, or an equal one on the caller's stream, is better.
+      if (b->size > best->size) continue;
+      if (b->size == best->size && (best->stream == stream || b->stream != stream)) continue;
     }
+    // Note [Stream-ordered reuse]: the releasing stream may reuse at once;
+    // any other stream waits until the releasing stream is done with it.
+    if (b->stream != stream && !idle_locked(b)) continue;
+    best_index = i;
+    if (b->size == size && b->stream == stream) break;  // nothing can beat it
   }
   if (best_index == free_.size()) return nullptr;
   Block* block = free_[best_index];

@@ -113,7 +113,7 @@ struct DeviceState;
 // path that loads, initialises and reports errors. (std::call_once alone
 // costs a pthread_once and two thread-local stores per use.)
 namespace detail {
-extern std::atomic<const struct DriverApi*> ready_driver;
+extern std::atomic<const DriverApi*> ready_driver;
 extern std::atomic<DeviceState*> ready_states[kMaxDevices];
 const DriverApi& driver_slow();
 DeviceState& device_state_slow(int id);
