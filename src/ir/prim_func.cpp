@@ -18,16 +18,19 @@ bool is_identifier(const std::string& s) {
   return true;
 }
 
-// Names the generated wrapper declares itself; a parameter or symbol may not
-// shadow them.
-// Names the generated wrapper declares itself, C++ keywords, and the type
-// names a body relies on: a parameter or symbol may not shadow them.
-const std::set<std::string>& reserved_names() {
+// Names a parameter or symbol may not have, by why: the generated wrapper
+// declares them, they are C++ keywords, or they are type names a body
+// relies on.
+const std::set<std::string>& wrapper_names() {
+  static const std::set<std::string> names = {"block_idx", "grid_dim", "bx", "by", "bz",
+                                              "tilejit", "tilejit_args", "tilejit_syms",
+                                              "tilejit_kernel", "threads", "std"};
+  return names;
+}
+
+const std::set<std::string>& cpp_keywords() {
+  // Keywords and alternative tokens.
   static const std::set<std::string> names = {
-      // the wrapper's own
-      "block_idx", "grid_dim", "bx", "by", "bz", "tilejit", "tilejit_args", "tilejit_syms",
-      "tilejit_kernel", "threads", "std",
-      // C++ keywords and alternative tokens
       "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break",
       "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept",
       "const", "consteval", "constexpr", "constinit", "const_cast", "continue", "co_await",
@@ -38,11 +41,26 @@ const std::set<std::string>& reserved_names() {
       "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static",
       "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local",
       "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using",
-      "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
-      // fixed-width integer types the generated code spells
-      "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
-      "size_t"};
+      "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq"};
   return names;
+}
+
+const std::set<std::string>& type_names() {
+  // Fixed-width integer types the generated code spells.
+  static const std::set<std::string> names = {"int8_t",   "int16_t",  "int32_t",  "int64_t",
+                                              "uint8_t",  "uint16_t", "uint32_t", "uint64_t",
+                                              "size_t"};
+  return names;
+}
+
+// Why `name` is reserved ("a C++ keyword"), or null when it is not.
+const char* reserved_because(const std::string& name) {
+  if (cpp_keywords().count(name)) return "a C++ keyword";
+  if (type_names().count(name)) return "a type name the generated code uses";
+  if (wrapper_names().count(name) || name.rfind("tilejit_", 0) == 0) {
+    return "a name the generated wrapper declares";
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -107,9 +125,10 @@ void validate(const PrimFunc& f) {
     const Param& p = f.params[i];
     TILEJIT_CHECK(is_identifier(p.name), kValueError)
         << f.name << ": parameter #" << i << " name '" << p.name << "' is not an identifier";
-    TILEJIT_CHECK(!reserved_names().count(p.name) && p.name.rfind("tilejit_", 0) != 0,
-                  kValueError)
-        << f.name << ": parameter #" << i << " name '" << p.name << "' is reserved";
+    if (const char* why = reserved_because(p.name)) {
+      TILEJIT_THROW(kValueError) << f.name << ": parameter #" << i << " name '" << p.name
+                                 << "' is reserved (" << why << ")";
+    }
     TILEJIT_CHECK(seen.insert(p.name).second, kValueError)
         << f.name << ": parameter #" << i << " '" << p.name << "' duplicates an earlier name";
     if (p.is_scalar) {
@@ -159,8 +178,10 @@ void validate(const PrimFunc& f) {
   }
   for (const Expr& e : grid) collect_vars(e, &symbols);
   for (const std::string& s : symbols) {
-    TILEJIT_CHECK(!reserved_names().count(s) && s.rfind("tilejit_", 0) != 0, kValueError)
-        << f.name << ": symbol name '" << s << "' is reserved";
+    if (const char* why = reserved_because(s)) {
+      TILEJIT_THROW(kValueError) << f.name << ": symbol name '" << s << "' is reserved (" << why
+                                 << ")";
+    }
     int idx = f.param_index(s);
     TILEJIT_CHECK(idx < 0 || f.params[idx].is_scalar, kValueError)
         << f.name << ": symbol '" << s << "' has the name of tensor parameter #" << idx;

@@ -83,18 +83,81 @@ std::string symbol_values(const Kernel::Impl& k, const ir::Expr& e, const BoundC
   return os.str();
 }
 
+// "X, Yin, alpha": the inputs' names in call order.
+std::string input_list(const Kernel::Impl& k) {
+  std::string names;
+  for (size_t i = 0; i < k.plan.inputs.size(); ++i) {
+    names += (i ? ", " : "") + input_param(k, int(i)).name;
+  }
+  return names;
+}
+
+// "expected a contiguous tensor, got strides [80, 16, 2] in elements
+// ([320, 64, 8] in bytes) for shape [2, 5, 8]": numpy users think in bytes,
+// DLPack and torch in elements.
+std::string not_contiguous_text(const Tensor& t) {
+  std::ostringstream elements, bytes;
+  for (int d = 0; d < t.ndim(); ++d) {
+    elements << (d ? ", " : "") << t.stride(d);
+    bytes << (d ? ", " : "") << t.stride(d) * t.dtype().bytes();
+  }
+  return "expected a contiguous tensor, got strides [" + elements.str() + "] in elements ([" +
+         bytes.str() + "] in bytes) for shape " + t.shape_str();
+}
+
 }  // namespace
 
 namespace call_errors {
 
-void arity(const Kernel::Impl& k, size_t got) {
-  std::ostringstream names;
-  for (size_t i = 0; i < k.plan.inputs.size(); ++i) {
-    names << (i ? ", " : "") << input_param(k, int(i)).name;
+void arity(const Kernel::Impl& k, size_t got, std::span<const int> missing) {
+  const size_t n = k.plan.inputs.size();
+  std::ostringstream os;
+  os << k.func.name << ": expected " << n << " input" << (n == 1 ? "" : "s") << " ("
+     << input_list(k) << "), got " << got;
+  std::vector<int> last;
+  if (got < n && missing.empty()) {
+    for (size_t i = got; i < n; ++i) last.push_back(int(i));
+    missing = last;
   }
-  TILEJIT_THROW(kTypeError) << k.func.name << ": expected " << k.plan.inputs.size()
-                            << " input" << (k.plan.inputs.size() == 1 ? "" : "s") << " ("
-                            << names.str() << "), got " << got;
+  if (!missing.empty()) {
+    // The parameter's number, not the input's: the number the user compares
+    // with out_idx and workspace_idx when a workspace was left out of them.
+    os << ": missing parameter" << (missing.size() == 1 ? "" : "s");
+    for (size_t m = 0; m < missing.size(); ++m) {
+      os << (m ? ", #" : " #") << k.plan.inputs[missing[m]].param << " '"
+         << input_param(k, missing[m]).name << "'";
+    }
+    os << " (a parameter in neither out_idx nor workspace_idx is an input)";
+  }
+  throw Error(ErrorKind::kTypeError, os.str());
+}
+
+void unknown_input_name(const Kernel::Impl& k, std::string_view name, std::string_view options) {
+  const std::string inputs = input_list(k);
+  TILEJIT_THROW(kTypeError) << k.func.name << ": unexpected keyword argument '" << name
+                            << "' (inputs: " << (inputs.empty() ? "none" : inputs)
+                            << (options.empty() ? "" : "; options: ") << options << ")";
+}
+
+void input_given_twice(const Kernel::Impl& k, int input) {
+  TILEJIT_THROW(kTypeError) << k.func.name << ": got multiple values for input #" << input
+                            << " '" << input_param(k, input).name << "'";
+}
+
+void bad_shape_arg(const Kernel::Impl& k, int input, const ShapeArg& a) {
+  const std::string shape = shape_str(a.shape());
+  if (a.shape().size() > size_t(kMaxRank)) {
+    TILEJIT_THROW(kValueError) << arg_prefix(k, input) << "shape " << shape << " has "
+                               << a.shape().size() << " dimensions; tilejit supports at most "
+                               << kMaxRank;
+  }
+  const auto& dims = a.shape();
+  if (std::any_of(dims.begin(), dims.end(), [](int64_t e) { return e < 0; })) {
+    TILEJIT_THROW(kValueError) << arg_prefix(k, input) << "shape " << shape
+                               << " has a negative extent";
+  }
+  TILEJIT_THROW(kValueError) << arg_prefix(k, input) << "shape " << shape
+                             << " has more elements than int64 can count";
 }
 
 void not_a_tensor(const Kernel::Impl& k, int input, const Arg& arg) {
@@ -110,8 +173,14 @@ void not_a_scalar(const Kernel::Impl& k, int input, const Arg& arg) {
 }
 
 void scalar_value(const Kernel::Impl& k, int input, const Arg& arg) {
-  TILEJIT_THROW(kValueError) << arg_prefix(k, input) << "value " << arg.int_value()
-                             << " does not fit in int32";
+  std::ostringstream value;
+  if (arg.kind() == Arg::Kind::kFloat) {
+    value << arg.float_value();
+  } else {
+    value << arg.int_value();
+  }
+  TILEJIT_THROW(kValueError) << arg_prefix(k, input) << "value " << value.str()
+                             << " does not fit in " << input_param(k, input).scalar.name();
 }
 
 void dtype(const Kernel::Impl& k, int input, const Tensor& t) {
@@ -147,13 +216,7 @@ void device(const Kernel::Impl& k, int input, const Tensor& t, const BoundCall& 
 }
 
 void not_contiguous(const Kernel::Impl& k, int input, const Tensor& t) {
-  std::ostringstream strides;
-  strides << "[";
-  for (int d = 0; d < t.ndim(); ++d) strides << (d ? ", " : "") << t.stride(d);
-  strides << "]";
-  TILEJIT_THROW(kValueError) << arg_prefix(k, input)
-                             << "expected a contiguous tensor, got strides " << strides.str()
-                             << " for shape " << t.shape_str();
+  TILEJIT_THROW(kValueError) << arg_prefix(k, input) << not_contiguous_text(t);
 }
 
 void affine(const Kernel::Impl& k, const SymbolBinding& b, int64_t extent) {
@@ -246,7 +309,7 @@ void bad_out(const Kernel::Impl& k, size_t index, const Tensor& t, const BoundCa
   } else if (problem == "device") {
     os << "expected a tensor on " << call.device.str() << ", got one on " << t.device().str();
   } else {
-    os << "expected a contiguous tensor";
+    os << not_contiguous_text(t);
   }
   throw Error(problem == "dtype" ? ErrorKind::kTypeError : ErrorKind::kValueError, os.str());
 }
@@ -260,9 +323,12 @@ void bad_workspace(const Kernel::Impl& k, const Tensor& t, size_t needed, const 
   } else if (problem == "device") {
     os << "expected a tensor on " << call.device.str() << ", got one on " << t.device().str();
   } else if (problem == "alignment") {
-    os << "the data pointer must be 256-byte aligned";
+    os << "the data pointer is not 256-byte aligned (address % 256 = "
+       << reinterpret_cast<uintptr_t>(t.data()) % 256
+       << "); kernel.empty_workspace() with the call's inputs makes an arena of the right size "
+          "and alignment";
   } else {
-    os << "expected a contiguous tensor";
+    os << not_contiguous_text(t);
   }
   throw Error(ErrorKind::kValueError, os.str());
 }

@@ -21,6 +21,14 @@ WorkspaceInit parse_workspace_init(const std::string& name) {
                              << "'; expected empty, zero or zero_once";
 }
 
+WorkspaceInit parse_workspace_init(const std::string& name, const std::string& kernel,
+                                   const std::string& workspace) {
+  if (name == "empty" || name == "zero" || name == "zero_once") return parse_workspace_init(name);
+  TILEJIT_THROW(kValueError) << kernel << ": workspace_init['" << workspace << "'] = '" << name
+                             << "' is not a workspace init; expected 'empty', 'zero' or "
+                                "'zero_once'";
+}
+
 namespace {
 
 // Resolves one list. `what` is "out_idx" or "workspace_idx".

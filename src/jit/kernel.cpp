@@ -1,5 +1,7 @@
 #include "tilejit/jit/kernel.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -54,6 +56,11 @@ void bind_inputs(const Kernel::Impl& k, std::span<const Arg> inputs, BoundCall* 
       if (spec.dtype == DataType::float32()) {
         if (arg.kind() == Arg::Kind::kFloat) {
           v.f32 = float(arg.float_value());
+          // 1e40 rounds to inf: an error, not a silent infinity (inf and
+          // nan themselves pass, as the caller asked for them).
+          if (TILEJIT_UNLIKELY(std::isinf(v.f32)) && !std::isinf(arg.float_value())) {
+            call_errors::scalar_value(k, int(i), arg);
+          }
         } else if (arg.kind() == Arg::Kind::kInt) {
           v.f32 = float(arg.int_value());
         } else {
@@ -320,6 +327,95 @@ std::vector<WorkspaceSlice> Kernel::workspace_layout(std::span<const Arg> inputs
     slices.push_back(std::move(s));
   }
   return slices;
+}
+
+namespace {
+
+// Stand-ins for a shape-only query: tensors without memory, of the declared
+// dtype on the kernel's device, and the scalars as given. A ShapeArg on the
+// wrong kind of input becomes the Arg bind_inputs rejects with the usual
+// message.
+struct ShapeInputs {
+  SmallArray<Tensor, kMaxParams> tensors;
+  SmallArray<Arg, kMaxParams> args;
+
+  ShapeInputs(const Kernel::Impl& k, std::span<const ShapeArg> inputs) {
+    // More than kMaxParams cannot be an input list: bind_inputs says so.
+    if (inputs.size() > size_t(kMaxParams)) call_errors::arity(k, inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const ShapeArg& a = inputs[i];
+      if (!a.is_shape()) {
+        args.emplace_back(a.scalar());
+        continue;
+      }
+      const std::vector<int64_t>& shape = a.shape();
+      // What Tensor::from_blob would refuse, refused naming the input.
+      bool bad = shape.size() > size_t(kMaxRank);
+      int64_t elements = 1;
+      for (const int64_t e : shape) {
+        bad = bad || e < 0 || (e != 0 && __builtin_mul_overflow(elements, e, &elements));
+      }
+      if (bad) call_errors::bad_shape_arg(k, int(i), a);
+      const DataType dtype = i < k.plan.inputs.size() ? k.plan.inputs[i].dtype : DataType::uint8();
+      args.emplace_back(tensors.emplace_back(
+          Tensor::from_blob(nullptr, shape, dtype, k.primary_device)));
+    }
+  }
+  std::span<const Arg> span() const { return {args.data(), args.size()}; }
+};
+
+}  // namespace
+
+size_t Kernel::workspace_bytes_for_shapes(std::span<const ShapeArg> inputs) const {
+  TILEJIT_CHECK(impl_ != nullptr, kValueError) << "workspace_bytes of an undefined Kernel";
+  const ShapeInputs stand_ins(*impl_, inputs);
+  return workspace_bytes(stand_ins.span());
+}
+
+std::vector<WorkspaceSlice> Kernel::workspace_layout_for_shapes(
+    std::span<const ShapeArg> inputs) const {
+  TILEJIT_CHECK(impl_ != nullptr, kValueError) << "workspace_layout of an undefined Kernel";
+  const ShapeInputs stand_ins(*impl_, inputs);
+  return workspace_layout(stand_ins.span());
+}
+
+Tensor Kernel::empty_workspace(std::span<const Arg> inputs) const {
+  TILEJIT_CHECK(impl_ != nullptr, kValueError) << "empty_workspace of an undefined Kernel";
+  BoundCall call;
+  bind_inputs(*impl_, inputs, &call);
+  size_t offsets[kMaxParams];
+  size_t sizes[kMaxParams];
+  const int64_t bytes = int64_t(layout_workspaces(*impl_, call, offsets, sizes));
+  runtime::Backend& backend = *impl_->backend;
+  // Allocator::allocate promises 256-byte alignment, which is what
+  // CallOptions::workspace needs.
+  return backend.tensor_allocator().empty(std::span<const int64_t>(&bytes, 1), DataType::uint8(),
+                                          call.device, backend.current_stream(call.device));
+}
+
+void Kernel::match_inputs(size_t num_positional, std::span<const std::string_view> names,
+                          int* order, std::string_view options) const {
+  TILEJIT_CHECK(impl_ != nullptr, kValueError) << "match_inputs of an undefined Kernel";
+  const Impl& k = *impl_;
+  const size_t n = k.plan.inputs.size();
+  if (num_positional > n) call_errors::arity(k, num_positional + names.size());
+  for (size_t i = 0; i < n; ++i) order[i] = i < num_positional ? int(i) : -1;
+  for (size_t j = 0; j < names.size(); ++j) {
+    size_t i = 0;
+    while (i < n && k.func.params[k.plan.inputs[i].param].name != names[j]) ++i;
+    if (i == n) call_errors::unknown_input_name(k, names[j], options);
+    if (order[i] >= 0) call_errors::input_given_twice(k, int(i));
+    order[i] = int(num_positional + j);
+  }
+  int missing[kMaxParams];
+  size_t num_missing = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (order[i] < 0) missing[num_missing++] = int(i);
+  }
+  if (num_missing > 0) {
+    call_errors::arity(k, num_positional + names.size(),
+                       std::span<const int>(missing, num_missing));
+  }
 }
 
 const Tensor& Outputs::operator[](size_t i) const {

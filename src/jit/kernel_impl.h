@@ -59,9 +59,17 @@ size_t layout_workspaces(const Kernel::Impl& k, const BoundCall& call, size_t* o
 
 // Cold failure paths (call_errors.cpp). Each throws.
 namespace call_errors {
-[[noreturn]] void arity(const Kernel::Impl& k, size_t got);
+/// `got` arguments for the inputs; when too few, `missing` lists the inputs
+/// not given (empty: the last ones, as in a positional call).
+[[noreturn]] void arity(const Kernel::Impl& k, size_t got, std::span<const int> missing = {});
+[[noreturn]] void unknown_input_name(const Kernel::Impl& k, std::string_view name,
+                                    std::string_view options);
+[[noreturn]] void input_given_twice(const Kernel::Impl& k, int input);
+[[noreturn]] void bad_shape_arg(const Kernel::Impl& k, int input, const ShapeArg& a);
 [[noreturn]] void not_a_tensor(const Kernel::Impl& k, int input, const Arg& arg);
 [[noreturn]] void not_a_scalar(const Kernel::Impl& k, int input, const Arg& arg);
+/// A scalar that does not fit the declared dtype (int32, or float32 for a
+/// finite value that rounds to infinity).
 [[noreturn]] void scalar_value(const Kernel::Impl& k, int input, const Arg& arg);
 [[noreturn]] void dtype(const Kernel::Impl& k, int input, const Tensor& t);
 [[noreturn]] void rank(const Kernel::Impl& k, int input, const Tensor& t);

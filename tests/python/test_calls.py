@@ -243,8 +243,9 @@ def test_workspace_passthrough():
                                   "bytes"):
         k(x, workspace=aligned_bytes(255))
     misaligned = aligned_bytes(512)[8:264]
-    with raises_exact(ValueError, "rows_total: workspace=: the data pointer must be 256-byte "
-                                  "aligned"):
+    with raises_exact(ValueError, "rows_total: workspace=: the data pointer is not 256-byte "
+                                  "aligned (address % 256 = 8); kernel.empty_workspace() with the "
+                                  "call's inputs makes an arena of the right size and alignment"):
         k(x, workspace=misaligned)
 
 

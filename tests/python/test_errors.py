@@ -49,16 +49,22 @@ def clean_after(request):
 
 def test_arity(k, args):
     q, kv, idx = args
-    with raises_exact(TypeError, "sparse_attention_fwd: expected 3 inputs (Q, KV, Indices), got 2"):
+    with raises_exact(TypeError, "sparse_attention_fwd: expected 3 inputs (Q, KV, Indices), got 2: "
+                                 "missing parameter #2 'Indices' (a parameter in neither out_idx "
+                                 "nor workspace_idx is an input)"):
         k(q, kv)
     with raises_exact(TypeError, "sparse_attention_fwd: expected 3 inputs (Q, KV, Indices), got 4"):
         k(q, kv, idx, idx)
-    with raises_exact(TypeError, "sparse_attention_fwd: expected 3 inputs (Q, KV, Indices), got 0"):
+    with raises_exact(TypeError, "sparse_attention_fwd: expected 3 inputs (Q, KV, Indices), got 0: "
+                                 "missing parameters #0 'Q', #1 'KV', #2 'Indices' (a parameter in "
+                                 "neither out_idx nor workspace_idx is an input)"):
         k()
     with raises_exact(TypeError, "sparse_attention_fwd: expected 3 inputs (Q, KV, Indices), "
                                  "got 70"):
         k(*([q] * 70))
-    with raises_exact(TypeError, "sparse_attention_fwd: expected 3 inputs (Q, KV, Indices), got 2"):
+    with raises_exact(TypeError, "sparse_attention_fwd: expected 3 inputs (Q, KV, Indices), got 2: "
+                                 "missing parameter #2 'Indices' (a parameter in neither out_idx "
+                                 "nor workspace_idx is an input)"):
         k.workspace_bytes(q, kv)
     assert k(q, kv, idx).shape == (2, 3, 4, 8)
 
@@ -152,11 +158,13 @@ def test_non_contiguous_views(k, args):
     q, kv, idx = args
     strided = np.zeros((2, 5, 16), np.float32)[:, :, ::2]
     with raises_exact(ValueError, "sparse_attention_fwd: argument #1 'KV': expected a contiguous "
-                                  "tensor, got strides [80, 16, 2] for shape [2, 5, 8]"):
+                                  "tensor, got strides [80, 16, 2] in elements ([320, 64, 8] in "
+                                  "bytes) for shape [2, 5, 8]"):
         k(q, strided, idx)
     transposed = np.zeros((8, 5, 2), np.float32).T
     with raises_exact(ValueError, "sparse_attention_fwd: argument #1 'KV': expected a contiguous "
-                                  "tensor, got strides [1, 2, 10] for shape [2, 5, 8]"):
+                                  "tensor, got strides [1, 2, 10] in elements ([4, 8, 40] in "
+                                  "bytes) for shape [2, 5, 8]"):
         k(q, transposed, idx)
     record = np.zeros((2, 3, 16), dtype=[("i", "<i4"), ("pad", "<i2")])["i"]
     with raises_exact(ValueError, "sparse_attention_fwd: argument #2 'Indices': is not contiguous "

@@ -236,9 +236,16 @@ def test_prim_func_declaration_errors():
 
 
 def test_prim_func_validation_errors_from_cpp():
-    with raises_exact(ValueError, "main: parameter #0 name 'grid_dim' is reserved"):
+    with raises_exact(ValueError, "main: parameter #0 name 'grid_dim' is reserved (a name the "
+                                  "generated wrapper declares)"):
         @T.prim_func
         def main(grid_dim: T.Tensor([4], "float32")):
+            T.source(cpu="")
+
+    with raises_exact(ValueError, "main: parameter #0 name 'delete' is reserved (a C++ "
+                                  "keyword)"):
+        @T.prim_func
+        def main(delete: T.Tensor([4], "float32")):  # noqa: F811
             T.source(cpu="")
 
     with raises_exact(ValueError, "main: grid extent 0 is 0; extents must be positive"):

@@ -24,6 +24,10 @@ enum class WorkspaceInit : uint8_t {
 const char* workspace_init_name(WorkspaceInit init);
 /// Parses the names above; ValueError otherwise.
 WorkspaceInit parse_workspace_init(const std::string& name);
+/// The same for the entry `workspace_init[workspace] = name` of `kernel`'s
+/// options, whose error names both ("k: workspace_init['W'] = 'zeros' ...").
+WorkspaceInit parse_workspace_init(const std::string& name, const std::string& kernel,
+                                   const std::string& workspace);
 
 /// An index list as the seed API takes it: absent, one int, or a list. Copied
 /// on construction: legalisation never touches the caller's list.

@@ -9,9 +9,12 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tilejit/core/small_array.h"
@@ -47,6 +50,31 @@ class Arg {
   const Tensor* tensor_ = nullptr;
   int64_t int_ = 0;
   double float_ = 0;
+};
+
+/// One input of a shape-only query (Kernel::workspace_bytes_for_shapes), for a
+/// caller that has no tensors yet: a tensor input's shape, or a scalar
+/// input's value. `{2, 64}` is a shape (so `{3}` is the shape [3]); `3` and
+/// `2.0` are scalars.
+class ShapeArg {
+ public:
+  ShapeArg(std::initializer_list<int64_t> shape) : is_shape_(true), shape_(shape) {}
+  ShapeArg(std::vector<int64_t> shape) : is_shape_(true), shape_(std::move(shape)) {}  // NOLINT
+  ShapeArg(int v) : scalar_(v) {}        // NOLINT
+  ShapeArg(long v) : scalar_(v) {}       // NOLINT
+  ShapeArg(long long v) : scalar_(v) {}  // NOLINT
+  ShapeArg(double v) : scalar_(v) {}     // NOLINT
+  ShapeArg(float v) : scalar_(v) {}      // NOLINT
+
+  bool is_shape() const noexcept { return is_shape_; }
+  const std::vector<int64_t>& shape() const noexcept { return shape_; }
+  /// The scalar (an int or float Arg); meaningful when !is_shape().
+  const Arg& scalar() const noexcept { return scalar_; }
+
+ private:
+  bool is_shape_ = false;
+  std::vector<int64_t> shape_;
+  Arg scalar_;
 };
 
 /// The outputs of a call, in out_idx order. Converts to a Tensor when there
@@ -123,6 +151,31 @@ class Kernel {
   }
   /// Where each workspace lies in the arena for these inputs.
   std::vector<WorkspaceSlice> workspace_layout(std::span<const Arg> inputs) const;
+  /// workspace_bytes() and workspace_layout() from shapes alone: one ShapeArg
+  /// per input in call order, a shape for each tensor input and a value for
+  /// each scalar input. Checked as a call with tensors of those shapes (and
+  /// the declared dtypes, on the kernel's device) would be; a shape with a
+  /// negative extent or more than kMaxRank dimensions is a ValueError.
+  /// (Named apart from the Arg overloads so that `workspace_bytes({})`
+  /// stays unambiguous.)
+  size_t workspace_bytes_for_shapes(std::span<const ShapeArg> inputs) const;
+  std::vector<WorkspaceSlice> workspace_layout_for_shapes(std::span<const ShapeArg> inputs) const;
+  /// An arena for CallOptions::workspace: a uint8 tensor of workspace_bytes()
+  /// bytes, 256-byte aligned, on the inputs' device (the kernel's device when
+  /// no input is a tensor), from the backend's TensorAllocator. The inputs
+  /// are checked as by a call.
+  Tensor empty_workspace(std::span<const Arg> inputs) const;
+
+  /// For bindings that take inputs by name (Python's keywords): a call gives
+  /// `num_positional` arguments in input order, then one argument per entry
+  /// of `names`. Sets order[i], for each input i (order has one slot per
+  /// input), to the index of its argument in that concatenation. TypeError,
+  /// naming the kernel and the input, for too many positional arguments, a
+  /// name that is no input, an input given twice, or a missing input.
+  /// `options` names the caller's other keywords for the unknown-name error
+  /// ("stream=, out=, workspace=").
+  void match_inputs(size_t num_positional, std::span<const std::string_view> names, int* order,
+                    std::string_view options = {}) const;
 
   bool defined() const noexcept { return impl_ != nullptr; }
   const std::string& name() const;

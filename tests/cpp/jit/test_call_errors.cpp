@@ -1,5 +1,7 @@
 // Every validation error of a call: kind, exact message, no lease left held,
 // and the next good call succeeds.
+#include <limits>
+
 #include "common/test_util.h"
 
 namespace tilejit {
@@ -47,12 +49,16 @@ Kernel* CallErrors::kernel_ = nullptr;
 
 TEST_F(CallErrors, Arity) {
   expect_error([&] { (*kernel_)(q_, kv_); }, ErrorKind::kTypeError,
-               "sparse_attention_fwd: expected 3 inputs (Q, KV, Indices), got 2");
+               "sparse_attention_fwd: expected 3 inputs (Q, KV, Indices), got 2: missing "
+               "parameter #2 'Indices' (a parameter in neither out_idx nor workspace_idx is an "
+               "input)");
   Tensor extra = empty({2, 3, 4, 8}, DataType::bfloat16());
   expect_error([&] { (*kernel_)(q_, kv_, idx_, extra); }, ErrorKind::kTypeError,
                "sparse_attention_fwd: expected 3 inputs (Q, KV, Indices), got 4");
   expect_error([&] { (*kernel_)(); }, ErrorKind::kTypeError,
-               "sparse_attention_fwd: expected 3 inputs (Q, KV, Indices), got 0");
+               "sparse_attention_fwd: expected 3 inputs (Q, KV, Indices), got 0: missing "
+               "parameters #0 'Q', #1 'KV', #2 'Indices' (a parameter in neither out_idx nor "
+               "workspace_idx is an input)");
   expect_clean();
 }
 
@@ -106,7 +112,7 @@ TEST_F(CallErrors, NotContiguous) {
                                 nullptr, strides);
   expect_error([&] { (*kernel_)(q_, kv, idx_); }, ErrorKind::kValueError,
                "sparse_attention_fwd: argument #1 'KV': expected a contiguous tensor, got strides "
-               "[80, 16, 2] for shape [2, 5, 8]");
+               "[80, 16, 2] in elements ([160, 32, 4] in bytes) for shape [2, 5, 8]");
   expect_clean();
 }
 
@@ -213,6 +219,53 @@ TEST(CallErrorsShapes, AffineGridOutputScalar) {
   expect_error([&] { ks(x, 1, x); }, ErrorKind::kTypeError,
                "k: argument #2 'alpha': expected float32 scalar, got a float32 tensor of shape [3]");
   EXPECT_EQ(Tensor(ks(x, 1, 2)).shape(0), 3);  // an int is a fine float32
+  EXPECT_EQ(cpu_pool().stats().bytes_in_use, 0u);
+}
+
+TEST(CallErrorsShapes, AWorkspaceLeftOutOfWorkspaceIdxIsAnInput) {
+  // Five workspaces declared, four listed: the fifth is an input.
+  const Expr b = symbolic("b"), s = symbolic("s");
+  const auto f = prim_func("sparse_attention_fwd")
+                     .tensor("Q", {b, s, 4, 8}, DataType::float32())
+                     .tensor("KV", {b, s, 8}, DataType::float32())
+                     .tensor("Indices", {b, s, 16}, DataType::int32())
+                     .tensor("Output", {b, s, 4, 8}, DataType::float32())
+                     .tensor("ws_kv", {b * s, 8}, DataType::float32())
+                     .tensor("ws_s", {b * s, 8}, DataType::float32())
+                     .tensor("ws_p", {b * s, 8}, DataType::float32())
+                     .tensor("ws_o", {b * s, 8}, DataType::float32())
+                     .tensor("ws_extra", {b * s, 8}, DataType::float32())
+                     .body("cpu", "")
+                     .build();
+  const Kernel k = jit(f, cpu_options({3}, {4, 5, 6, 7}));
+  Tensor q = empty({2, 3, 4, 8}, DataType::float32());
+  Tensor kv = empty({2, 3, 8}, DataType::float32());
+  Tensor idx = empty({2, 3, 16}, DataType::int32());
+  expect_error([&] { k(q, kv, idx); }, ErrorKind::kTypeError,
+               "sparse_attention_fwd: expected 4 inputs (Q, KV, Indices, ws_extra), got 3: "
+               "missing parameter #8 'ws_extra' (a parameter in neither out_idx nor "
+               "workspace_idx is an input)");
+}
+
+TEST(CallErrorsShapes, Float32ScalarThatOverflowsToInfinity) {
+  const Expr n = symbolic("n");
+  const auto f = prim_func("k")
+                     .tensor("X", {n}, DataType::float32())
+                     .scalar("alpha", DataType::float32())
+                     .tensor("Y", {n}, DataType::float32())
+                     .body("cpu", "for (int64_t i = 0; i < n; ++i) Y(i) = alpha;")
+                     .build();
+  const Kernel k = jit(f, cpu_options({-1}));
+  Tensor x = empty({2}, DataType::float32());
+  expect_error([&] { k(x, 1e40); }, ErrorKind::kValueError,
+               "k: argument #1 'alpha': value 1e+40 does not fit in float32");
+  expect_error([&] { k(x, -1e39); }, ErrorKind::kValueError,
+               "k: argument #1 'alpha': value -1e+39 does not fit in float32");
+  // Infinity asked for is infinity; the largest float32 still fits.
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(Tensor(k(x, inf)).data_as<float>()[1], std::numeric_limits<float>::infinity());
+  EXPECT_EQ(Tensor(k(x, 3.4028234663852886e38)).data_as<float>()[0],
+            std::numeric_limits<float>::max());
   EXPECT_EQ(cpu_pool().stats().bytes_in_use, 0u);
 }
 

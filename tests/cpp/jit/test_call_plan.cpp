@@ -124,11 +124,21 @@ TEST(CallPlan, DeclarationErrors) {
   expect_error([&] { prim_func("k").tensor("X", {-1}, DataType::float32()).build(); },
                ErrorKind::kValueError, "k: parameter #0 'X' dimension 0 is negative (-1)");
   expect_error([&] { prim_func("k").tensor("block_idx", {n}, DataType::float32()).build(); },
-               ErrorKind::kValueError, "k: parameter #0 name 'block_idx' is reserved");
+               ErrorKind::kValueError,
+               "k: parameter #0 name 'block_idx' is reserved (a name the generated wrapper "
+               "declares)");
+  expect_error([&] { prim_func("k").tensor("tilejit_x", {n}, DataType::float32()).build(); },
+               ErrorKind::kValueError,
+               "k: parameter #0 name 'tilejit_x' is reserved (a name the generated wrapper "
+               "declares)");
+  expect_error([&] { prim_func("k").tensor("int32_t", {n}, DataType::float32()).build(); },
+               ErrorKind::kValueError,
+               "k: parameter #0 name 'int32_t' is reserved (a type name the generated code "
+               "uses)");
   expect_error([&] { prim_func("k").tensor("new", {n}, DataType::float32()).build(); },
-               ErrorKind::kValueError, "k: parameter #0 name 'new' is reserved");
+               ErrorKind::kValueError, "k: parameter #0 name 'new' is reserved (a C++ keyword)");
   expect_error([&] { prim_func("k").tensor("X", {symbolic("switch")}, DataType::float32()).build(); },
-               ErrorKind::kValueError, "k: symbol name 'switch' is reserved");
+               ErrorKind::kValueError, "k: symbol name 'switch' is reserved (a C++ keyword)");
   expect_error([&] { prim_func("k").tensor("X", {n}, DataType::float32()).scalar("n", DataType::float32()).build(); },
                ErrorKind::kTypeError,
                "k: symbol 'n' is bound by scalar parameter #1 of dtype float32; it must be int32 or int64");

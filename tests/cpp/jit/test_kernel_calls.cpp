@@ -11,6 +11,7 @@ namespace {
 
 using testing::cpu_options;
 using testing::cpu_pool;
+using testing::expect_error;
 using testing::iota;
 
 TEST(KernelCalls, OutputInTheMiddle) {
@@ -279,6 +280,121 @@ TEST(KernelCalls, SuppliedOutputAndWorkspace) {
   EXPECT_EQ(out.data_as<int32_t>()[0], 1);  // zero_once is zeroed in a supplied arena
   for (int i = 0; i < 16; ++i) EXPECT_EQ(arena.data_as<int32_t>()[i], 42);
   EXPECT_EQ(cpu_pool().stats().leases, before.leases);  // the pool was not used
+}
+
+TEST(KernelCalls, WorkspaceBytesFromShapesAlone) {
+  const Expr n = symbolic("n"), m = symbolic("m");
+  const auto f = prim_func("layout_shapes")
+                     .tensor("X", {n, 4}, DataType::float32())
+                     .scalar("m", DataType::int64())
+                     .tensor("W1", {n, 4}, DataType::float32())
+                     .tensor("W2", {m * n}, DataType::float64())
+                     .body("cpu", "")
+                     .build();
+  const Kernel k = jit(f, cpu_options({}, {2, 3}));
+  Tensor x = empty({10, 4}, DataType::float32());
+  const Arg args[] = {Arg(x), Arg(3)};
+  const ShapeArg shapes[] = {{10, 4}, 3};
+  EXPECT_EQ(k.workspace_bytes_for_shapes(shapes), k.workspace_bytes(args));
+  EXPECT_EQ(k.workspace_bytes_for_shapes(shapes), 512u);  // 160 -> 256, then 240 -> 256
+  const auto layout = k.workspace_layout_for_shapes(shapes);
+  ASSERT_EQ(layout.size(), 2u);
+  EXPECT_EQ(layout[1].offset, 256u);
+  EXPECT_EQ(layout[1].shape, (std::vector<int64_t>{30}));
+  // Checked as a call with tensors of those shapes would be.
+  const ShapeArg short_list[] = {{10, 4}};
+  expect_error([&] { k.workspace_bytes_for_shapes(short_list); }, ErrorKind::kTypeError,
+               "layout_shapes: expected 2 inputs (X, m), got 1: missing parameter #1 'm' (a "
+               "parameter in neither out_idx nor workspace_idx is an input)");
+  const ShapeArg wrong_rank[] = {{10}, 3};
+  expect_error([&] { k.workspace_bytes_for_shapes(wrong_rank); }, ErrorKind::kValueError,
+               "layout_shapes: argument #0 'X': expected 2 dimensions [n, 4], got 1 [10]");
+  const ShapeArg negative[] = {{-1, 4}, 3};
+  expect_error([&] { k.workspace_bytes_for_shapes(negative); }, ErrorKind::kValueError,
+               "layout_shapes: argument #0 'X': shape [-1, 4] has a negative extent");
+  const ShapeArg huge[] = {{int64_t{1} << 32, int64_t{1} << 32}, 3};
+  expect_error([&] { k.workspace_bytes_for_shapes(huge); }, ErrorKind::kValueError,
+               "layout_shapes: argument #0 'X': shape [4294967296, 4294967296] has more elements "
+               "than int64 can count");
+  const ShapeArg too_deep[] = {{1, 1, 1, 1, 1, 1, 1, 1, 1}, 3};
+  expect_error([&] { k.workspace_layout_for_shapes(too_deep); }, ErrorKind::kValueError,
+               "layout_shapes: argument #0 'X': shape [1, 1, 1, 1, 1, 1, 1, 1, 1] has 9 "
+               "dimensions; tilejit supports at most 8");
+  const ShapeArg swapped[] = {3, {10, 4}};
+  expect_error([&] { k.workspace_bytes_for_shapes(swapped); }, ErrorKind::kTypeError,
+               "layout_shapes: argument #0 'X': expected a float32 tensor, got an integer (3)");
+}
+
+TEST(KernelCalls, EmptyWorkspaceIsAnAlignedArenaOfTheRightSize) {
+  const Kernel k = probe("probe_arena", WorkspaceInit::kZeroOnce);
+  Tensor v = empty({1}, DataType::int32());
+  v.data_as<int32_t>()[0] = 42;
+  Tensor shape = empty({100}, DataType::uint8());
+  const Arg args[] = {Arg(v), Arg(shape)};
+  Tensor arena = k.empty_workspace(args);
+  EXPECT_EQ(arena.dtype(), DataType::uint8());
+  EXPECT_EQ(arena.device(), Device::cpu());
+  EXPECT_EQ(size_t(arena.nbytes()), k.workspace_bytes(args));
+  EXPECT_EQ(arena.nbytes(), 512);  // 400 bytes of int32, in whole 256-byte lines
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(arena.data()) % 256, 0u);
+  CallOptions o;
+  o.workspace = arena;
+  const auto before = cpu_pool().stats();
+  Outputs result = k.call(args, o);
+  EXPECT_EQ(result[0].data_as<int32_t>()[0], 1);  // zeroed: a supplied arena always is
+  EXPECT_EQ(arena.data_as<int32_t>()[99], 42);
+  EXPECT_EQ(cpu_pool().stats().leases, before.leases);
+  // The inputs are checked as by a call.
+  const Arg short_list[] = {Arg(v)};
+  expect_error([&] { k.empty_workspace(short_list); }, ErrorKind::kTypeError,
+               "probe_arena: expected 2 inputs (Value, Shape), got 1: missing parameter #3 "
+               "'Shape' (a parameter in neither out_idx nor workspace_idx is an input)");
+}
+
+TEST(KernelCalls, MatchInputsByName) {
+  const Expr n = symbolic("n");
+  const auto f = prim_func("k")
+                     .tensor("X", {n}, DataType::float32())
+                     .tensor("Out", {n}, DataType::float32())
+                     .tensor("Yin", {n}, DataType::float32())
+                     .scalar("alpha", DataType::float32())
+                     .body("cpu", "")
+                     .build();
+  const Kernel k = jit(f, cpu_options({1}));
+  int order[3];
+  const std::string_view all[] = {"alpha", "X", "Yin"};
+  k.match_inputs(0, all, order);
+  EXPECT_EQ(order[0], 1);
+  EXPECT_EQ(order[1], 2);
+  EXPECT_EQ(order[2], 0);
+  const std::string_view rest[] = {"alpha", "Yin"};
+  k.match_inputs(1, rest, order);  // positional first, then by name
+  EXPECT_EQ(order[0], 0);
+  EXPECT_EQ(order[1], 2);
+  EXPECT_EQ(order[2], 1);
+  k.match_inputs(3, {}, order);
+  EXPECT_EQ(order[2], 2);
+  const std::string_view unknown[] = {"Z"};
+  expect_error([&] { k.match_inputs(2, unknown, order); }, ErrorKind::kTypeError,
+               "k: unexpected keyword argument 'Z' (inputs: X, Yin, alpha)");
+  expect_error([&] { k.match_inputs(2, unknown, order, "stream=, out="); }, ErrorKind::kTypeError,
+               "k: unexpected keyword argument 'Z' (inputs: X, Yin, alpha; options: stream=, "
+               "out=)");
+  const std::string_view output[] = {"Out"};  // an output is no input
+  expect_error([&] { k.match_inputs(2, output, order); }, ErrorKind::kTypeError,
+               "k: unexpected keyword argument 'Out' (inputs: X, Yin, alpha)");
+  const std::string_view again[] = {"X", "alpha"};
+  expect_error([&] { k.match_inputs(1, again, order); }, ErrorKind::kTypeError,
+               "k: got multiple values for input #0 'X'");
+  const std::string_view twice[] = {"alpha", "alpha"};
+  expect_error([&] { k.match_inputs(2, twice, order); }, ErrorKind::kTypeError,
+               "k: got multiple values for input #2 'alpha'");
+  const std::string_view some[] = {"alpha"};
+  expect_error([&] { k.match_inputs(0, some, order); }, ErrorKind::kTypeError,
+               "k: expected 3 inputs (X, Yin, alpha), got 1: missing parameters #0 'X', #2 "
+               "'Yin' (a parameter in neither out_idx nor workspace_idx is an input)");
+  expect_error([&] { k.match_inputs(4, {}, order); }, ErrorKind::kTypeError,
+               "k: expected 3 inputs (X, Yin, alpha), got 4");
 }
 
 TEST(KernelCalls, ConcurrentCallsNeverShareWorkspaces) {

@@ -78,6 +78,10 @@ TEST(Legalize, WorkspaceInitNames) {
   EXPECT_STREQ(workspace_init_name(WorkspaceInit::kZero), "zero");
   expect_error([] { parse_workspace_init("zeros"); }, ErrorKind::kValueError,
                "unknown workspace init 'zeros'; expected empty, zero or zero_once");
+  EXPECT_EQ(parse_workspace_init("zero", "k", "W"), WorkspaceInit::kZero);
+  expect_error([] { parse_workspace_init("zeros", "k", "W"); }, ErrorKind::kValueError,
+               "k: workspace_init['W'] = 'zeros' is not a workspace init; expected 'empty', "
+               "'zero' or 'zero_once'");
 }
 
 }  // namespace

@@ -167,7 +167,8 @@ TEST(BadDeclaration, RankAboveTheMaximum) {
 TEST(BadDeclaration, ReservedSymbolName) {
   expect_jit_rejected(
       [] { prim_func("k").tensor("X", {symbolic("bx")}, DataType::float32()).build(); },
-      ErrorKind::kValueError, "k: symbol name 'bx' is reserved");
+      ErrorKind::kValueError, "k: symbol name 'bx' is reserved (a name the generated wrapper "
+                      "declares)");
 }
 
 TEST(BadDeclaration, SymbolNameNotAnIdentifier) {

@@ -85,7 +85,7 @@ TEST_F(BadCall, TransposedView) {
   Tensor xt = view(x_.data(), {3, 4}, DataType::float32(), Device::cpu(), {1, 3});
   expect_rejected([&] { k()(xt, y_, 2.0f); }, ErrorKind::kValueError,
                   "scale_add: argument #0 'X': expected a contiguous tensor, got strides [1, 3] "
-                  "for shape [3, 4]",
+                  "in elements ([4, 12] in bytes) for shape [3, 4]",
                   good());
 }
 
@@ -94,7 +94,7 @@ TEST_F(BadCall, ColumnSliceView) {
   Tensor slice = view(wide.data(), {3, 4}, DataType::float32(), Device::cpu(), {8, 1});
   expect_rejected([&] { k()(x_, slice, 2.0f); }, ErrorKind::kValueError,
                   "scale_add: argument #1 'Y': expected a contiguous tensor, got strides [8, 1] "
-                  "for shape [3, 4]",
+                  "in elements ([32, 4] in bytes) for shape [3, 4]",
                   good());
 }
 
@@ -103,7 +103,7 @@ TEST_F(BadCall, BroadcastView) {
   Tensor broadcast = view(row.data(), {3, 4}, DataType::float32(), Device::cpu(), {0, 1});
   expect_rejected([&] { k()(broadcast, y_, 2.0f); }, ErrorKind::kValueError,
                   "scale_add: argument #0 'X': expected a contiguous tensor, got strides [0, 1] "
-                  "for shape [3, 4]",
+                  "in elements ([0, 4] in bytes) for shape [3, 4]",
                   good());
 }
 
@@ -215,7 +215,9 @@ TEST_F(BadOut, NotContiguous) {
   Tensor big = empty({4, 3}, DataType::float32());
   Tensor out = view(big.data(), {3, 4}, DataType::float32(), Device::cpu(), {1, 3});
   expect_rejected([&] { call_with_out(out); }, ErrorKind::kValueError,
-                  "scale_add: out[0] 'Out': expected a contiguous tensor", good());
+                  "scale_add: out[0] 'Out': expected a contiguous tensor, got strides [1, 3] in "
+                  "elements ([4, 12] in bytes) for shape [3, 4]",
+                  good());
 }
 
 TEST_F(BadOut, AGoodOneIsWrittenInPlace) {
@@ -251,7 +253,10 @@ TEST_F(BadWorkspace, TooSmall) {
 TEST_F(BadWorkspace, Misaligned) {
   Tensor w = view(arena_.data_as<uint8_t>() + 8, {512}, DataType::uint8());
   expect_rejected([&] { call_with_workspace(w); }, ErrorKind::kValueError,
-                  "scale_add: workspace=: the data pointer must be 256-byte aligned", good());
+                  "scale_add: workspace=: the data pointer is not 256-byte aligned (address % 256 "
+                  "= 8); kernel.empty_workspace() with the call's inputs makes an arena of the "
+                  "right size and alignment",
+                  good());
 }
 
 TEST_F(BadWorkspace, OnAnotherDevice) {
@@ -263,7 +268,9 @@ TEST_F(BadWorkspace, OnAnotherDevice) {
 TEST_F(BadWorkspace, NotContiguous) {
   Tensor w = view(arena_.data(), {2, 256}, DataType::uint8(), Device::cpu(), {512, 1});
   expect_rejected([&] { call_with_workspace(w); }, ErrorKind::kValueError,
-                  "scale_add: workspace=: expected a contiguous tensor", good());
+                  "scale_add: workspace=: expected a contiguous tensor, got strides [512, 1] in "
+                  "elements ([512, 1] in bytes) for shape [2, 256]",
+                  good());
 }
 
 TEST_F(BadWorkspace, AGoodOneIsUsedInsteadOfThePool) {
