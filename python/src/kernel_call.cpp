@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "errors.h"
+#include "input_keywords.h"
 #include "kernel_object.h"
 #include "tensor_export.h"
 #include "tensor_import.h"
@@ -61,14 +62,6 @@ class ActiveCall {
   int* count_;
 };
 
-// The library's own arity message: a call with `nargs` empty arguments
-// fails in Kernel::call's first check.
-[[noreturn, gnu::cold]] void arity_error(const Kernel& kernel, size_t nargs) {
-  std::vector<Arg> empty(nargs);
-  kernel.call(empty);
-  throw_error(ErrorKind::kInternalError, kernel.name() + ": arity check did not fail");
-}
-
 // The keyword arguments of a call, converted.
 struct CallKeywords {
   SmallArray<Tensor, kMaxParams> out_tensors;  // undefined where out= had None
@@ -79,12 +72,12 @@ struct CallKeywords {
   Tensor workspace;
 };
 
-[[noreturn, gnu::cold]] void bad_keyword(const Kernel& kernel, PyObject* key) {
-  nb::str text = nb::str(nb::handle(key));
-  throw_error(ErrorKind::kTypeError,
-              kernel.name() + ": unexpected keyword argument '" + text.c_str() +
-                  "'; a call takes the inputs positionally, and stream=, out= and workspace=");
-}
+// The options of a call, and of the workspace queries (Note [Inputs by
+// keyword]).
+constexpr const char* kCallOptionNames[] = {"stream", "out", "workspace"};
+constexpr const char* kQueryOptionNames[] = {"shapes"};
+constexpr OptionNames kCallOptions{kCallOptionNames, "stream=, out=, workspace="};
+constexpr OptionNames kQueryOptions{kQueryOptionNames, "shapes="};
 
 void parse_out(const PyKernel& k, PyObject* value, CallKeywords* kw, Origin* origin,
                ArgStorage* storage) {
@@ -113,16 +106,17 @@ void parse_out(const PyKernel& k, PyObject* value, CallKeywords* kw, Origin* ori
   kw->has_out = true;
 }
 
-// Keyword arguments as vectorcall passes them: names in `kwnames`, values
-// in `values`.
-void parse_keywords(const PyKernel& k, PyObject* kwnames, PyObject* const* values,
-                    CallOptions* options, CallKeywords* kw, Origin* origin, ArgStorage* storage) {
-  const Py_ssize_t count = PyTuple_GET_SIZE(kwnames);
-  for (Py_ssize_t i = 0; i < count; ++i) {
-    PyObject* key = PyTuple_GET_ITEM(kwnames, i);
-    PyObject* value = values[i];
+// The option keywords of a call: names kw_names[0, count) (str objects),
+// values kw_values[0, count). A keyword that is no option is an error here:
+// every input was given positionally (PyKernel::call).
+void parse_keywords(const PyKernel& k, PyObject* const* kw_names, PyObject* const* kw_values,
+                    size_t count, CallOptions* options, CallKeywords* kw, Origin* origin,
+                    ArgStorage* storage) {
+  for (size_t i = 0; i < count; ++i) {
+    PyObject* key = kw_names[i];
+    PyObject* value = kw_values[i];
     const char* name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : nullptr;
-    if (name == nullptr) bad_keyword(k.kernel, key);
+    if (name == nullptr) extra_keyword(k, key, kCallOptions);
     if (std::strcmp(name, "stream") == 0) {
       if (value != Py_None) {
         options->has_stream = true;
@@ -139,7 +133,7 @@ void parse_keywords(const PyKernel& k, PyObject* kwnames, PyObject* const* value
       convert_arg(value, ctx, /*writable=*/true, &kw->workspace, &unused, origin, storage);
       options->workspace = kw->workspace;
     } else {
-      bad_keyword(k.kernel, key);
+      extra_keyword(k, key, kCallOptions);
     }
   }
   if (kw->has_out) {
@@ -159,7 +153,29 @@ Device first_device(const ArgStorage& storage, size_t nargs, const Kernel& kerne
 }  // namespace
 
 PyObject* PyKernel::call(PyObject* const* args, size_t nargs, PyObject* kwnames) const {
-  if (nargs != num_inputs) [[unlikely]] arity_error(kernel, nargs);
+  size_t num_kw = 0;
+  PyObject* const* kw_names = nullptr;
+  if (kwnames != nullptr) {
+    num_kw = size_t(PyTuple_GET_SIZE(kwnames));
+    kw_names = PySequence_Fast_ITEMS(kwnames);
+  }
+  // Every input positional: the fast path, whatever the keywords (one that
+  // is no option is then an error, found by parse_keywords).
+  if (nargs != num_inputs) [[unlikely]] return call_by_name(args, nargs, kw_names, num_kw);
+  return call_ordered(args, kw_names, args + nargs, num_kw);
+}
+
+PyObject* PyKernel::call_by_name(PyObject* const* args, size_t nargs, PyObject* const* kw_names,
+                                 size_t num_kw) const {
+  const SplitKeywords kw = split_keywords(*this, kw_names, args + nargs, num_kw, kCallOptions);
+  PyObject* ordered[kMaxParams];
+  order_inputs(*this, args, nargs, kw, kCallOptions, ordered);
+  return call_ordered(ordered, kw.option_keys, kw.option_values, kw.num_options);
+}
+
+PyObject* PyKernel::call_ordered(PyObject* const* args, PyObject* const* kw_names,
+                                 PyObject* const* kw_values, size_t num_kw) const {
+  const size_t nargs = num_inputs;
   // Note [GIL during a call]; Note [Input descriptor cache] in numpy_interop.h.
   // Keeping the GIL, this thread alone runs Python until the call returns,
   // so the cache slots can be handed to the call itself. The one exception
@@ -175,8 +191,8 @@ PyObject* PyKernel::call(PyObject* const* args, size_t nargs, PyObject* kwnames)
                /*share=*/!release_gil);
   CallOptions options;
   CallKeywords keywords;
-  if (kwnames != nullptr && PyTuple_GET_SIZE(kwnames) != 0) {
-    parse_keywords(*this, kwnames, args + nargs, &options, &keywords, &origin, &storage);
+  if (num_kw != 0) {
+    parse_keywords(*this, kw_names, kw_values, num_kw, &options, &keywords, &origin, &storage);
   }
   OutputMaker maker(origin);
   options.allocator = maker.allocator();
@@ -196,22 +212,89 @@ PyObject* PyKernel::call(PyObject* const* args, size_t nargs, PyObject* kwnames)
   return maker.wrap(outputs, keywords.has_out ? keywords.supplied : nullptr);
 }
 
-size_t PyKernel::workspace_bytes(PyObject* const* args, size_t nargs) const {
-  if (nargs != num_inputs) arity_error(kernel, nargs);
+namespace {
+
+// The inputs of a query, converted, or the shapes= that stand for them.
+struct QueryInputs {
   ArgStorage storage;
   Origin origin;
-  convert_args(args, nargs, kernel, &origin, &storage);
-  return kernel.workspace_bytes(std::span<const Arg>(storage.args.data(), nargs));
+  bool by_shapes = false;
+  std::vector<ShapeArg> shapes;
+};
+
+void query_inputs(const PyKernel& k, PyObject* const* args, size_t nargs, PyObject* kwnames,
+                  OptionNames options, QueryInputs* q) {
+  const size_t num_kw = kwnames != nullptr ? size_t(PyTuple_GET_SIZE(kwnames)) : 0;
+  PyObject* const* kw_names = num_kw != 0 ? PySequence_Fast_ITEMS(kwnames) : nullptr;
+  const SplitKeywords kw = split_keywords(k, kw_names, args + nargs, num_kw, options);
+  if (PyObject* shapes = kw.option("shapes"); shapes != nullptr && shapes != Py_None) {
+    if (nargs != 0 || !kw.names.empty()) {
+      throw_error(ErrorKind::kTypeError,
+                  k.kernel.name() + ": give the inputs or shapes=, not both");
+    }
+    q->shapes = parse_shapes(k, shapes);
+    q->by_shapes = true;
+    return;
+  }
+  PyObject* ordered[kMaxParams];
+  PyObject* const* inputs = args;
+  if (nargs != k.num_inputs || !kw.names.empty()) {
+    order_inputs(k, args, nargs, kw, options, ordered);
+    inputs = ordered;
+  }
+  convert_args(inputs, k.num_inputs, k.kernel, &q->origin, &q->storage);
 }
 
-nb::list PyKernel::workspace_layout(PyObject* const* args, size_t nargs) const {
-  if (nargs != num_inputs) arity_error(kernel, nargs);
-  ArgStorage storage;
-  Origin origin;
-  convert_args(args, nargs, kernel, &origin, &storage);
+constexpr size_t kArenaAlign = 256;
+
+// An arena of `bytes` in the framework of `origin` (Note [Output
+// frameworks]). tilejit's own allocators align to 256 bytes, as do torch's
+// and cupy's CUDA allocators; torch's CPU allocator aligns to 64 only, so an
+// arena that comes unaligned is made again as a 256-aligned view into
+// bytes + 255 of the framework's memory.
+PyObject* framework_arena(const Origin& origin, Device device, int64_t bytes) {
+  for (const int64_t extra : {int64_t(0), int64_t(kArenaAlign - 1)}) {
+    OutputMaker maker(origin);  // frees what it made and did not hand out
+    const int64_t size = bytes + extra;
+    Tensor t = maker.allocator()->empty(std::span<const int64_t>(&size, 1), DataType::uint8(),
+                                        device, nullptr);
+    const uintptr_t address = reinterpret_cast<uintptr_t>(t.data());
+    const int64_t offset = int64_t((kArenaAlign - address % kArenaAlign) % kArenaAlign);
+    if (offset != 0 && extra == 0) continue;
+    Outputs outputs;
+    outputs.push_back(std::move(t));
+    nb::object whole = nb::steal(maker.wrap(outputs, nullptr));
+    if (offset == 0) return whole.release().ptr();
+    nb::object start = nb::steal(PyLong_FromLongLong(offset));
+    nb::object stop = nb::steal(PyLong_FromLongLong(offset + bytes));
+    nb::object range = nb::steal(PySlice_New(start.ptr(), stop.ptr(), nullptr));
+    PyObject* view = PyObject_GetItem(whole.ptr(), range.ptr());
+    if (view == nullptr) throw nb::python_error();
+    return view;
+  }
+  throw_error(ErrorKind::kInternalError, "no 256-byte aligned view in an arena of 255 extra bytes");
+}
+
+}  // namespace
+
+size_t PyKernel::workspace_bytes(PyObject* const* args, size_t nargs, PyObject* kwnames) const {
+  QueryInputs q;
+  query_inputs(*this, args, nargs, kwnames, kQueryOptions, &q);
+  if (q.by_shapes) return kernel.workspace_bytes_for_shapes(q.shapes);
+  return kernel.workspace_bytes(std::span<const Arg>(q.storage.args.data(), num_inputs));
+}
+
+nb::list PyKernel::workspace_layout(PyObject* const* args, size_t nargs, PyObject* kwnames) const {
+  QueryInputs q;
+  query_inputs(*this, args, nargs, kwnames, kQueryOptions, &q);
+  std::vector<WorkspaceSlice> slices;
+  if (q.by_shapes) {
+    slices = kernel.workspace_layout_for_shapes(q.shapes);
+  } else {
+    slices = kernel.workspace_layout(std::span<const Arg>(q.storage.args.data(), num_inputs));
+  }
   nb::list result;
-  const std::span<const Arg> inputs(storage.args.data(), nargs);
-  for (const WorkspaceSlice& s : kernel.workspace_layout(inputs)) {
+  for (const WorkspaceSlice& s : slices) {
     nb::dict d;
     d["name"] = s.name;
     d["offset"] = s.offset;
@@ -222,6 +305,22 @@ nb::list PyKernel::workspace_layout(PyObject* const* args, size_t nargs) const {
     result.append(d);
   }
   return result;
+}
+
+PyObject* PyKernel::empty_workspace(PyObject* const* args, size_t nargs, PyObject* kwnames) const {
+  QueryInputs q;
+  query_inputs(*this, args, nargs, kwnames, OptionNames{}, &q);
+  const std::span<const Arg> inputs(q.storage.args.data(), num_inputs);
+  OutputMaker maker(q.origin);
+  if (maker.allocator() == nullptr) {
+    // tilejit's allocator (numpy arrays on the CPU, cupy and other DLPack
+    // arrays on a GPU): 256-byte aligned already.
+    Outputs outputs;
+    outputs.push_back(kernel.empty_workspace(inputs));
+    return maker.wrap(outputs, nullptr);
+  }
+  const int64_t bytes = int64_t(kernel.workspace_bytes(inputs));
+  return framework_arena(q.origin, first_device(q.storage, num_inputs, kernel), bytes);
 }
 
 }  // namespace tilejit::python

@@ -71,15 +71,23 @@ PyObject* kernel_repr(PyObject* self) {
   });
 }
 
-PyObject* m_workspace_bytes(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+PyObject* m_workspace_bytes(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                            PyObject* kwnames) {
   return guarded([&] {
-    return PyLong_FromSize_t(as_kernel(self).workspace_bytes(args, size_t(nargs)));
+    return PyLong_FromSize_t(as_kernel(self).workspace_bytes(args, size_t(nargs), kwnames));
   });
 }
 
-PyObject* m_workspace_layout(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
-  return guarded(
-      [&] { return as_kernel(self).workspace_layout(args, size_t(nargs)).release().ptr(); });
+PyObject* m_workspace_layout(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                             PyObject* kwnames) {
+  return guarded([&] {
+    return as_kernel(self).workspace_layout(args, size_t(nargs), kwnames).release().ptr();
+  });
+}
+
+PyObject* m_empty_workspace(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                            PyObject* kwnames) {
+  return guarded([&] { return as_kernel(self).empty_workspace(args, size_t(nargs), kwnames); });
 }
 
 PyObject* m_get_source(PyObject* self, PyObject*) {
@@ -130,18 +138,27 @@ PyGetSetDef kernel_getset[] = {
 };
 #undef TILEJIT_ATTR
 
+#define TILEJIT_FASTCALL(f) reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(f))
+
 PyMethodDef kernel_methods[] = {
-    {"workspace_bytes", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(m_workspace_bytes)),
-     METH_FASTCALL,
-     "workspace_bytes(*inputs): the bytes of workspace arena a call with these inputs leases, "
-     "without launching (the inputs are checked as by a call)."},
-    {"workspace_layout", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(m_workspace_layout)),
-     METH_FASTCALL,
-     "workspace_layout(*inputs): where each workspace lies in the arena for these inputs, as a "
-     "list of dicts with name, offset, bytes, shape, dtype and init."},
+    {"workspace_bytes", TILEJIT_FASTCALL(m_workspace_bytes), METH_FASTCALL | METH_KEYWORDS,
+     "workspace_bytes(*inputs, **inputs_by_name) or workspace_bytes(shapes=[...]): the bytes of "
+     "workspace arena a call with these inputs leases, without launching (the inputs are "
+     "checked as by a call). shapes= has one entry per input in call order: a shape (a tuple "
+     "of ints) for a tensor input, the value for a scalar input."},
+    {"workspace_layout", TILEJIT_FASTCALL(m_workspace_layout), METH_FASTCALL | METH_KEYWORDS,
+     "workspace_layout(*inputs, **inputs_by_name) or workspace_layout(shapes=[...]): where "
+     "each workspace lies in the arena for these inputs, as a list of dicts with name, offset, "
+     "bytes, shape, dtype and init."},
+    {"empty_workspace", TILEJIT_FASTCALL(m_empty_workspace), METH_FASTCALL | METH_KEYWORDS,
+     "empty_workspace(*inputs, **inputs_by_name): an uninitialised arena for workspace=, of "
+     "workspace_bytes() bytes with a 256-byte aligned data pointer, on the inputs' device and "
+     "in their framework (a numpy uint8 array for numpy inputs, a torch uint8 tensor for torch "
+     "ones)."},
     {"get_source", m_get_source, METH_NOARGS, "The generated translation unit."},
     {nullptr, nullptr, 0, nullptr},
 };
+#undef TILEJIT_FASTCALL
 
 PyMemberDef kernel_members[] = {
     {"__vectorcalloffset__", T_PYSSIZET, Py_ssize_t(offsetof(KernelObject, vectorcall)), READONLY,
@@ -158,9 +175,12 @@ PyType_Slot kernel_slots[] = {
     {Py_tp_getset, kernel_getset},
     {Py_tp_members, kernel_members},
     {Py_tp_doc, const_cast<char*>(
-         "A compiled kernel. Call it with its inputs (tensors and scalars, in signature order):\n"
-         "kernel(*inputs, stream=None, out=None, workspace=None) returns None, one tensor or a\n"
-         "tuple of tensors in out_idx order, in the inputs' framework.")},
+         "A compiled kernel. Call it with its inputs (tensors and scalars, in signature order,\n"
+         "positionally or by parameter name):\n"
+         "kernel(*inputs, stream=None, out=None, workspace=None, **inputs_by_name) returns\n"
+         "None, one tensor or a tuple of tensors in out_idx order, in the inputs' framework.\n"
+         "stream=, out= and workspace= always mean the options: an input with one of those\n"
+         "names is passed positionally.")},
     {0, nullptr},
 };
 
@@ -246,8 +266,9 @@ nb::object make_kernel(const ir::PrimFunc& func, nb::handle out_idx, nb::handle 
                     func.name + ": workspace_init maps workspace names (str) to 'empty', 'zero' "
                                 "or 'zero_once'");
       }
-      options.workspace_init[nb::cast<std::string>(key)] =
-          parse_workspace_init(nb::cast<std::string>(value));
+      const std::string workspace = nb::cast<std::string>(key);
+      options.workspace_init[workspace] =
+          parse_workspace_init(nb::cast<std::string>(value), func.name, workspace);
     }
   }
   options.compile.flags = parse_flags(func.name, "compile_flags", compile_flags);

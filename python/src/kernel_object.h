@@ -6,7 +6,10 @@
 // vectorcall entry, written against the C API: the interpreter hands the
 // arguments over in place (no tuple, no dict), there is no overload dispatch
 // and no Python frame, and nothing is allocated per call besides the
-// outputs and the library's own tensor records. Every argument is converted
+// outputs and the library's own tensor records. A call that gives every
+// input positionally takes this path whatever its option keywords; inputs
+// by keyword (or too few) first go through Note [Inputs by keyword] in
+// input_keywords.h, which puts them in order. Every argument is converted
 // in C++ (tensor_import.h); the GIL is released around Kernel::call
 // (checks, allocation, pool lease, launch) when other Python threads exist
 // (Note [GIL during a call] in kernel_call.cpp); the outputs are wrapped in the inputs'
@@ -40,11 +43,26 @@ struct PyKernel {
   /// guarded by the GIL.
   mutable int active_calls = 0;
 
-  /// The call (Note [Call path]): args[0, nargs) are the inputs, then the
-  /// keyword values named by `kwnames` (null when there are none).
+  /// The call (Note [Call path]): args[0, nargs) are the positional
+  /// arguments, then the keyword values named by `kwnames` (null when there
+  /// are none): the options stream=, out=, workspace= and inputs by name
+  /// (Note [Inputs by keyword] in input_keywords.h).
   PyObject* call(PyObject* const* args, size_t nargs, PyObject* kwnames) const;
-  size_t workspace_bytes(PyObject* const* args, size_t nargs) const;
-  nanobind::list workspace_layout(PyObject* const* args, size_t nargs) const;
+  /// The queries, with the inputs as a call takes them; workspace_bytes and
+  /// workspace_layout also take shapes= instead.
+  size_t workspace_bytes(PyObject* const* args, size_t nargs, PyObject* kwnames) const;
+  nanobind::list workspace_layout(PyObject* const* args, size_t nargs, PyObject* kwnames) const;
+  /// An arena for workspace= in the inputs' framework (kernel_call.cpp).
+  PyObject* empty_workspace(PyObject* const* args, size_t nargs, PyObject* kwnames) const;
+
+ private:
+  // The call with the inputs in order, args[0, num_inputs), and only option
+  // keywords: names kw_names[0, num_kw) with values kw_values[0, num_kw).
+  PyObject* call_ordered(PyObject* const* args, PyObject* const* kw_names,
+                         PyObject* const* kw_values, size_t num_kw) const;
+  // The slow path of call(): inputs by keyword, or the wrong count.
+  PyObject* call_by_name(PyObject* const* args, size_t nargs, PyObject* const* kw_names,
+                         size_t num_kw) const;
 };
 
 /// jit() with the Python forms of its options: out_idx / workspace_idx are

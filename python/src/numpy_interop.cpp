@@ -178,7 +178,11 @@ ImportStatus to_tensor(PyObject* array, bool writable, Tensor* out, std::string*
     if (byte_strides[d] % itemsize != 0) {
       // DLPack strides count elements; a view whose byte strides do not
       // (a field of a structured array) has no such form.
-      *problem = "byte strides that are not a multiple of the element size";
+      *problem = "byte strides [";
+      for (int e = 0; e < ndim; ++e) {
+        *problem += (e ? ", " : "") + std::to_string(byte_strides[e]);
+      }
+      *problem += "], not multiples of the element size " + std::to_string(itemsize);
       return ImportStatus::kBadStrides;
     }
     strides[d] = byte_strides[d] / itemsize;

@@ -85,10 +85,15 @@ std::string type_name_of(PyObject* obj) { return Py_TYPE(obj)->tp_name; }
 }
 
 [[noreturn, gnu::cold]] void unsupported_object(const ArgContext& ctx, PyObject* obj) {
+  // The hint about tensors is only for a place that takes a tensor.
+  const bool scalar = ctx.is_input() && size_t(ctx.index) < ctx.kernel->plan().inputs.size() &&
+                      ctx.kernel->plan().inputs[ctx.index].scalar;
   throw_error(ErrorKind::kTypeError,
               ctx.prefix() + "expected " + ctx.expected_what() + ", got an object of type " +
                   type_name_of(obj) +
-                  " (tensors are numpy arrays, torch tensors or objects with __dlpack__)");
+                  (scalar ? ""
+                          : " (tensors are numpy arrays, torch tensors or objects with "
+                            "__dlpack__)"));
 }
 
 [[noreturn, gnu::cold]] void numpy_failure(const ArgContext& ctx, numpy::ImportStatus status,
@@ -102,7 +107,10 @@ std::string type_name_of(PyObject* obj) { return Py_TYPE(obj)->tp_name; }
     case numpy::ImportStatus::kBadStrides:
       throw_error(ErrorKind::kValueError, ctx.prefix() + "is not contiguous (" + problem + ")");
     case numpy::ImportStatus::kReadOnly:
-      throw_error(ErrorKind::kValueError, ctx.prefix() + "is a read-only array");
+      throw_error(ErrorKind::kValueError,
+                  ctx.prefix() + "the array is read-only; " +
+                      (ctx.role == ArgContext::Role::kWorkspace ? "a workspace" : "outputs") +
+                      " must be writable");
     case numpy::ImportStatus::kOk: break;
   }
   throw_error(ErrorKind::kInternalError, "numpy_failure without a failure");

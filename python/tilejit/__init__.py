@@ -10,11 +10,14 @@ call it with its inputs alone.
 
     out = sparse_attention_fwd(16, 128, 512)(q, kv, indices)
 
-Calls take numpy arrays, torch tensors and any object with __dlpack__, and
+Calls take numpy arrays, torch tensors and any object with __dlpack__,
+positionally or by parameter name (``op(q, KV=kv, Indices=indices)``), and
 return the outputs in the inputs' framework (one tensor, a tuple in out_idx
-order, or None). Errors are ValueError, TypeError, RuntimeError,
-tilejit.CompileError, tilejit.OutOfMemoryError or tilejit.InternalError,
-carrying the C++ library's message.
+order, or None). ``op.empty_workspace(*inputs)`` makes an arena for
+``workspace=``; ``op.workspace_bytes(shapes=[...])`` sizes one from shapes.
+Errors are ValueError, TypeError, RuntimeError, tilejit.CompileError,
+tilejit.OutOfMemoryError or tilejit.InternalError, carrying the C++
+library's message.
 
 Importing tilejit needs numpy only: no torch, no GPU.
 """

@@ -165,9 +165,18 @@ def test_scalars():
     with raises_exact(TypeError, "axpb: argument #2 'b': expected int32 scalar, got None"):
         k(x, 2.0, None, 3)
     with raises_exact(TypeError, "axpb: argument #2 'b': expected an int32 scalar, got an "
-                                 "object of type str (tensors are numpy arrays, torch tensors "
-                                 "or objects with __dlpack__)"):
+                                 "object of type str"):
         k(x, 2.0, "1", 3)
+    with raises_exact(TypeError, "axpb: argument #1 'a': expected a float32 scalar, got an "
+                                 "object of type list"):
+        k(x, [2.0], 1, 3)
+    # A float32 scalar that rounds to infinity is an error; infinity itself is not.
+    with raises_exact(ValueError, "axpb: argument #1 'a': value 1e+40 does not fit in float32"):
+        k(x, 1e40, 1, 3)
+    with raises_exact(ValueError, "axpb: argument #1 'a': value -1e+39 does not fit in float32"):
+        k(x, np.float64(-1e39), 1, 3)
+    assert k(x, float("inf"), 0, 3)[1] == np.inf
+    assert k(x, 3.4028234663852886e38, 0, 3)[1] == np.finfo(np.float32).max
     with raises_exact(ValueError, "axpb: symbol 'n': scalar 'n' = 4 but X.shape[0] = 3"):
         k(x, 2.0, 1, 4)
     assert pool_in_use() == 0
@@ -220,8 +229,12 @@ def test_out_passthrough():
         k(x, out=np.empty(4, np.float64))
     readonly = np.empty(4, np.float32)
     readonly.flags.writeable = False
-    with raises_exact(ValueError, "add_one: out[0] 'Y': is a read-only array"):
+    with raises_exact(ValueError, "add_one: out[0] 'Y': the array is read-only; outputs must be "
+                                  "writable"):
         k(x, out=readonly)
+    with raises_exact(ValueError, "add_one: out[0] 'Y': expected a contiguous tensor, got strides "
+                                  "[2] in elements ([8] in bytes) for shape [4]"):
+        k(x, out=np.empty(8, np.float32)[::2])
     with raises_exact(ValueError, "add_one: out= has 2 tensors; the kernel has 1 output"):
         k(x, out=[y, y])
     with raises_exact(TypeError, "add_one: out[0] 'Y': expected a float32 tensor, got an object "
@@ -247,6 +260,11 @@ def test_workspace_passthrough():
                                   "aligned (address % 256 = 8); kernel.empty_workspace() with the "
                                   "call's inputs makes an arena of the right size and alignment"):
         k(x, workspace=misaligned)
+    readonly = aligned_bytes(256)
+    readonly.flags.writeable = False
+    with raises_exact(ValueError, "rows_total: workspace=: the array is read-only; a workspace "
+                                  "must be writable"):
+        k(x, workspace=readonly)
 
 
 def test_keywords_and_streams():
@@ -263,8 +281,8 @@ def test_keywords_and_streams():
     with raises_exact(TypeError, "stream= expects None, an int handle, or an object with "
                                  "__cuda_stream__ or cuda_stream; got an object of type str"):
         k(x, stream="default")
-    with raises_exact(TypeError, "add_one: unexpected keyword argument 'outs'; a call takes the "
-                                 "inputs positionally, and stream=, out= and workspace="):
+    with raises_exact(TypeError, "add_one: unexpected keyword argument 'outs' (inputs: X; "
+                                 "options: stream=, out=, workspace=)"):
         k(x, outs=None)
 
 

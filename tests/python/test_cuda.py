@@ -352,6 +352,26 @@ def test_out_and_workspace_with_torch_cuda_tensors():
         k(x, workspace=torch.zeros(nbytes, dtype=torch.uint8))
 
 
+def test_empty_workspace_with_torch_cuda_tensors():
+    """A torch CUDA arena from torch's caching allocator (512-byte blocks, so
+    already 256-aligned), on the inputs' device."""
+    k = scratch()
+    x = torch.randn(1000, device="cuda")
+    allocated = torch.cuda.memory_allocated()
+    arena = k.empty_workspace(x)
+    assert type(arena) is torch.Tensor and arena.dtype == torch.uint8
+    assert arena.device == x.device and arena.numel() == k.workspace_bytes(x) == 12288
+    assert arena.data_ptr() % 256 == 0
+    assert torch.cuda.memory_allocated() >= allocated + 12288  # torch's own memory
+    leases = pool()["leases"]
+    torch.testing.assert_close(k(x, workspace=arena), 2 * x + 3)
+    assert pool()["leases"] == leases
+    assert k.workspace_bytes(shapes=[(1000,)]) == 12288
+    sizes = {k.empty_workspace(torch.randn(n, device="cuda")).data_ptr() % 256
+             for n in (1, 3, 100, 1001, 4097)}
+    assert sizes == {0}
+
+
 # --- workspaces ----------------------------------------------------------------
 
 def test_no_device_allocation_per_call_in_steady_state():

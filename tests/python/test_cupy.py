@@ -178,3 +178,16 @@ def test_cupy_errors():
     with raises_exact(ValueError, "split: argument #1 'Z': is on cpu but argument #0 'X' is on "
                                   "cuda:0; all tensors must be on one device"):
         k2(cupy.zeros((2, 4), dtype=cupy.int32), np.zeros(4, dtype=np.int32))
+
+
+def test_empty_workspace_is_a_cupy_arena():
+    """tilejit's CUDA allocator (256-byte aligned), handed to cupy."""
+    k = affine()
+    x = cupy.arange(1000, dtype=cupy.float32)
+    arena = k.empty_workspace(x, 2.0, 0)
+    assert type(arena) is cupy.ndarray and arena.dtype == cupy.uint8
+    assert arena.nbytes == k.workspace_bytes(x, 2.0, 0) == 4096
+    assert arena.data.ptr % 256 == 0
+    for _ in range(2):  # W is zeroed in a supplied arena on every call
+        y = k(x, 2.0, 0, workspace=arena)
+        cupy.testing.assert_array_equal(y, 2 * x + 1)

@@ -149,8 +149,8 @@ def test_compile_and_factory_options_are_checked():
     with raises_exact(TypeError, "main: workspace_init must be None or a dict {name: 'empty' | "
                                  "'zero' | 'zero_once'}; got list"):
         tilejit.compile(main, workspace_init=["Y"])
-    with raises_exact(ValueError, "unknown workspace init 'ones'; expected empty, zero or "
-                                  "zero_once"):
+    with raises_exact(ValueError, "main: workspace_init['Y'] = 'ones' is not a workspace init; "
+                                  "expected 'empty', 'zero' or 'zero_once'"):
         tilejit.compile(main, workspace_idx=[1], workspace_init={"Y": "ones"})
     with raises_exact(ValueError, "main: workspace_init names 'X', which is not a workspace"):
         tilejit.compile(main, workspace_idx=[1], workspace_init={"X": "zero"})

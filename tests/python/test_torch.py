@@ -109,3 +109,44 @@ def test_exchange_table_and_the_dlpack_fallback():
     assert isinstance(y, torch.Tensor) and y.tolist() == [1, 2, 3]
     z = k(torch.arange(3, dtype=torch.float32))
     assert z.tolist() == [1, 2, 3]
+
+
+def scratch_kernel():
+    """Y = 2 X through a workspace of n float32 (CPU)."""
+    n = T.symbolic("n")
+
+    @T.prim_func
+    def scratch(X: T.Tensor([n], "float32"), Y: T.Tensor([n], "float32"),
+                W: T.Tensor([n], "float32")):
+        T.source(cpu="for (int64_t i = 0; i < n; ++i) { W(i) = 2 * X(i); Y(i) = W(i); }")
+
+    return tilejit.compile(scratch, out_idx=[1], workspace_idx=[2], target="cpu")
+
+
+@pytest.mark.parametrize("exchange", [True, False], ids=["exchange_table", "dlpack"])
+def test_empty_workspace_is_a_torch_arena(exchange):
+    """torch's CPU allocator aligns to 64 bytes only (c10's gAlignment): an
+    arena that comes unaligned is made again as a 256-aligned view into a
+    torch tensor 255 bytes larger. Asked many times over, whatever
+    addresses the allocator hands out."""
+    k = scratch_kernel()
+
+    class NoExchange(torch.Tensor):
+        __dlpack_c_exchange_api__ = None
+
+    x = torch.arange(1000, dtype=torch.float32)
+    if not exchange:
+        x = x.as_subclass(NoExchange)
+    nbytes = k.workspace_bytes(x)
+    assert nbytes == 4096
+    keep = []  # alive, so that the allocator hands out other addresses
+    for _ in range(20):
+        arena = k.empty_workspace(x)
+        assert isinstance(arena, torch.Tensor) and arena.dtype == torch.uint8
+        assert arena.device.type == "cpu" and arena.numel() == nbytes
+        assert arena.data_ptr() % 256 == 0 and arena.is_contiguous()
+        keep.append(arena)
+    leases = tilejit.pool_stats()["leases"]
+    torch.testing.assert_close(k(x, workspace=keep[-1]), 2 * x)
+    assert tilejit.pool_stats()["leases"] == leases
+    assert pool_in_use() == 0
