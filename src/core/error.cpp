@@ -25,7 +25,7 @@ namespace detail {
 
 ErrorBuilder::ErrorBuilder(ErrorKind kind) : kind_(kind) {}
 
-ErrorBuilder::~ErrorBuilder() noexcept(false) { throw Error(kind_, stream_.str()); }
+void ErrorBuilder::raise() { throw Error(kind_, stream_.str()); }
 
 }  // namespace detail
 }  // namespace tilejit

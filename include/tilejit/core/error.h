@@ -41,17 +41,29 @@ class Error : public std::exception {
 
 namespace detail {
 
-// Collects a message with operator<< and throws it from its destructor, so a
-// failure reads as one statement: TILEJIT_THROW(kValueError) << "bad " << x;
+// Collects a message with operator<< and throws it, so that a failure reads
+// as one statement: TILEJIT_THROW(kValueError) << "bad " << x;
+// TILEJIT_THROW expands to a loop whose body streams the message and whose
+// step, raise(), throws; the loop never ends otherwise. Two things follow:
+//  - a value whose operator<< throws (or a bad_alloc while the message grows)
+//    leaves the statement with that exception, and the builder's destructor
+//    runs as any other during unwinding. A builder that threw from its
+//    destructor would throw a second exception while the first unwinds:
+//    std::terminate.
+//  - raise() is [[noreturn]], so the compiler knows that nothing after a
+//    failed check runs (no "function does return" in [[noreturn]] helpers,
+//    and the failure branch stays a dead end on hot paths), which a
+//    destructor that must sometimes return could not promise.
 // Construction is out of line and cold: the streaming code stays off hot paths.
 class ErrorBuilder {
  public:
   [[gnu::cold, gnu::noinline]] explicit ErrorBuilder(ErrorKind kind);
-  [[noreturn]] ~ErrorBuilder() noexcept(false);
   ErrorBuilder(const ErrorBuilder&) = delete;
   ErrorBuilder& operator=(const ErrorBuilder&) = delete;
 
   std::ostringstream& stream() { return stream_; }
+  /// Throws the Error with the message streamed so far.
+  [[noreturn, gnu::cold, gnu::noinline]] void raise();
 
  private:
   ErrorKind kind_;
@@ -65,9 +77,13 @@ class ErrorBuilder {
 #define TILEJIT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /// Throws an Error of the given kind (an ErrorKind enumerator name) with the
-/// message streamed after it.
-#define TILEJIT_THROW(kind) \
-  ::tilejit::detail::ErrorBuilder(::tilejit::ErrorKind::kind).stream()
+/// message streamed after it. A statement, not an expression (see
+/// ErrorBuilder); an exception thrown while the message is streamed is the
+/// one that propagates.
+#define TILEJIT_THROW(kind)                                                         \
+  for (::tilejit::detail::ErrorBuilder tilejit_error_builder(::tilejit::ErrorKind::kind);; \
+       tilejit_error_builder.raise())                                               \
+  tilejit_error_builder.stream()
 
 /// Throws when cond is false; the message is built only on failure.
 #define TILEJIT_CHECK(cond, kind) \

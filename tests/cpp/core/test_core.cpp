@@ -1,6 +1,9 @@
 // core/: Error, DataType, Device, Tensor.
 #include <gtest/gtest.h>
 
+#include <ostream>
+#include <stdexcept>
+
 #include "tilejit/core/data_type.h"
 #include "tilejit/core/device.h"
 #include "tilejit/core/error.h"
@@ -24,6 +27,40 @@ TEST(Error, KindAndMessage) {
   EXPECT_EQ(evaluated, 0);  // the message is built only on failure
   EXPECT_THROW(TILEJIT_CHECK(false, kValueError) << side_effect(), Error);
   EXPECT_EQ(evaluated, 1);
+}
+
+// A value whose operator<< throws, as a bad_alloc while the message grows would.
+struct ThrowsWhenStreamed {};
+std::ostream& operator<<(std::ostream& os, ThrowsWhenStreamed) {
+  throw std::runtime_error("operator<< failed");
+  return os;
+}
+
+TEST(Error, AnExceptionWhileStreamingPropagatesInsteadOfTerminating) {
+  // Used to end in std::terminate: the builder threw its Error from its
+  // destructor while the streaming exception unwound.
+  try {
+    TILEJIT_THROW(kValueError) << "before " << ThrowsWhenStreamed{} << " after";
+    FAIL() << "TILEJIT_THROW did not throw";
+  } catch (const Error& e) {
+    FAIL() << "the Error was thrown instead: " << e.what();
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "operator<< failed");
+  }
+  try {
+    TILEJIT_CHECK(1 + 1 == 3, kTypeError) << ThrowsWhenStreamed{};
+    FAIL() << "TILEJIT_CHECK did not throw";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "operator<< failed");
+  }
+  // Errors still work afterwards.
+  try {
+    TILEJIT_THROW(kTypeError) << "fine";
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kTypeError);
+    EXPECT_EQ(e.message(), "fine");
+  }
 }
 
 TEST(DataType, NamesAndParse) {
