@@ -239,3 +239,22 @@ def test_workspace_queries_check_their_inputs(k, args):
                                  "got int64"):
         k.workspace_layout(q, kv, idx.astype(np.int64))
     assert k.workspace_bytes(q, kv, idx) == 2 * 3 * 16 * 8 * 4
+
+
+def test_exception_from_a_body_is_the_users_error():
+    n = T.symbolic("n")
+
+    @T.prim_func
+    def checked(X: T.Tensor([n], "float32"), Y: T.Tensor([n], "float32")):
+        with T.Kernel(n, threads=1) as bx:
+            T.source(cpu="if (X(bx) < 0) throw std::invalid_argument(\"X must not be negative\");\n"
+                         "Y(bx) = X(bx);")
+
+    k = tilejit.compile(checked, out_idx=[1], target="cpu")
+    x = np.arange(6, dtype=np.float32)
+    x[4] = -1
+    with raises_exact(ValueError, "checked: block (4, 0, 0) threw std::invalid_argument: "
+                                  "X must not be negative"):
+        k(x)
+    x[4] = 4
+    np.testing.assert_array_equal(k(x), x)

@@ -14,12 +14,31 @@ namespace tilejit::cpu {
 
 /// The version of the entry-point contract below, returned by the generated
 /// tilejit_abi_version(); load_module() refuses any other.
-inline constexpr int kAbiVersion = 1;
+inline constexpr int kAbiVersion = 2;
+
+/// What a block threw, as the generated entry classifies it (Note [Exceptions
+/// from a body] in cpu_codegen.cpp).
+enum BlockFaultKind : int {
+  kFaultValue = 0,     // std::invalid_argument, std::out_of_range, std::domain_error
+  kFaultStd = 1,       // any other std::exception
+  kFaultNonStd = 2,    // anything else: `type` may be null, `what` is
+};
+
+/// Called by the generated entry, once, for the block whose exception stops
+/// its range: the kind, the exception's mangled type name (typeid().name())
+/// and its what(). The strings live until the call returns.
+using FaultFn = void (*)(void* context, int kind, const char* type, const char* what) noexcept;
 
 /// The generated entry point. Runs blocks [begin, end) of the grid, block b
 /// being (x, y, z) = (b % gx, b / gx % gy, b / (gx * gy)): x varies fastest.
-using EntryFn = void (*)(void* const* args, const int64_t* syms, const int64_t* grid,
-                         int64_t begin, int64_t end);
+/// Returns -1 when every block ran, or the index of the block that threw,
+/// after reporting the exception to `fault`; no exception leaves it.
+using EntryFn = int64_t (*)(void* const* args, const int64_t* syms, const int64_t* grid,
+                            int64_t begin, int64_t end, FaultFn fault, void* fault_context);
+
+/// The generated tilejit_kernel_name(): the name of the kernel the binary is
+/// for, which the errors of its launches begin with.
+using KernelNameFn = const char* (*)();
 
 /// The translation unit for `request` (see cpu_codegen.cpp for its shape).
 /// Throws ValueError when the PrimFunc has no "cpu" body.

@@ -14,6 +14,11 @@
 // Bytes that are not a complete shared object for this machine are refused
 // before dlopen, which would otherwise map a truncated file and fault on
 // the missing pages instead of failing.
+//
+// A block's exception comes back from the entry as text (Note [Exceptions
+// from a body] in cpu_codegen.cpp) and is raised here as an Error that names
+// the kernel and the block.
+#include <cxxabi.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
@@ -21,9 +26,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <sstream>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/cpu_backend_internal.h"
@@ -101,16 +110,72 @@ struct FdGuard {
 struct LaunchContext {
   EntryFn entry;
   const runtime::LaunchParams* params;
+  const std::string* kernel_name;
 };
+
+// What the entry reported of the block that threw.
+struct BlockFault {
+  int kind = kFaultNonStd;
+  std::string type;  // mangled
+  std::string what;
+};
+
+void record_fault(void* context, int kind, const char* type, const char* what) noexcept {
+  auto* fault = static_cast<BlockFault*>(context);
+  fault->kind = kind;
+  try {
+    if (type != nullptr) fault->type = type;
+    if (what != nullptr) fault->what = what;
+  } catch (...) {
+    // Out of memory for the text: the error still names the kernel and block.
+  }
+}
+
+// "std::runtime_error" for "St13runtime_error"; `mangled` itself when it
+// does not demangle. A class the body declared is local to the lambda that
+// runs it (cpu_codegen.cpp): it is shown by its name in the body.
+std::string demangle(const std::string& mangled) {
+  static constexpr std::string_view kBodyScope = "tilejit_entry::{lambda()#1}::operator()() const::";
+  int status = 0;
+  char* name = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+  if (name == nullptr) return mangled;
+  std::string_view out = name;
+  if (out.starts_with(kBodyScope)) out.remove_prefix(kBodyScope.size());
+  std::string result(out);
+  std::free(name);
+  return result;
+}
+
+[[noreturn, gnu::cold]] void throw_block_fault(const LaunchContext& c, int64_t block,
+                                               const BlockFault& fault) {
+  const int64_t* grid = c.params->grid;
+  std::ostringstream os;
+  os << *c.kernel_name << ": block (" << block % grid[0] << ", " << block / grid[0] % grid[1]
+     << ", " << block / grid[0] / grid[1] << ") threw ";
+  if (fault.kind == kFaultNonStd) {
+    os << "a non-standard exception";
+    if (!fault.type.empty()) os << " of type " << demangle(fault.type);
+    TILEJIT_THROW(kRuntimeError) << os.str();
+  }
+  os << demangle(fault.type);
+  if (!fault.what.empty()) os << ": " << fault.what;
+  if (fault.kind == kFaultValue) TILEJIT_THROW(kValueError) << os.str();
+  TILEJIT_THROW(kRuntimeError) << os.str();
+}
 
 void run_blocks(void* context, int64_t begin, int64_t end) {
   const auto* c = static_cast<const LaunchContext*>(context);
-  c->entry(c->params->args, c->params->symbols, c->params->grid, begin, end);
+  BlockFault fault;
+  const int64_t failed = c->entry(c->params->args, c->params->symbols, c->params->grid, begin,
+                                  end, record_fault, &fault);
+  // The pool skips the chunks not yet started and rethrows in the launcher.
+  if (TILEJIT_UNLIKELY(failed >= 0)) throw_block_fault(*c, failed, fault);
 }
 
 class CpuModule final : public runtime::Module {
  public:
-  CpuModule(void* handle, int fd, EntryFn entry) : handle_(handle), fd_(fd), entry_(entry) {}
+  CpuModule(void* handle, int fd, EntryFn entry, std::string kernel_name)
+      : handle_(handle), fd_(fd), entry_(entry), kernel_name_(std::move(kernel_name)) {}
   ~CpuModule() override {
     dlclose(handle_);
     ::close(fd_);  // after dlclose: Note [Loading from memory]
@@ -126,7 +191,7 @@ class CpuModule final : public runtime::Module {
                                    << params.grid[1] << ", " << params.grid[2] << ")";
       }
     }
-    LaunchContext context{entry_, &params};
+    LaunchContext context{entry_, &params, &kernel_name_};
     ThreadPool::global().run(total, run_blocks, &context);
   }
 
@@ -134,6 +199,7 @@ class CpuModule final : public runtime::Module {
   void* handle_;
   int fd_;
   EntryFn entry_;
+  std::string kernel_name_;
 };
 
 }  // namespace
@@ -181,7 +247,9 @@ std::unique_ptr<runtime::Module> load_module(const std::string& binary) {
   }
   auto entry = reinterpret_cast<EntryFn>(dlsym(handle, "tilejit_entry"));
   if (entry == nullptr) fail(dl_error_text());
-  auto module = std::make_unique<CpuModule>(handle, fd.fd, entry);
+  auto name = reinterpret_cast<KernelNameFn>(dlsym(handle, "tilejit_kernel_name"));
+  if (name == nullptr) fail(dl_error_text());
+  auto module = std::make_unique<CpuModule>(handle, fd.fd, entry, name());
   fd.fd = -1;  // the module owns it now
   return module;
 }

@@ -21,7 +21,9 @@ inline constexpr const char* kPrelude = R"tilejit_prelude(#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <limits>
+#include <stdexcept>
 #include <utility>
 
 #pragma GCC visibility push(hidden)

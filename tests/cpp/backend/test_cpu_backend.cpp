@@ -393,15 +393,22 @@ TEST(CpuLoad, GarbageIsRefused) {
 TEST(CpuLoad, AbiVersionAndEntryAreChecked) {
   runtime::Backend& be = cpu_backend();
   const std::string prefix = "cpu backend: cannot load the kernel binary: ";
-  const std::string v2 = be.compile("extern \"C\" int tilejit_abi_version() { return 2; }\n", "v2",
+  const std::string v1 = be.compile("extern \"C\" int tilejit_abi_version() { return 1; }\n", "v1",
                                     {{"-O0"}, {}}, Device::cpu());
-  EXPECT_EQ(error_message([&] { be.load(v2, Device::cpu()); }, ErrorKind::kRuntimeError),
-            prefix + "its ABI version is 2; this tilejit expects 1");
-  const std::string no_entry = be.compile("extern \"C\" int tilejit_abi_version() { return 1; }\n",
+  EXPECT_EQ(error_message([&] { be.load(v1, Device::cpu()); }, ErrorKind::kRuntimeError),
+            prefix + "its ABI version is 1; this tilejit expects 2");
+  const std::string no_entry = be.compile("extern \"C\" int tilejit_abi_version() { return 2; }\n",
                                           "no_entry", {{"-O0"}, {}}, Device::cpu());
   std::string msg = error_message([&] { be.load(no_entry, Device::cpu()); },
                                   ErrorKind::kRuntimeError);
   EXPECT_NE(msg.find("undefined symbol: tilejit_entry"), std::string::npos) << msg;
+  const std::string no_name = be.compile(
+      "#include <cstdint>\n"
+      "extern \"C\" int tilejit_abi_version() { return 2; }\n"
+      "extern \"C\" int64_t tilejit_entry() { return -1; }\n",
+      "no_name", {{"-O0"}, {}}, Device::cpu());
+  msg = error_message([&] { be.load(no_name, Device::cpu()); }, ErrorKind::kRuntimeError);
+  EXPECT_NE(msg.find("undefined symbol: tilejit_kernel_name"), std::string::npos) << msg;
   const std::string no_version =
       be.compile("int x = 1;\n", "no_version", {{"-O0"}, {}}, Device::cpu());
   msg = error_message([&] { be.load(no_version, Device::cpu()); }, ErrorKind::kRuntimeError);

@@ -215,23 +215,74 @@ TEST(CpuLaunch, ExceptionFromABodyReachesTheCaller) {
   ir::PrimFunc f = ir::prim_func("thrower")
                        .tensor("Out", {256}, DataType::int32())
                        .grid({256})
-                       .body("cpu", "if (bx == 200) throw int(bx);\nOut(bx) = 1;\n")
+                       .body("cpu",
+                             "if (bx == 200) throw std::runtime_error(\"block \" + "
+                             "std::to_string(bx));\nOut(bx) = 1;\n")
                        .build();
   auto m = build(f);
   for (int threads : {1, 4}) {
     ScopedThreads scoped(threads);
     std::vector<int32_t> out(256, 0);
-    try {
-      launch(*m, {out.data()}, {}, {256, 1, 1});
-      ADD_FAILURE() << "no exception with " << threads << " threads";
-    } catch (int v) {
-      EXPECT_EQ(v, 200);
-    }
+    EXPECT_EQ(error_message([&] { launch(*m, {out.data()}, {}, {256, 1, 1}); },
+                            ErrorKind::kRuntimeError),
+              "thrower: block (200, 0, 0) threw std::runtime_error: block 200")
+        << threads << " threads";
     // The pool is usable afterwards (a grid of 100 has no block 200).
     std::vector<int32_t> again(256, 0);
     EXPECT_NO_THROW(launch(*m, {again.data()}, {}, {100, 1, 1}));
     for (int i = 0; i < 256; ++i) EXPECT_EQ(again[size_t(i)], i < 100 ? 1 : 0) << i;
   }
+}
+
+// The error a 4 x 2 x 2 grid gives when block (3, 1, 1), and only it, runs
+// `statement`; `prelude` goes before the body (a class the body throws).
+std::string block_error(const std::string& statement, ErrorKind kind,
+                        const std::string& prelude = "") {
+  ir::PrimFunc f = ir::prim_func("k")
+                       .tensor("Out", {2, 2, 4}, DataType::int32())
+                       .grid({4, 2, 2})
+                       .body("cpu", prelude + "if (bx == 3 && by == 1 && bz == 1) { " + statement +
+                                        " }\nOut(bz, by, bx) = 1;\n")
+                       .build();
+  auto m = build(f);
+  std::vector<int32_t> out(16, 0);
+  return error_message([&] { launch(*m, {out.data()}, {}, {4, 2, 2}); }, kind);
+}
+
+TEST(CpuLaunch, BodyExceptionsMapToErrorKinds) {
+  // The user's errors: a ValueError for a bad value...
+  EXPECT_EQ(block_error("throw std::invalid_argument(\"alpha must be positive\");",
+                        ErrorKind::kValueError),
+            "k: block (3, 1, 1) threw std::invalid_argument: alpha must be positive");
+  EXPECT_EQ(block_error("throw std::out_of_range(\"index 9\");", ErrorKind::kValueError),
+            "k: block (3, 1, 1) threw std::out_of_range: index 9");
+  EXPECT_EQ(block_error("throw std::domain_error(\"log of -1\");", ErrorKind::kValueError),
+            "k: block (3, 1, 1) threw std::domain_error: log of -1");
+  // ... a RuntimeError for any other std::exception, by its dynamic type ...
+  EXPECT_EQ(block_error("throw std::runtime_error(\"boom\");", ErrorKind::kRuntimeError),
+            "k: block (3, 1, 1) threw std::runtime_error: boom");
+  EXPECT_EQ(block_error("throw std::overflow_error(\"too big\");", ErrorKind::kRuntimeError),
+            "k: block (3, 1, 1) threw std::overflow_error: too big");
+  EXPECT_EQ(block_error("throw std::logic_error(\"bad state\");", ErrorKind::kRuntimeError),
+            "k: block (3, 1, 1) threw std::logic_error: bad state");
+  EXPECT_EQ(block_error("(void)std::string(\"ab\").at(5);", ErrorKind::kValueError),
+            "k: block (3, 1, 1) threw std::out_of_range: basic_string::at: __n (which is 5) >= "
+            "this->size() (which is 2)");
+  // ... and a class of the body's own, derived from one of them, keeps its
+  // kind and shows its name.
+  EXPECT_EQ(block_error("throw my_error(\"mine\");", ErrorKind::kValueError,
+                        "struct my_error : std::invalid_argument {\n"
+                        "  using std::invalid_argument::invalid_argument;\n};\n"),
+            "k: block (3, 1, 1) threw my_error: mine");
+  EXPECT_EQ(block_error("throw std::runtime_error(\"\");", ErrorKind::kRuntimeError),
+            "k: block (3, 1, 1) threw std::runtime_error");
+  // Anything else is a RuntimeError that says what it was.
+  EXPECT_EQ(block_error("throw 42;", ErrorKind::kRuntimeError),
+            "k: block (3, 1, 1) threw a non-standard exception of type int");
+  EXPECT_EQ(block_error("throw \"text\";", ErrorKind::kRuntimeError),
+            "k: block (3, 1, 1) threw a non-standard exception of type char const*");
+  EXPECT_EQ(block_error("throw token{};", ErrorKind::kRuntimeError, "struct token {};\n"),
+            "k: block (3, 1, 1) threw a non-standard exception of type token");
 }
 
 // --- bfloat16 and float16 -----------------------------------------------------
