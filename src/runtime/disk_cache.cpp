@@ -5,12 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <system_error>
+#include <string>
 
 #include "tilejit/core/error.h"
 
@@ -118,6 +118,38 @@ bool valid_key(const std::string& key) {
   return true;
 }
 
+// Owns a file descriptor.
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Makes `dir` and the missing directories above it, each with mode 0700;
+// 0 or an errno. Existing directories are left as they are (the trust
+// check, not this, decides whether one is used).
+int make_private_dirs(const std::string& dir) {
+  for (size_t at = dir.find('/', 1);; at = dir.find('/', at + 1)) {
+    const std::string prefix = dir.substr(0, at);
+    if (!prefix.empty() && prefix.back() != '/' && ::mkdir(prefix.c_str(), 0700) != 0 &&
+        errno != EEXIST) {
+      return errno;
+    }
+    if (at == std::string::npos) return 0;
+  }
+}
+
+// The cache directory, opened for the *at() calls; -1 with errno set when it
+// cannot be opened. A symbolic link to a directory is followed: the check is
+// of what was opened.
+int open_dir(const std::string& dir) {
+  return ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
 std::string env_or_empty(const char* name) {
   const char* v = std::getenv(name);
   return v ? std::string(v) : std::string();
@@ -140,6 +172,32 @@ uint64_t hash64(std::string_view data) { return hash128(data).lo; }
 
 DiskCache::DiskCache(std::string dir) : dir_(std::move(dir)) {}
 
+std::string DiskCache::distrust_reason(unsigned owner_uid, unsigned mode) {
+  char buf[160];
+  if (owner_uid != unsigned(::geteuid())) {
+    std::snprintf(buf, sizeof buf, "it is owned by uid %u, not by this user (uid %u)", owner_uid,
+                  unsigned(::geteuid()));
+    return buf;
+  }
+  if ((mode & (S_IWGRP | S_IWOTH)) != 0) {
+    std::snprintf(buf, sizeof buf, "it is writable by group or others (mode %04o)", mode & 07777);
+    return buf;
+  }
+  return "";
+}
+
+void DiskCache::refuse(const std::string& what, const std::string& reason) {
+  bool warn;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.untrusted;
+    warn = !warned_untrusted_;
+    warned_untrusted_ = true;
+  }
+  // Once per cache, as for an unwritable directory; stderr, never stdout.
+  if (warn) std::fprintf(stderr, "tilejit: not using the disk cache %s: %s\n", what.c_str(), reason.c_str());
+}
+
 std::string DiskCache::default_dir() {
   std::string dir = env_or_empty("TILEJIT_CACHE_DIR");
   if (!dir.empty()) return dir;
@@ -153,20 +211,45 @@ std::string DiskCache::default_dir() {
 std::optional<std::string> DiskCache::load(const std::string& key) {
   if (!enabled()) return std::nullopt;
   TILEJIT_CHECK(valid_key(key), kInternalError) << "disk cache: invalid key '" << key << "'";
-  const std::string path = dir_ + "/" + key + ".bin";
-
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  struct stat st {};
-  std::string file;
-  // A file we cannot open or read is not evidence of corruption (it may be a
-  // permission problem or a transient I/O error): a miss, and left in place.
-  bool readable = fd >= 0 && ::fstat(fd, &st) == 0 && read_all(fd, size_t(st.st_size), &file);
-  if (fd >= 0) ::close(fd);
-  if (!readable) {
+  const std::string name = key + ".bin";
+  const std::string path = dir_ + "/" + name;
+  auto miss = [&] {
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.misses;
     return std::nullopt;
+  };
+
+  // Note [Trusting the cache]. A directory that does not exist (yet) is a
+  // miss.
+  Fd dir{open_dir(dir_)};
+  struct stat st {};
+  if (dir.fd < 0 || ::fstat(dir.fd, &st) != 0) return miss();
+  if (std::string why = distrust_reason(st.st_uid, st.st_mode); !why.empty()) {
+    refuse("at " + dir_, why);
+    return std::nullopt;
   }
+  // O_NONBLOCK: a FIFO in place of an entry must not block the open.
+  Fd fd{::openat(dir.fd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)};
+  if (fd.fd < 0) {
+    if (errno == ELOOP) {
+      refuse("entry " + path, "it is a symbolic link");
+      return std::nullopt;
+    }
+    // A file we cannot open is not evidence of corruption (it may be a
+    // permission problem or a transient I/O error): a miss, left in place.
+    return miss();
+  }
+  if (::fstat(fd.fd, &st) != 0) return miss();
+  if (!S_ISREG(st.st_mode)) {
+    refuse("entry " + path, "it is not a regular file");
+    return std::nullopt;
+  }
+  if (std::string why = distrust_reason(st.st_uid, st.st_mode); !why.empty()) {
+    refuse("entry " + path, why);
+    return std::nullopt;
+  }
+  std::string file;
+  if (!read_all(fd.fd, size_t(st.st_size), &file)) return miss();
 
   const auto* bytes = reinterpret_cast<const unsigned char*>(file.data());
   bool ok = file.size() >= kHeaderBytes && std::memcmp(file.data(), kMagic, 8) == 0 &&
@@ -179,8 +262,9 @@ std::optional<std::string> DiskCache::load(const std::string& key) {
     // Remove it only if the name still refers to the file we read: another
     // process may have renamed a good entry over it meanwhile.
     struct stat now {};
-    if (::stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev) {
-      ::unlink(path.c_str());
+    if (::fstatat(dir.fd, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+        now.st_ino == st.st_ino && now.st_dev == st.st_dev) {
+      ::unlinkat(dir.fd, name.c_str(), 0);
     }
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.corrupt;
@@ -217,9 +301,14 @@ bool DiskCache::store(const std::string& key, std::string_view payload) {
     return false;
   };
 
-  std::error_code ec;
-  std::filesystem::create_directories(dir_, ec);
-  if (ec) return fail(ec.value());
+  if (int err = make_private_dirs(dir_); err != 0) return fail(err);
+  Fd dir{open_dir(dir_)};
+  struct stat st {};
+  if (dir.fd < 0 || ::fstat(dir.fd, &st) != 0) return fail(errno);
+  if (std::string why = distrust_reason(st.st_uid, st.st_mode); !why.empty()) {
+    refuse("at " + dir_, why);
+    return false;
+  }
 
   unsigned char header[kHeaderBytes];
   std::memcpy(header, kMagic, 8);
@@ -227,12 +316,21 @@ bool DiskCache::store(const std::string& key, std::string_view payload) {
   store_le64(header + 16, hash64(payload));
 
   // The temporary is hidden (leading dot) and unique per writer, so
-  // concurrent writers of one key never share a file; rename() then replaces
-  // the entry atomically and the last writer wins with a whole entry.
-  std::string tmp = dir_ + "/." + key + ".tmp.XXXXXX";
-  int fd = ::mkstemp(tmp.data());
+  // concurrent writers of one key never share a file (O_EXCL); renameat()
+  // then replaces the entry atomically (a symbolic link in its place
+  // included, never its target) and the last writer wins with a whole entry.
+  static std::atomic<uint64_t> counter{0};
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
+    tmp = "." + key + ".tmp." + std::to_string(::getpid()) + "." +
+          std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
+    fd = ::openat(dir.fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                  0600);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   if (fd < 0) return fail(errno);
-  // mkstemp makes the file 0600; an entry is as readable as any cache file.
+  // Readable as any cache file; never writable by anyone else.
   ::fchmod(fd, 0644);
   bool ok = write_all(fd, reinterpret_cast<const char*>(header), kHeaderBytes) &&
             write_all(fd, payload.data(), payload.size()) && ::fsync(fd) == 0;
@@ -243,12 +341,12 @@ bool DiskCache::store(const std::string& key, std::string_view payload) {
   }
   // No fsync of the directory: after a crash the entry may be missing, which
   // is a miss; it can never be torn, which the checksum would catch anyway.
-  if (ok && ::rename(tmp.c_str(), (dir_ + "/" + key + ".bin").c_str()) != 0) {
+  if (ok && ::renameat(dir.fd, tmp.c_str(), dir.fd, (key + ".bin").c_str()) != 0) {
     ok = false;
     err = errno;
   }
   if (!ok) {
-    ::unlink(tmp.c_str());
+    ::unlinkat(dir.fd, tmp.c_str(), 0);
     return fail(err);
   }
   std::lock_guard<std::mutex> lock(mutex_);

@@ -8,6 +8,19 @@
 // the header and the checksum; an entry that fails is removed and counted,
 // never returned: a truncated or corrupt binary is recompiled, never loaded.
 // Two processes storing the same key both succeed and leave one entry.
+//
+// Note [Trusting the cache]
+// A CPU entry is a shared object that is loaded into the process, so the
+// cache trusts only what its own user can have written; a checksum does not
+// stop someone who can write the directory. The directory (and every one
+// that store() creates on the way) is made with mode 0700. A directory, or
+// an entry, is used only when it is owned by the effective user and not
+// writable by group or others; entries are opened without following
+// symbolic links and checked on the opened descriptor (fstat), and every
+// file operation is relative to the directory's descriptor, so no name can
+// be swapped between the check and the use. Anything else is not used: a
+// warning on stderr (once per cache) names the path and the reason, it is
+// counted in stats().untrusted, and the kernel compiles without it.
 #pragma once
 
 #include <cstdint>
@@ -24,21 +37,29 @@ struct DiskCacheStats {
   uint64_t corrupt = 0;       // entries rejected (and removed) on load
   uint64_t stores = 0;
   uint64_t store_failures = 0;  // unwritable directory, full disk, ...
+  uint64_t untrusted = 0;  // loads and stores refused: Note [Trusting the cache]
 };
 
 class DiskCache {
  public:
-  /// `dir` is created on first store. An empty `dir` disables the cache.
+  /// `dir` is created (mode 0700) on first store. An empty `dir` disables
+  /// the cache.
   explicit DiskCache(std::string dir);
 
   /// TILEJIT_CACHE_DIR, else $XDG_CACHE_HOME/tilejit, else ~/.cache/tilejit.
   static std::string default_dir();
 
-  /// The payload stored under `key`, or nullopt.
+  /// The payload stored under `key`, or nullopt: no entry, or one that is
+  /// corrupt or not trusted (Note [Trusting the cache]).
   std::optional<std::string> load(const std::string& key);
   /// Stores atomically; returns false (and warns once on stderr) when the
-  /// directory cannot be written. Never throws for I/O failures.
+  /// directory cannot be written or is not trusted. Never throws for I/O
+  /// failures.
   bool store(const std::string& key, std::string_view payload);
+
+  /// Why a file or directory with this owner and mode is not trusted
+  /// ("it is writable by group or others (mode 0775)"), or "" when it is.
+  static std::string distrust_reason(unsigned owner_uid, unsigned mode);
 
   const std::string& dir() const noexcept { return dir_; }
   bool enabled() const noexcept { return !dir_.empty(); }
@@ -49,6 +70,9 @@ class DiskCache {
   mutable std::mutex mutex_;
   DiskCacheStats stats_;
   bool warned_ = false;
+  bool warned_untrusted_ = false;
+
+  void refuse(const std::string& what, const std::string& reason);
 };
 
 /// A 128-bit non-cryptographic hash of `data` as 32 hex digits; stable across

@@ -1,6 +1,7 @@
 #include "tilejit/runtime/compile_cache.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -103,6 +104,24 @@ TEST_F(CompileCacheTest, WithoutDiskEveryFreshGetCompiles) {
   get("src C");
   EXPECT_EQ(delta().compiles, 3u);
   EXPECT_EQ(delta().disk_hits, 0u);
+}
+
+TEST_F(CompileCacheTest, UntrustedDirectoryIsNotUsedAndKernelsStillBuild) {
+  // Note [Trusting the cache]: a directory others can write is neither read
+  // nor written; every fresh get compiles, and works.
+  ASSERT_EQ(::chmod(tmp_.path().c_str(), 0777), 0);
+  ::testing::internal::CaptureStderr();
+  auto m = get("src U");
+  cache().clear_memory();
+  m = get("src U");
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(static_cast<FakeModule&>(*m).binary, "BIN:src U");
+  EXPECT_EQ(delta().compiles, 2u);
+  EXPECT_EQ(delta().disk_hits, 0u);
+  EXPECT_FALSE(std::filesystem::exists(entry_path("src U")));
+  EXPECT_EQ(err, "tilejit: not using the disk cache at " + tmp_.path() +
+                     ": it is writable by group or others (mode 0777)\n");
+  EXPECT_EQ(cache().disk().stats().untrusted, 4u);  // two loads, two stores
 }
 
 TEST_F(CompileCacheTest, ModulesArePerDevice) {

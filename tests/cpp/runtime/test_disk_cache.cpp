@@ -1,6 +1,7 @@
 #include "tilejit/runtime/disk_cache.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -174,6 +175,139 @@ TEST(DiskCache, UnwritableDirectoryWarnsOnce) {
   EXPECT_EQ(s.store_failures, 2u);
   EXPECT_EQ(s.stores, 0u);
   EXPECT_EQ(cache.load("k"), std::nullopt);  // a miss, not an error
+}
+
+// ---- Note [Trusting the cache] ----------------------------------------------
+
+unsigned mode_of(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 07777;
+}
+
+// Runs `f` and returns what it wrote to stderr.
+template <typename F>
+std::string stderr_of(F&& f) {
+  ::testing::internal::CaptureStderr();
+  f();
+  return ::testing::internal::GetCapturedStderr();
+}
+
+TEST(DiskCacheTrust, CreatesItsDirectoriesPrivate) {
+  TempDir tmp;
+  const mode_t old_umask = ::umask(022);
+  DiskCache cache(tmp / "made/by/store");
+  EXPECT_TRUE(cache.store("k", "x"));
+  ::umask(old_umask);
+  // Every directory store() made, not only the last one; the temporary
+  // directory above them is left as it was.
+  EXPECT_EQ(mode_of(tmp / "made"), 0700u);
+  EXPECT_EQ(mode_of(tmp / "made/by"), 0700u);
+  EXPECT_EQ(mode_of(tmp / "made/by/store"), 0700u);
+  EXPECT_EQ(mode_of(tmp / "made/by/store/k.bin"), 0644u);
+  EXPECT_EQ(cache.load("k"), "x");
+  EXPECT_EQ(cache.stats().untrusted, 0u);
+}
+
+TEST(DiskCacheTrust, ReasonsForNotTrusting) {
+  const unsigned me = ::geteuid();
+  EXPECT_EQ(DiskCache::distrust_reason(me, S_IFDIR | 0700), "");
+  EXPECT_EQ(DiskCache::distrust_reason(me, S_IFDIR | 0755), "");
+  EXPECT_EQ(DiskCache::distrust_reason(me, S_IFREG | 0644), "");
+  EXPECT_EQ(DiskCache::distrust_reason(me, S_IFDIR | 0775),
+            "it is writable by group or others (mode 0775)");
+  EXPECT_EQ(DiskCache::distrust_reason(me, S_IFDIR | 01777),
+            "it is writable by group or others (mode 1777)");
+  // Another owner: the tests run as root and cannot chown a directory to
+  // someone else and still have it mean anything, so the reason is checked
+  // here, and the directory tests use a group-writable one as the stand-in.
+  EXPECT_EQ(DiskCache::distrust_reason(me + 1, S_IFDIR | 0700),
+            "it is owned by uid " + std::to_string(me + 1) + ", not by this user (uid " +
+                std::to_string(me) + ")");
+}
+
+// A cache whose directory has `mode` (set after a good entry was stored) is
+// not used: the entry is not loaded, nothing is stored, one warning.
+void expect_directory_refused(unsigned mode, const std::string& mode_text) {
+  TempDir tmp;
+  const std::string dir = tmp / "cache";
+  {
+    DiskCache writer(dir);
+    ASSERT_TRUE(writer.store("k", "payload"));
+  }
+  ASSERT_EQ(::chmod(dir.c_str(), mode), 0);
+  DiskCache cache(dir);
+  const std::string err = stderr_of([&] {
+    EXPECT_EQ(cache.load("k"), std::nullopt);
+    EXPECT_FALSE(cache.store("k2", "payload"));
+    EXPECT_EQ(cache.load("k"), std::nullopt);
+  });
+  EXPECT_EQ(err, "tilejit: not using the disk cache at " + dir +
+                     ": it is writable by group or others (mode " + mode_text + ")\n");
+  DiskCacheStats s = cache.stats();
+  EXPECT_EQ(s.untrusted, 3u);
+  EXPECT_EQ(s.hits, 0u);
+  EXPECT_EQ(s.stores, 0u);
+  EXPECT_EQ(s.store_failures, 0u);
+  EXPECT_FALSE(fs::exists(dir + "/k2.bin"));
+  // Made private again, it is used again.
+  ASSERT_EQ(::chmod(dir.c_str(), 0700), 0);
+  EXPECT_EQ(cache.load("k"), "payload");
+}
+
+TEST(DiskCacheTrust, GroupWritableDirectoryIsNotUsed) {
+  // The stand-in for a directory of another user (see ReasonsForNotTrusting).
+  expect_directory_refused(0775, "0775");
+}
+
+TEST(DiskCacheTrust, WorldWritableDirectoryIsNotUsed) {
+  expect_directory_refused(0777, "0777");
+  expect_directory_refused(01777, "1777");  // sticky, as /tmp: others still add entries
+}
+
+TEST(DiskCacheTrust, SymbolicLinkInPlaceOfAnEntryIsNotFollowed) {
+  TempDir tmp;
+  // A whole, valid entry elsewhere, and a link to it under the key's name.
+  DiskCache elsewhere(tmp / "elsewhere");
+  ASSERT_TRUE(elsewhere.store("k", "planted"));
+  DiskCache cache(tmp / "cache");
+  ASSERT_TRUE(cache.store("other", "x"));  // makes the directory
+  const std::string entry = tmp / "cache/k.bin";
+  fs::create_symlink(tmp / "elsewhere/k.bin", entry);
+  const std::string err = stderr_of([&] {
+    EXPECT_EQ(cache.load("k"), std::nullopt);
+    EXPECT_EQ(cache.load("k"), std::nullopt);  // warned once
+  });
+  EXPECT_EQ(err, "tilejit: not using the disk cache entry " + entry + ": it is a symbolic link\n");
+  EXPECT_EQ(cache.stats().untrusted, 2u);
+  EXPECT_EQ(cache.stats().hits, 0u);
+  EXPECT_EQ(cache.stats().corrupt, 0u);
+  EXPECT_TRUE(fs::is_symlink(entry));  // not removed: it is not an entry of ours
+  // The recompiled binary replaces the link, not the file it points to.
+  EXPECT_TRUE(cache.store("k", "recompiled"));
+  EXPECT_FALSE(fs::is_symlink(entry));
+  EXPECT_EQ(cache.load("k"), "recompiled");
+  EXPECT_EQ(elsewhere.load("k"), "planted");
+}
+
+TEST(DiskCacheTrust, EntryWritableByOthersOrNotAFileIsNotUsed) {
+  TempDir tmp;
+  DiskCache cache(tmp.path());
+  ASSERT_TRUE(cache.store("k", "payload"));
+  const std::string entry = tmp / "k.bin";
+  ASSERT_EQ(::chmod(entry.c_str(), 0666), 0);
+  std::string err = stderr_of([&] { EXPECT_EQ(cache.load("k"), std::nullopt); });
+  EXPECT_EQ(err, "tilejit: not using the disk cache entry " + entry +
+                     ": it is writable by group or others (mode 0666)\n");
+  EXPECT_EQ(cache.stats().untrusted, 1u);
+  // A FIFO in its place neither blocks the load nor is read.
+  fs::remove(entry);
+  ASSERT_EQ(::mkfifo(entry.c_str(), 0600), 0);
+  DiskCache fresh(tmp.path());
+  err = stderr_of([&] { EXPECT_EQ(fresh.load("k"), std::nullopt); });
+  EXPECT_EQ(err, "tilejit: not using the disk cache entry " + entry + ": it is not a regular file\n");
+  EXPECT_TRUE(fresh.store("k", "again"));
+  EXPECT_EQ(fresh.load("k"), "again");
 }
 
 TEST(DiskCache, DefaultDirFollowsTheEnvironment) {
