@@ -21,6 +21,11 @@ Error::Error(ErrorKind kind, std::string message)
   what_ = std::string(error_kind_name(kind)) + ": " + message_;
 }
 
+CompileError::CompileError(std::string message, std::string source, std::string kept_path)
+    : Error(ErrorKind::kCompileError, std::move(message)),
+      source_(std::move(source)),
+      kept_path_(std::move(kept_path)) {}
+
 namespace detail {
 
 ErrorBuilder::ErrorBuilder(ErrorKind kind) : kind_(kind) {}

@@ -39,6 +39,23 @@ class Error : public std::exception {
   std::string what_;
 };
 
+/// The Error (kind kCompileError) of a compiler that failed on generated
+/// source: it carries that source, so that a caller can show it, save it or
+/// compile it by hand.
+class CompileError : public Error {
+ public:
+  CompileError(std::string message, std::string source, std::string kept_path);
+
+  /// The whole translation unit the compiler was given.
+  const std::string& source() const noexcept { return source_; }
+  /// Where the source was left on disk (TILEJIT_KEEP_FAILED=1), or "".
+  const std::string& kept_path() const noexcept { return kept_path_; }
+
+ private:
+  std::string source_;
+  std::string kept_path_;
+};
+
 namespace detail {
 
 // Collects a message with operator<< and throws it, so that a failure reads

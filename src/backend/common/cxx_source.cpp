@@ -1,9 +1,14 @@
 #include "backend/common/cxx_source.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "tilejit/core/data_type.h"
 #include "tilejit/core/error.h"
@@ -161,17 +166,23 @@ std::string element(const char* array, size_t k) {
 }
 
 // "   L-3 | text" ... ">  L | text" ... for lines around `error_line`, where
-// lines[offset + n - 1] is line n of what is shown.
+// lines[offset + n - 1] is line n of what is shown. Lines past `numbered`
+// are the wrapper's, generated after the body: shown without a number.
 void append_excerpt(std::ostream& os, const std::vector<std::string>& lines, int offset,
-                    int error_line, const std::string& what) {
+                    int error_line, const std::string& what, int numbered = INT32_MAX) {
   const int count = int(lines.size()) - offset;
   if (error_line < 1 || error_line > count) return;
   const int first = std::max(1, error_line - kContextLines);
   const int last = std::min(count, error_line + kContextLines);
-  const int width = int(std::to_string(last).size());
-  os << "\nsource around line " << error_line << " of " << what << ":";
+  const int width = int(std::to_string(std::max(1, std::min(last, numbered))).size());
+  os << "\nsource around line " << error_line << " of " << what;
+  if (error_line > numbered) {
+    os << ", in the code generated after the body's " << numbered
+       << (numbered == 1 ? " line" : " lines");
+  }
+  os << ":";
   for (int n = first; n <= last; ++n) {
-    const std::string num = std::to_string(n);
+    const std::string num = n > numbered ? std::string() : std::to_string(n);
     os << "\n" << (n == error_line ? ">  " : "   ") << std::string(width - num.size(), ' ') << num
        << " | " << lines[size_t(offset + n - 1)];
   }
@@ -179,6 +190,11 @@ void append_excerpt(std::ostream& os, const std::vector<std::string>& lines, int
 
 std::string line_directive(const std::string& body_name) {
   return "#line 1 \"" + body_name + "\"";
+}
+
+// emit_body()'s directive after a body of `body_lines` lines.
+std::string end_directive(const std::string& body_name, size_t body_lines) {
+  return "#line " + std::to_string(body_lines + 1) + " \"" + body_name + "\"";
 }
 
 }  // namespace
@@ -222,6 +238,9 @@ void emit_body(std::ostream& os, const std::string& body, const std::string& bod
   os << line_directive(body_name) << "\n";
   os << body;
   if (body.empty() || body.back() != '\n') os << "\n";
+  const size_t lines = size_t(std::count(body.begin(), body.end(), '\n')) +
+                       (body.empty() || body.back() != '\n' ? 1 : 0);
+  os << end_directive(body_name, lines) << "\n";
 }
 
 std::vector<std::string> split_lines(const std::string& text) {
@@ -245,19 +264,45 @@ std::string clip_log(std::string log) {
 void append_source_excerpt(std::ostream& os, const std::string& source, int error_line,
                            bool in_body, const std::string& file_name,
                            const std::string& body_name) {
-  const std::vector<std::string> lines = split_lines(source);
+  std::vector<std::string> lines = split_lines(source);
   if (!in_body) {
     append_excerpt(os, lines, 0, error_line, file_name);
     return;
   }
-  // Body line 1 is the line after emit_body()'s directive.
+  // Body line 1 is the line after emit_body()'s directive; the directive
+  // after the body says how many lines it has. It is dropped from what is
+  // shown: the line after it is numbered on from the body's last line.
   const std::string marker = line_directive(body_name);
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i] == marker) {
-      append_excerpt(os, lines, int(i) + 1, error_line, body_name);
-      return;
+    if (lines[i] != marker) continue;
+    for (size_t j = i + 1; j < lines.size(); ++j) {
+      const size_t body_lines = j - i - 1;
+      if (lines[j] == end_directive(body_name, body_lines)) {
+        lines.erase(lines.begin() + std::ptrdiff_t(j));
+        append_excerpt(os, lines, int(i) + 1, error_line, body_name, int(body_lines));
+        return;
+      }
     }
+    append_excerpt(os, lines, int(i) + 1, error_line, body_name);  // not from emit_body()
+    return;
   }
+}
+
+bool keep_failed_source() {
+  const char* v = std::getenv("TILEJIT_KEEP_FAILED");
+  return v != nullptr && *v != '\0' && std::string_view(v) != "0";
+}
+
+std::string write_kept_source(const std::string& source, const std::string& file_name,
+                              const char* target) {
+  const char* base = std::getenv("TMPDIR");
+  std::string dir = std::string(base && *base ? base : "/tmp") + "/tilejit-" + target + "-XXXXXX";
+  if (::mkdtemp(dir.data()) == nullptr) return "";
+  const std::string path = dir + "/" + file_name;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << source;
+  out.close();
+  return out.good() ? path : "";
 }
 
 }  // namespace tilejit::backend

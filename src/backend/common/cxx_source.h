@@ -45,7 +45,12 @@ void emit_arguments(std::ostream& os, const ir::PrimFunc& f,
 inline std::string body_file_name(const std::string& kernel_name) { return kernel_name + "_body"; }
 
 /// Writes the `#line 1 "<body_name>"` directive, so that compiler messages
-/// count the body's own lines, then the body, ending in a newline.
+/// count the body's own lines, then the body, ending in a newline, then
+/// `#line <n + 1> "<body_name>"` for a body of n lines: a directive that
+/// changes no number, but marks where the body ends, for the excerpt of a
+/// compile error (the wrapper's lines after it are numbered on from the
+/// body's, so an error there, such as the end of a block the body left open,
+/// is reported in "<body_name>" too).
 void emit_body(std::ostream& os, const std::string& body, const std::string& body_name);
 
 /// `text` split at '\n', without the newlines; no empty last line for a
@@ -58,12 +63,23 @@ std::string clip_log(std::string log);
 
 /// Appends "\nsource around line L of <file>:" and the numbered lines around
 /// line `error_line` ("   L-1 | text", ">  L | text"), marking the error.
-/// `in_body`: the line is one of the body's, counted from the directive that
-/// emit_body() wrote into `source`; otherwise it is a line of `source`
-/// itself, shown as `file_name`. Appends nothing when the line is not there
-/// (0 when the log named none).
+/// `in_body`: the line is counted from the directive that emit_body() wrote
+/// into `source`; the body's own lines are numbered, the generated lines
+/// after the body are not ("     | }();"). Otherwise it is
+/// a line of `source` itself, shown as `file_name`. Appends nothing when the
+/// line is not there (0 when the log named none).
 void append_source_excerpt(std::ostream& os, const std::string& source, int error_line,
                            bool in_body, const std::string& file_name,
                            const std::string& body_name);
+
+/// Whether TILEJIT_KEEP_FAILED asks that the source of a failed compile be
+/// left on disk (set, and neither empty nor "0").
+bool keep_failed_source();
+
+/// Writes `source` to <dir>/<file_name> in a new private directory
+/// $TMPDIR/tilejit-<target>-XXXXXX (or under /tmp) and returns that path;
+/// "" when it cannot be written. For a compiler that reads no file (NVRTC).
+std::string write_kept_source(const std::string& source, const std::string& file_name,
+                              const char* target);
 
 }  // namespace tilejit::backend

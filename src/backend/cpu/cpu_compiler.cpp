@@ -6,7 +6,9 @@
 // posix_spawnp, never a shell: nothing in a kernel name, a flag or a path is
 // ever interpreted, and a missing compiler is reported as exactly that rather
 // than as a shell's exit code 127. Each compile works in a fresh directory,
-// removed on every path out.
+// removed on every path out, except after a failure under
+// TILEJIT_KEEP_FAILED=1, when the command in the error can be run again as
+// it is.
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -98,15 +100,19 @@ class TempDir {
     path_ = buf.data();
   }
   ~TempDir() {
+    if (kept_) return;
     std::error_code ec;
     std::filesystem::remove_all(path_, ec);
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   const std::string& path() const { return path_; }
+  /// Leaves the directory and its files in place.
+  void keep() { kept_ = true; }
 
  private:
   std::string path_;
+  bool kept_ = false;
 };
 
 std::string read_file(const std::string& path) {
@@ -257,7 +263,8 @@ std::string file_stem(const std::string& kernel_name) {
                                                    const std::vector<std::string>& argv,
                                                    const ProcessResult& r, std::string log,
                                                    const std::string& source,
-                                                   const std::string& source_path) {
+                                                   const std::string& source_path,
+                                                   TempDir& dir) {
   std::ostringstream os;
   os << kernel_name << ": the CPU compiler failed (";
   if (WIFEXITED(r.status)) {
@@ -268,11 +275,19 @@ std::string file_stem(const std::string& kernel_name) {
     os << "wait status " << r.status;
   }
   os << ")\ncommand: " << command_line(argv) << "\n";
+  std::string kept;
+  if (backend::keep_failed_source()) {
+    dir.keep();
+    kept = source_path;
+    os << "kept: " << source_path << " and the command's other files (TILEJIT_KEEP_FAILED=1)\n";
+  } else {
+    os << "(its files are removed; set TILEJIT_KEEP_FAILED=1 to keep them and run it again)\n";
+  }
   const std::string body_name = backend::body_file_name(kernel_name);
   auto [error_line, in_body] = first_error_line(log, source_path, body_name);
   os << backend::clip_log(std::move(log));
   backend::append_source_excerpt(os, source, error_line, in_body, source_path, body_name);
-  TILEJIT_THROW(kCompileError) << os.str();
+  throw CompileError(os.str(), source, std::move(kept));
 }
 
 }  // namespace
@@ -316,7 +331,7 @@ std::string compile_source(const std::string& source, const std::string& kernel_
                                  << "': " << std::strerror(r.spawn_errno) << " (set TILEJIT_CXX)";
   }
   if (TILEJIT_UNLIKELY(!WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0)) {
-    throw_compile_failure(kernel_name, argv, r, read_file(log_path), source, source_path);
+    throw_compile_failure(kernel_name, argv, r, read_file(log_path), source, source_path, dir);
   }
   std::string binary = read_file(object_path);
   TILEJIT_CHECK(!binary.empty(), kCompileError)

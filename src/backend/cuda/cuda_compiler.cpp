@@ -149,11 +149,22 @@ std::string program_log(const NvrtcApi& api, nvrtcProgram prog) {
   std::ostringstream os;
   os << kernel_name << ": NVRTC " << api.major << "." << api.minor << " failed ("
      << api.nvrtcGetErrorString(result) << ")\noptions: " << join_flags(flags) << "\n";
+  std::string kept;
+  if (backend::keep_failed_source()) {
+    kept = backend::write_kept_source(source, program, "cuda");
+    if (kept.empty()) {
+      os << "(TILEJIT_KEEP_FAILED=1, but the source could not be written under $TMPDIR)\n";
+    } else {
+      os << "kept: " << kept << " (TILEJIT_KEEP_FAILED=1)\n";
+    }
+  } else {
+    os << "(set TILEJIT_KEEP_FAILED=1 to keep the source in a file)\n";
+  }
   const std::string body_name = backend::body_file_name(kernel_name);
   auto [error_line, in_body] = first_error_line(log, program, body_name);
   os << backend::clip_log(std::move(log));
   backend::append_source_excerpt(os, source, error_line, in_body, program, body_name);
-  TILEJIT_THROW(kCompileError) << os.str();
+  throw CompileError(os.str(), source, std::move(kept));
 }
 
 // Destroys the program on every path out.

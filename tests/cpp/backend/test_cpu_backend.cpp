@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -306,12 +307,106 @@ TEST(CpuCompile, SyntaxErrorShowsCommandLogAndBodyLine) {
   EXPECT_NE(msg.find(" -O0 -std=c++17 -fPIC -shared -x c++ "), std::string::npos) << msg;
   EXPECT_NE(msg.find("broken_body:2:"), std::string::npos) << msg;
   EXPECT_NE(msg.find("error"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("\nsource around line 2 of broken_body:\n"
-                     "   1 | float x = A(bx);\n"
-                     ">  2 | float y = x +;\n"
-                     "   3 | A(bx) = y;\n"),
+  // Only the body's own lines are numbered; the wrapper's lines after it
+  // are shown without a number.
+  EXPECT_TRUE(msg.ends_with("\nsource around line 2 of broken_body:\n"
+                            "   1 | float x = A(bx);\n"
+                            ">  2 | float y = x +;\n"
+                            "   3 | A(bx) = y;\n"
+                            "     |       }();\n"
+                            "     |     } catch (...) {"))
+      << msg;
+}
+
+TEST(CpuCompile, ErrorAfterTheBodyIsShownInTheGeneratedLines) {
+  // A block the body leaves open ends in the wrapper's code: the compiler
+  // reports a line past the body's, which is not numbered as one of them.
+  ir::PrimFunc f = ir::prim_func("unclosed")
+                       .tensor("A", {4}, DataType::float32())
+                       .grid({4})
+                       .body("cpu", "if (bx > 0) {\n  A(bx) = 1;\n")
+                       .build();
+  std::string msg = error_message([&] { build(f, {}, {{"-O0"}, {}}); }, ErrorKind::kCompileError);
+  EXPECT_NE(msg.find("unclosed_body:3:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("\nsource around line 3 of unclosed_body, in the code generated after the "
+                     "body's 2 lines:\n"
+                     "   1 | if (bx > 0) {\n"
+                     "   2 |   A(bx) = 1;\n"
+                     ">    |       }();\n"
+                     "     |     } catch (...) {\n"),
             std::string::npos)
       << msg;
+}
+
+// The CompileError of a body that does not compile: carries the source.
+const CompileError& failed_compile(const ir::PrimFunc& f, std::string* source,
+                                   std::optional<CompileError>* holder) {
+  *source = cpu_backend().generate_source({&f, {}});
+  try {
+    cpu_backend().compile(*source, f.name, {{"-O0"}, {}}, Device::cpu());
+  } catch (const CompileError& e) {
+    holder->emplace(e);
+    return **holder;
+  }
+  ADD_FAILURE() << "no CompileError";
+  holder->emplace("none", "", "");
+  return **holder;
+}
+
+// The directory of `path`, a file in a compile's temporary directory.
+std::string dir_of(const std::string& path) {
+  return std::filesystem::path(path).parent_path().string();
+}
+
+TEST(CpuCompile, FailedSourceIsCarriedAndKeptOnlyWhenAsked) {
+  ir::PrimFunc f = ir::prim_func("kept")
+                       .tensor("A", {4}, DataType::float32())
+                       .body("cpu", "A(0) = ;\n")
+                       .build();
+  std::string source;
+  std::optional<CompileError> holder;
+  {
+    ScopedEnv keep("TILEJIT_KEEP_FAILED", nullptr);
+    const CompileError& e = failed_compile(f, &source, &holder);
+    EXPECT_EQ(e.kind(), ErrorKind::kCompileError);
+    EXPECT_EQ(e.source(), source);
+    EXPECT_EQ(e.kept_path(), "");
+    const std::string& msg = e.message();
+    const size_t at = msg.find(" -o ");
+    ASSERT_NE(at, std::string::npos) << msg;
+    const std::string object = msg.substr(at + 4, msg.find('\n', at) - at - 4);
+    EXPECT_TRUE(object.ends_with("/kept.so")) << msg;
+    EXPECT_FALSE(std::filesystem::exists(dir_of(object))) << msg;  // nothing left behind
+    EXPECT_NE(msg.find("/kept.so\n(its files are removed; set TILEJIT_KEEP_FAILED=1 to keep them "
+                       "and run it again)\n"),
+              std::string::npos)
+        << msg;
+  }
+  {
+    ScopedEnv keep("TILEJIT_KEEP_FAILED", "1");
+    const CompileError& e = failed_compile(f, &source, &holder);
+    EXPECT_EQ(e.source(), source);
+    const std::string path = e.kept_path();
+    ASSERT_TRUE(path.ends_with("/kept.cpp")) << path;
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_EQ(text.str(), source);
+    EXPECT_NE(e.message().find("/kept.so\nkept: " + path +
+                               " and the command's other files (TILEJIT_KEEP_FAILED=1)\n"),
+              std::string::npos)
+        << e.message();
+    // The command compiles the kept file: it can be run again as it is.
+    EXPECT_NE(e.message().find(" -O0 -std=c++17 -fPIC -shared -x c++ " + path + " -o "),
+              std::string::npos)
+        << e.message();
+    std::filesystem::remove_all(dir_of(path));
+  }
+  {
+    // "0" is off; a kernel that compiles leaves nothing behind either way.
+    ScopedEnv keep("TILEJIT_KEEP_FAILED", "0");
+    EXPECT_EQ(failed_compile(f, &source, &holder).kept_path(), "");
+  }
 }
 
 TEST(CpuCompile, ErrorInGeneratedSourceShowsItsLines) {

@@ -7,6 +7,9 @@
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -154,6 +157,7 @@ extern "C" __global__ void __launch_bounds__(128) tilejit_kernel(const __grid_co
   [[maybe_unused]] const int64_t bx = block_idx.x, by = block_idx.y, bz = block_idx.z;
 #line 1 "mixed_body"
 Y(0) = alpha;
+#line 2 "mixed_body"
 }
 )");
 }
@@ -259,12 +263,56 @@ TEST(CudaCompile, SyntaxErrorInTheBody) {
                            "-std=c++17 -default-device -lineinfo --include-path=";
   EXPECT_EQ(msg.rfind(head, 0), 0u) << msg;
   EXPECT_NE(msg.find("\nmixed_body(2): error: expected an expression"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("\nsource around line 2 of mixed_body:\n"
-                     "   1 | float a = alpha;\n"
-                     ">  2 | float b = a +* ;\n"
-                     "   3 | Y(0) = b;"),
+  EXPECT_NE(msg.find("\n(set TILEJIT_KEEP_FAILED=1 to keep the source in a file)\n"),
             std::string::npos)
       << msg;
+  // The body's lines are numbered, the wrapper's after them are not.
+  EXPECT_TRUE(msg.ends_with("\nsource around line 2 of mixed_body:\n"
+                            "   1 | float a = alpha;\n"
+                            ">  2 | float b = a +* ;\n"
+                            "   3 | Y(0) = b;\n"
+                            "     | }"))
+      << msg;
+}
+
+TEST(CudaCompile, ErrorAfterTheBodyIsShownInTheGeneratedLines) {
+  TILEJIT_SKIP_WITHOUT_NVRTC();
+  // An expression the body leaves unfinished ends in the wrapper's code.
+  const ir::PrimFunc f = mixed_func("float a = alpha;\nY(0) = a *\n");
+  const std::string msg =
+      error_message([&] { compile(f, {"n", "m"}); }, ErrorKind::kCompileError);
+  EXPECT_NE(msg.find("\nmixed_body(3): error: "), std::string::npos) << msg;
+  EXPECT_TRUE(msg.ends_with("\nsource around line 3 of mixed_body, in the code generated after "
+                            "the body's 2 lines:\n"
+                            "   1 | float a = alpha;\n"
+                            "   2 | Y(0) = a *\n"
+                            ">    | }"))
+      << msg;
+}
+
+TEST(CudaCompile, FailedSourceIsCarriedAndKeptWhenAsked) {
+  TILEJIT_SKIP_WITHOUT_NVRTC();
+  const ir::PrimFunc f = mixed_func("Y(0) = ;\n");
+  runtime::Backend& be = cuda_backend();
+  const std::vector<std::string> symbols = {"n", "m"};
+  const std::string source = be.generate_source({&f, symbols});
+  ScopedEnv keep("TILEJIT_KEEP_FAILED", "1");
+  try {
+    be.compile(source, f.name, {}, Device::cuda(0));
+    ADD_FAILURE() << "no CompileError";
+  } catch (const CompileError& e) {
+    EXPECT_EQ(e.source(), source);
+    const std::string path = e.kept_path();
+    ASSERT_TRUE(path.ends_with("/mixed.cu")) << path;
+    EXPECT_NE(e.message().find("\nkept: " + path + " (TILEJIT_KEEP_FAILED=1)\n"),
+              std::string::npos)
+        << e.message();
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_EQ(text.str(), source);
+    std::filesystem::remove_all(std::filesystem::path(path).parent_path());
+  }
 }
 
 TEST(CudaCompile, ErrorOutsideTheBodyShowsTheGeneratedSource) {

@@ -224,6 +224,15 @@ TEST(BadBody, CompileErrorCarriesTheCommandTheLogAndNumberedLines) {
             std::string::npos)
       << msg;
   EXPECT_NE(msg.find("\n>  2 | float y = x +;\n   3 | Out(bx) = y;"), std::string::npos) << msg;
+  // The error thrown through jit() is a CompileError with the whole source.
+  try {
+    jit(f, o);
+    ADD_FAILURE() << "no CompileError";
+  } catch (const CompileError& e) {
+    EXPECT_NE(e.source().find("#line 1 \"bad_body_body\"\n" + body + "#line 4 \"bad_body_body\"\n"),
+              std::string::npos)
+        << e.source();
+  }
   // A failed compile is not cached: trying again compiles again (and fails
   // the same way).
   EXPECT_EQ(runtime::CompileCache::global().stats().compiles, before.compiles);

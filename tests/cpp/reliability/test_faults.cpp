@@ -253,6 +253,8 @@ TEST_F(CompilerFaults, FailingCompilerGivesItsLog) {
       "echo 'second line of the log'\nexit 3\n", "bad_cc");
   EXPECT_EQ(message, "bad_cc: the CPU compiler failed (exit code 3)\ncommand: " + cc_ +
                          " -O1 -std=c++17 -fPIC -shared -x c++ /T/bad_cc.cpp -o /T/bad_cc.so\n"
+                         "(its files are removed; set TILEJIT_KEEP_FAILED=1 to keep them and run "
+                         "it again)\n"
                          "fakecc: internal compiler error: out of cheese\nsecond line of the log");
 }
 
@@ -261,6 +263,8 @@ TEST_F(CompilerFaults, CompilerKilledBySignal) {
       "killed-cc", "echo 'about to die'\nkill -9 $$\n", "killed_cc");
   EXPECT_EQ(message, "killed_cc: the CPU compiler failed (killed by signal 9)\ncommand: " + cc_ +
                          " -O1 -std=c++17 -fPIC -shared -x c++ /T/killed_cc.cpp -o /T/killed_cc.so\n"
+                         "(its files are removed; set TILEJIT_KEEP_FAILED=1 to keep them and run "
+                         "it again)\n"
                          "about to die");
 }
 

@@ -45,6 +45,7 @@ extern "C" int64_t tilejit_entry([[maybe_unused]] void* const* tilejit_args,
       [&]() {
 #line 1 "copy_static_body"
 for (int j = 0; j < 8; ++j) B(bx, j) = 2.0f * A(bx, j);
+#line 2 "copy_static_body"
       }();
     } catch (...) {
       tilejit_report_fault(tilejit_fault, tilejit_fault_context);

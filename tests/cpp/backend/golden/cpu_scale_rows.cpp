@@ -52,6 +52,7 @@ extern "C" int64_t tilejit_entry([[maybe_unused]] void* const* tilejit_args,
       [&]() {
 #line 1 "scale_rows_body"
 Y(bx, by, 0) = alpha * float(X(bx, 0));
+#line 2 "scale_rows_body"
       }();
     } catch (...) {
       tilejit_report_fault(tilejit_fault, tilejit_fault_context);
