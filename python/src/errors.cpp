@@ -41,6 +41,45 @@ PyObject* builtin_type(nb::exception_type type) {
   }
 }
 
+// A str from UTF-8 text; bytes that are not UTF-8 become U+FFFD.
+PyObject* text(const std::string& s) {
+  return PyUnicode_DecodeUTF8(s.data(), Py_ssize_t(s.size()), "replace");
+}
+
+// The CompileError with the source it failed on as `.source`, and where it
+// was kept (TILEJIT_KEEP_FAILED=1) as `.kept_path` (None when it was not).
+void set_compile_error(const CompileError& e) noexcept {
+  PyObject* message = text(e.message());
+  PyObject* exc = message ? PyObject_CallOneArg(g_compile_error, message) : nullptr;
+  Py_XDECREF(message);
+  PyObject* source = exc ? text(e.source()) : nullptr;
+  PyObject* kept = Py_None;
+  if (e.kept_path().empty()) {
+    Py_INCREF(kept);
+  } else {
+    kept = text(e.kept_path());
+  }
+  const bool ok = exc && source && kept && PyObject_SetAttrString(exc, "source", source) == 0 &&
+                  PyObject_SetAttrString(exc, "kept_path", kept) == 0;
+  Py_XDECREF(source);
+  Py_XDECREF(kept);
+  if (ok) {
+    PyErr_SetObject(g_compile_error, exc);
+  } else {
+    PyErr_Clear();
+    PyErr_SetString(g_compile_error, e.message().c_str());
+  }
+  Py_XDECREF(exc);
+}
+
+void set_error(const Error& e) noexcept {
+  if (const auto* c = dynamic_cast<const CompileError*>(&e)) {
+    set_compile_error(*c);
+  } else {
+    PyErr_SetString(exception_type(e.kind()), e.message().c_str());
+  }
+}
+
 }  // namespace
 
 PyObject* exception_type(ErrorKind kind) {
@@ -59,7 +98,9 @@ void register_errors(PyObject* module) {
   g_compile_error = new_exception(
       module, "tilejit.CompileError", "CompileError", PyExc_Exception,
       "A kernel's generated source did not compile. The message holds the compiler's "
-      "command, its log and the numbered source lines around the first error.");
+      "command, its log and the numbered source lines around the first error; .source is "
+      "the whole source, and .kept_path the file it was left in under TILEJIT_KEEP_FAILED=1 "
+      "(None otherwise).");
   g_out_of_memory_error = new_exception(
       module, "tilejit.OutOfMemoryError", "OutOfMemoryError", PyExc_MemoryError,
       "An allocation failed or a memory cap was hit. The message says what was asked, "
@@ -71,7 +112,7 @@ void register_errors(PyObject* module) {
     try {
       std::rethrow_exception(p);
     } catch (const Error& e) {
-      PyErr_SetString(exception_type(e.kind()), e.message().c_str());
+      set_error(e);
     }
   });
 }
@@ -80,7 +121,7 @@ void set_python_error(const std::exception_ptr& error) noexcept {
   try {
     std::rethrow_exception(error);
   } catch (const Error& e) {
-    PyErr_SetString(exception_type(e.kind()), e.message().c_str());
+    set_error(e);
   } catch (nb::python_error& e) {
     e.restore();
   } catch (const nb::builtin_exception& e) {

@@ -258,3 +258,28 @@ def test_exception_from_a_body_is_the_users_error():
         k(x)
     x[4] = 4
     np.testing.assert_array_equal(k(x), x)
+
+
+def test_compile_error_carries_its_source(monkeypatch, tmp_path):
+    @T.prim_func
+    def broken(X: T.Tensor([4], "float32")):
+        T.source(cpu="X(0) = ;")
+
+    monkeypatch.delenv("TILEJIT_KEEP_FAILED", raising=False)
+    with pytest.raises(tilejit.CompileError) as info:
+        tilejit.compile(broken, target="cpu")
+    source = info.value.source
+    assert "#line 1 \"broken_body\"\nX(0) = ;\n#line 2 \"broken_body\"\n" in source
+    assert info.value.kept_path is None
+    assert "set TILEJIT_KEEP_FAILED=1 to keep them" in str(info.value)
+
+    monkeypatch.setenv("TILEJIT_KEEP_FAILED", "1")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    with pytest.raises(tilejit.CompileError) as info:
+        tilejit.compile(broken, target="cpu")
+    kept = info.value.kept_path
+    assert kept.startswith(str(tmp_path)) and kept.endswith("/broken.cpp")
+    with open(kept) as f:
+        assert f.read() == info.value.source == source
+    assert f"\nkept: {kept} and the command's other files (TILEJIT_KEEP_FAILED=1)\n" \
+        in str(info.value)
