@@ -24,7 +24,11 @@
 namespace {
 
 using namespace tilejit;
-using Entry = void (*)(void* const*, const int64_t*, const int64_t*, int64_t, int64_t);
+// The CPU entry point (backend/cpu/cpu_backend_internal.h): the last two
+// arguments receive a block's exception, which the no-op body never throws.
+using FaultFn = void (*)(void*, int, const char*, const char*) noexcept;
+using Entry = int64_t (*)(void* const*, const int64_t*, const int64_t*, int64_t, int64_t, FaultFn,
+                          void*);
 
 using bench::kM;
 using bench::kN;
@@ -67,7 +71,7 @@ void Direct(benchmark::State& state) {
   const int64_t syms[2] = {kM, kN};
   const int64_t grid[3] = {1, 1, 1};
   for (auto _ : state) {
-    f.entry(args, syms, grid, 0, 1);
+    f.entry(args, syms, grid, 0, 1, nullptr, nullptr);
     benchmark::ClobberMemory();
   }
 }
@@ -84,7 +88,7 @@ void SeedApproach(benchmark::State& state) {
     Tensor w4 = empty({64}, DataType::int32());
     void* args[8] = {f.a.data(), f.b.data(), f.c.data(), d.data(),
                      w1.data(),  w2.data(),  w3.data(),  w4.data()};
-    f.entry(args, syms, grid, 0, 1);
+    f.entry(args, syms, grid, 0, 1, nullptr, nullptr);
     benchmark::DoNotOptimize(d.data());
   }
 }

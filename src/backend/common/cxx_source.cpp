@@ -1,7 +1,5 @@
 #include "backend/common/cxx_source.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>

@@ -137,13 +137,12 @@ void record_fault(void* context, int kind, const char* type, const char* what) n
 std::string demangle(const std::string& mangled) {
   static constexpr std::string_view kBodyScope = "tilejit_entry::{lambda()#1}::operator()() const::";
   int status = 0;
-  char* name = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+  const std::unique_ptr<char, void (*)(void*)> name(
+      abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), std::free);
   if (name == nullptr) return mangled;
-  std::string_view out = name;
+  std::string_view out = name.get();
   if (out.starts_with(kBodyScope)) out.remove_prefix(kBodyScope.size());
-  std::string result(out);
-  std::free(name);
-  return result;
+  return std::string(out);
 }
 
 [[noreturn, gnu::cold]] void throw_block_fault(const LaunchContext& c, int64_t block,
