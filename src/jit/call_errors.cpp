@@ -474,5 +474,11 @@ void arena_too_large(const Kernel::Impl& k, const BoundCall& call) {
                                 << "it was not";
 }
 
+void allocation(const Kernel::Impl& k, size_t index, const Error& e) {
+  const ir::Param& p = k.func.params[k.plan.outputs[index].param];
+  throw Error(e.kind(), k.func.name + ": output #" + std::to_string(index) + " '" + p.name +
+                            "': " + e.message());
+}
+
 }  // namespace call_errors
 }  // namespace tilejit

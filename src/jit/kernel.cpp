@@ -233,7 +233,12 @@ Outputs Kernel::call(std::span<const Arg> inputs, const CallOptions& options) co
       if (!t.is_contiguous()) call_errors::bad_out(k, o, t, call, "contiguity");
       outputs.push_back(t);
     } else {
-      outputs.push_back(allocator.empty_for_call(shape, b.dtype, call.device, stream, capturing));
+      // A try block costs nothing until it throws; the handler is cold.
+      try {
+        outputs.push_back(allocator.empty_for_call(shape, b.dtype, call.device, stream, capturing));
+      } catch (const Error& e) {
+        call_errors::allocation(k, o, e);
+      }
     }
     args[b.param] = outputs.data()[o].data();
   }

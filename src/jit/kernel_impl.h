@@ -115,6 +115,9 @@ void shapes_failed(const Kernel::Impl& k, BoundCall* call);
 [[noreturn]] void output_too_large(const Kernel::Impl& k, const BoundCall& call);
 /// The workspaces' bytes, or the arena holding them, do not fit in int64.
 [[noreturn]] void arena_too_large(const Kernel::Impl& k, const BoundCall& call);
+/// The TensorAllocator failed for output `index`: the same error, its
+/// message prefixed with the kernel and the output.
+[[noreturn]] void allocation(const Kernel::Impl& k, size_t index, const Error& e);
 [[noreturn]] void bad_out(const Kernel::Impl& k, size_t index, const Tensor& t,
                           const BoundCall& call, const std::string& problem);
 [[noreturn]] void bad_workspace(const Kernel::Impl& k, const Tensor& t, size_t needed,

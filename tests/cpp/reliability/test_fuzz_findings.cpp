@@ -83,7 +83,8 @@ TEST(FuzzFindings, TensorWhoseExtentsOverflowIsAValueError) {
             "tensor of shape [0, 1099511627776, 1099511627776] has more elements than int64 can "
             "count");
   // The same through a call: an output [m, n, n] with m = 0 (its bytes are
-  // 0, so from_blob, in the allocator, is what refuses it).
+  // 0, so from_blob, in the allocator, is what refuses it; the call names
+  // the output).
   const Expr m = symbolic("m"), n = symbolic("n");
   const auto f = prim_func("k")
                      .tensor("M", {m}, DataType::uint8())
@@ -95,8 +96,8 @@ TEST(FuzzFindings, TensorWhoseExtentsOverflowIsAValueError) {
   uint8_t byte = 0;
   Tensor m0 = view(&byte, {0}, DataType::uint8()), nbig = view(&byte, {big}, DataType::uint8());
   EXPECT_EQ(error_message([&] { k(m0, nbig); }, ErrorKind::kValueError),
-            "tensor of shape [0, 1099511627776, 1099511627776] has more elements than int64 can "
-            "count");
+            "k: output #0 'Out': tensor of shape [0, 1099511627776, 1099511627776] has more "
+            "elements than int64 can count");
 }
 
 }  // namespace
