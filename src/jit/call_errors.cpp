@@ -101,6 +101,7 @@ std::string bound_shape(const Kernel::Impl& k, const BufferSpec& b, const BoundC
   return os.str();
 }
 
+// A 128-bit integer in decimal (a solution of an affine binding past int64).
 std::string int128_str(__int128 v) {
   const bool negative = v < 0;
   unsigned __int128 u = negative ? -static_cast<unsigned __int128>(v) : v;
@@ -429,6 +430,16 @@ void shapes_failed(const Kernel::Impl& k, BoundCall* call) {
         name + ": the dynamic shared memory size");
   // Every result is exact now: the program's failure was in a step of its
   // simplified form alone.
+}
+
+void large_extents(const Kernel::Impl& k, const BoundCall& call) {
+  for (int r = k.plan.first_buffer_result; r < k.plan.grid_result; ++r) {
+    if (call.results[r] < 0) negative_buffer_dim(k, call);
+  }
+  for (const BufferSpec& b : k.plan.outputs) {
+    int64_t bytes;
+    if (!buffer_bytes(b, call.results, &bytes)) output_too_large(k, call);
+  }
 }
 
 void output_too_large(const Kernel::Impl& k, const BoundCall& call) {

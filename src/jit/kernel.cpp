@@ -134,39 +134,45 @@ void bind_inputs(const Kernel::Impl& k, std::span<const Arg> inputs, BoundCall* 
   for (int d = 0; d < 3; ++d) {
     if (TILEJIT_UNLIKELY(results[plan.grid_result + d] <= 0)) call_errors::bad_grid(k, d, *call);
   }
-  // Every buffer extent at once: a negative one sets the sign bit of the OR.
+  // Every buffer extent at once: a negative one sets the sign bit of the
+  // OR, and one past plan.small_extents a higher bit; then the exact checks
+  // (negative extents, and each output's size in bytes, so that no
+  // allocator is asked for a size that wrapped; the workspaces' are
+  // counted by layout_workspaces).
   int64_t any = 0;
   for (int r = plan.first_buffer_result; r < plan.grid_result; ++r) any |= results[r];
-  if (TILEJIT_UNLIKELY(any < 0)) call_errors::negative_buffer_dim(k, *call);
-  // Every output's size in bytes, so that no allocator is asked for a
-  // size that wrapped (the workspaces' are checked by layout_workspaces).
-  bool too_large = false;
-  for (const BufferSpec& b : plan.outputs) {
-    int64_t bytes;
-    too_large |= !buffer_bytes(b, results, &bytes);
-  }
-  if (TILEJIT_UNLIKELY(too_large)) call_errors::output_too_large(k, *call);
+  if (TILEJIT_UNLIKELY(uint64_t(any) >= plan.small_extents)) call_errors::large_extents(k, *call);
 }
 
 size_t layout_workspaces(const Kernel::Impl& k, const BoundCall& call, size_t* offsets,
                          size_t* sizes) {
-  // Offsets and sizes in int64, as a Tensor counts bytes: every step's
-  // overflow ORed into one flag, tested once (call_errors finds which).
+  // Offsets and sizes in int64, as a Tensor counts bytes; each overflow
+  // check is one branch to the cold path, which finds what overflowed.
   constexpr int64_t kMask = int64_t(kWorkspaceAlign) - 1;
   int64_t end = 0;
-  bool too_large = false;
   for (size_t w = 0; w < k.plan.workspaces.size(); ++w) {
-    int64_t bytes, offset;
-    too_large |= !buffer_bytes(k.plan.workspaces[w], call.results, &bytes);
-    too_large |= __builtin_add_overflow(end, kMask, &offset);
+    const BufferSpec& b = k.plan.workspaces[w];
+    int64_t bytes = b.dtype.bytes();
+    for (int d = 0; d < b.rank; ++d) {
+      if (TILEJIT_UNLIKELY(__builtin_mul_overflow(bytes, call.results[b.first_result + d], &bytes))) {
+        call_errors::arena_too_large(k, call);
+      }
+    }
+    int64_t offset;
+    if (TILEJIT_UNLIKELY(__builtin_add_overflow(end, kMask, &offset))) {
+      call_errors::arena_too_large(k, call);
+    }
     offset &= ~kMask;
-    too_large |= __builtin_add_overflow(offset, bytes, &end);
+    if (TILEJIT_UNLIKELY(__builtin_add_overflow(offset, bytes, &end))) {
+      call_errors::arena_too_large(k, call);
+    }
     offsets[w] = size_t(offset);
     sizes[w] = size_t(bytes);
   }
   int64_t total;
-  too_large |= __builtin_add_overflow(end, kMask, &total);
-  if (TILEJIT_UNLIKELY(too_large)) call_errors::arena_too_large(k, call);
+  if (TILEJIT_UNLIKELY(__builtin_add_overflow(end, kMask, &total))) {
+    call_errors::arena_too_large(k, call);
+  }
   return size_t(total & ~kMask);
 }
 

@@ -111,6 +111,10 @@ int64_t solve_wide(const Kernel::Impl& k, const SymbolBinding& b, int64_t extent
 /// simplified form overflowed in a step that the declared form does not
 /// have), stores the exact values in call->results and returns.
 void shapes_failed(const Kernel::Impl& k, BoundCall* call);
+/// Some buffer extent is negative or at least plan.small_extents: throws
+/// negative_buffer_dim, or output_too_large for an output whose bytes do
+/// not fit in int64; returns when neither is the case.
+void large_extents(const Kernel::Impl& k, const BoundCall& call);
 /// An output whose bytes do not fit in int64: names the first one.
 [[noreturn]] void output_too_large(const Kernel::Impl& k, const BoundCall& call);
 /// The workspaces' bytes, or the arena holding them, do not fit in int64.

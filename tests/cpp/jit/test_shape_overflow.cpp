@@ -180,6 +180,37 @@ TEST(ShapeOverflow, BytesThatDoNotFitThoughTheElementsDo) {
   EXPECT_EQ(cpu_pool().stats().bytes_in_use, 0u);
 }
 
+TEST(ShapeOverflow, ExtentsPastTheFastBoundAreCheckedExactly) {
+  // Below plan.small_extents no output can overflow: 2^30 for two float32
+  // extents (2^30 * 2^30 * 4 < 2^63); at or past it the exact check runs,
+  // and errs only where the bytes do not fit.
+  const Expr m = symbolic("m"), n = symbolic("n");
+  const auto f = prim_func("k")
+                     .scalar("m", DataType::int64())
+                     .scalar("n", DataType::int64())
+                     .tensor("Out", {m, n}, DataType::float32())
+                     .body("cpu", "")
+                     .build();
+  const Kernel k = jit(f, cpu_options({2}));
+  EXPECT_EQ(k.plan().small_extents, uint64_t{1} << 30);
+  const Arg fits[] = {Arg(int64_t{1} << 30), Arg((int64_t{1} << 31) - 1)};
+  EXPECT_EQ(k.workspace_bytes(fits), 0u);  // 2^63 - 2^32 bytes: no error
+  const Arg past[] = {Arg(int64_t{1} << 30), Arg(int64_t{1} << 31)};
+  expect_error([&] { k.workspace_bytes(past); }, ErrorKind::kValueError,
+               "k: output #0 'Out': shape [m, n] = [1073741824, 2147483648] of float32 has more "
+               "bytes than int64 can count (m = 1073741824 from scalar #0 'm', n = 2147483648 "
+               "from scalar #1 'n')");
+  // The bound follows the largest rank and dtype among the outputs.
+  const auto rank4 = prim_func("k4")
+                         .scalar("m", DataType::int64())
+                         .tensor("Out", {m, m, m, m}, DataType::bfloat16())
+                         .body("cpu", "")
+                         .build();
+  EXPECT_EQ(jit(rank4, cpu_options({1})).plan().small_extents, uint64_t{1} << 15);
+  const auto none = prim_func("k0").scalar("m", DataType::int64()).body("cpu", "").build();
+  EXPECT_EQ(jit(none, cpu_options({})).plan().small_extents, uint64_t{1} << 62);
+}
+
 TEST(ShapeOverflow, OnlyInTheSimplifiedFormIsNoError) {
   // simplify() expands (m - n) * (m + n) + 1 to m * m - n * n + 1, whose
   // m * m overflows at m = n = 2^32; the shape as declared is 1.
