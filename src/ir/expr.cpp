@@ -10,44 +10,38 @@ namespace tilejit::ir {
 // Note [Integer semantics]
 // Every place that computes with constants (folding here, evaluate(),
 // simplify()'s coefficients, ShapeProgram::run) uses the same rules, so that
-// they agree bit for bit: + - * wrap in two's complement (computed on
-// uint64_t, never undefined behaviour), // and % are floor division and floor
-// modulo, and the one quotient that does not fit, INT64_MIN // -1, wraps to
-// INT64_MIN instead of trapping. Shapes never come near these limits; the
-// point is that no input, however wrong, can make the call path undefined.
+// they agree bit for bit: + - * are exact, // and % are floor division and
+// floor modulo, and a result that does not fit in int64 (a sum, difference
+// or product, or INT64_MIN // -1) is an overflow, never a wrapped value.
+// Each place says so in its own way: folding at construction and
+// evaluate() throw ValueError, ShapeProgram::run reports kOverflow (the call
+// path then raises, naming the shape), and simplify() leaves a term whose
+// coefficients would overflow as it was written. A shape that wrapped would
+// size a buffer smaller than the body indexes, so no input, however large,
+// may produce one, and none can make the call path undefined.
 
 namespace {
 
-int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
-int64_t wrap_sub(int64_t a, int64_t b) { return int64_t(uint64_t(a) - uint64_t(b)); }
-int64_t wrap_mul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
-
 // Division by `b != 0` as Note [Integer semantics] says.
-int64_t divide(ExprKind kind, int64_t a, int64_t b) {
-  if (b == -1) return kind == ExprKind::kFloorMod ? 0 : wrap_sub(0, a);
-  switch (kind) {
-    case ExprKind::kFloorDiv: return floordiv_int(a, b);
-    case ExprKind::kFloorMod: return floormod_int(a, b);
-    default: return ceildiv_int(a, b);
+bool divide(ExprKind kind, int64_t a, int64_t b, int64_t* out) {
+  if (b == -1) {
+    if (kind == ExprKind::kFloorMod) {
+      *out = 0;
+      return true;
+    }
+    return !__builtin_sub_overflow(int64_t{0}, a, out);
   }
+  switch (kind) {
+    case ExprKind::kFloorDiv: *out = floordiv_int(a, b); break;
+    case ExprKind::kFloorMod: *out = floormod_int(a, b); break;
+    default: *out = ceildiv_int(a, b); break;
+  }
+  return true;
 }
 
 bool is_division(ExprKind kind) {
   return kind == ExprKind::kFloorDiv || kind == ExprKind::kFloorMod ||
          kind == ExprKind::kCeilDiv;
-}
-
-// Applies a binary kind to two constants; the divisor of a division is
-// nonzero (callers check first, each with its own error).
-int64_t apply(ExprKind kind, int64_t a, int64_t b) {
-  switch (kind) {
-    case ExprKind::kAdd: return wrap_add(a, b);
-    case ExprKind::kSub: return wrap_sub(a, b);
-    case ExprKind::kMul: return wrap_mul(a, b);
-    case ExprKind::kMin: return a < b ? a : b;
-    case ExprKind::kMax: return a < b ? b : a;
-    default: return divide(kind, a, b);
-  }
 }
 
 bool is_identifier(const std::string& s) {
@@ -172,13 +166,17 @@ Expr make_binary(ExprKind kind, Expr a, Expr b) {
   node->a = std::move(a);
   node->b = std::move(b);
   Expr e(std::shared_ptr<const ExprNode>(std::move(node)));
-  // The node is built before the check so the message can print it as the
+  // The node is built before the checks so the messages can print it as the
   // author wrote it.
   if (is_division(kind) && e.b().is_const() && e.b().int_value() == 0) {
     TILEJIT_THROW(kValueError) << "division by constant zero in " << to_string(e);
   }
   if (e.a().is_const() && e.b().is_const()) {
-    return Expr(apply(kind, e.a().int_value(), e.b().int_value()));
+    int64_t value = 0;
+    if (!apply_int(kind, e.a().int_value(), e.b().int_value(), &value)) {
+      TILEJIT_THROW(kValueError) << "int64 overflow in " << to_string(e);
+    }
+    return Expr(value);
   }
   return e;
 }
@@ -223,27 +221,58 @@ void collect_vars(const Expr& e, std::vector<std::string>* out) {
   collect_vars(e.b(), out);
 }
 
+bool apply_int(ExprKind kind, int64_t a, int64_t b, int64_t* out) noexcept {
+  switch (kind) {
+    case ExprKind::kAdd: return !__builtin_add_overflow(a, b, out);
+    case ExprKind::kSub: return !__builtin_sub_overflow(a, b, out);
+    case ExprKind::kMul: return !__builtin_mul_overflow(a, b, out);
+    case ExprKind::kMin: *out = a < b ? a : b; return true;
+    case ExprKind::kMax: *out = a < b ? b : a; return true;
+    default: return divide(kind, a, b, out);
+  }
+}
+
 namespace {
 
-int64_t eval(const Expr& e, const std::function<int64_t(const std::string&)>& lookup) {
+using Lookup = std::function<int64_t(const std::string&)>;
+
+EvalStatus eval(const Expr& e, const Lookup& lookup, int64_t* value, Expr* where) {
   switch (e.kind()) {
-    case ExprKind::kIntImm: return e.int_value();
-    case ExprKind::kVar: return lookup(e.var_name());
+    case ExprKind::kIntImm: *value = e.int_value(); return EvalStatus::kOk;
+    case ExprKind::kVar: *value = lookup(e.var_name()); return EvalStatus::kOk;
     default: break;
   }
-  int64_t a = eval(e.a(), lookup);
-  int64_t b = eval(e.b(), lookup);
+  int64_t a = 0, b = 0;
+  EvalStatus status = eval(e.a(), lookup, &a, where);
+  if (status == EvalStatus::kOk) status = eval(e.b(), lookup, &b, where);
+  if (status != EvalStatus::kOk) return status;
   if (is_division(e.kind()) && b == 0) {
-    TILEJIT_THROW(kValueError) << "division by zero in " << to_string(e);
+    status = EvalStatus::kDivisionByZero;
+  } else if (!apply_int(e.kind(), a, b, value)) {
+    status = EvalStatus::kOverflow;
   }
-  return apply(e.kind(), a, b);
+  if (status != EvalStatus::kOk && where != nullptr) *where = e;
+  return status;
 }
 
 }  // namespace
 
-int64_t evaluate(const Expr& e, const std::function<int64_t(const std::string&)>& lookup) {
+EvalStatus try_evaluate(const Expr& e, const Lookup& lookup, int64_t* value, Expr* where) {
   TILEJIT_CHECK(e.defined(), kValueError) << "evaluate: the expression is undefined";
-  return eval(e, lookup);
+  return eval(e, lookup, value, where);
+}
+
+int64_t evaluate(const Expr& e, const Lookup& lookup) {
+  int64_t value = 0;
+  Expr where;
+  switch (try_evaluate(e, lookup, &value, &where)) {
+    case EvalStatus::kOk: break;
+    case EvalStatus::kDivisionByZero:
+      TILEJIT_THROW(kValueError) << "division by zero in " << to_string(where);
+    case EvalStatus::kOverflow:
+      TILEJIT_THROW(kValueError) << "int64 overflow in " << to_string(where);
+  }
+  return value;
 }
 
 }  // namespace tilejit::ir

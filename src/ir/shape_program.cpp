@@ -88,13 +88,6 @@ class Compiler {
   std::map<std::tuple<Op, int32_t, int32_t>, int32_t> values_;
 };
 
-// Arithmetic as Note [Integer semantics] in expr.cpp: wrapping + - *, and
-// floor division that never traps (-1 is answered before the helpers, which
-// cannot represent INT64_MIN // -1).
-inline int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
-inline int64_t wrap_sub(int64_t a, int64_t b) { return int64_t(uint64_t(a) - uint64_t(b)); }
-inline int64_t wrap_mul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
-
 }  // namespace
 
 ShapeProgram ShapeProgram::compile(std::span<const Expr> exprs,
@@ -113,12 +106,16 @@ ShapeProgram ShapeProgram::compile(std::span<const Expr> exprs,
   return program;
 }
 
-bool ShapeProgram::run(const int64_t* symbols, int64_t* results) const noexcept {
+unsigned ShapeProgram::run(const int64_t* symbols, int64_t* results) const noexcept {
   // Uninitialised on purpose: every register is written (a symbol slot or an
   // instruction's dst) before any instruction reads it.
   int64_t regs[kMaxRegisters];
   for (int i = 0; i < num_symbols_; ++i) regs[i] = symbols[i];
-  bool ok = true;
+  // Note [Integer semantics] in expr.cpp: checked arithmetic, its failures
+  // ORed into two flags and tested once by the caller, so that the cost of
+  // never wrapping is one flag update per operation and no branch.
+  bool divided_by_zero = false;
+  bool overflowed = false;
   for (const Instr& in : code_) {
     if (in.op == Op::kConst) {
       regs[in.dst] = in.imm;
@@ -128,18 +125,20 @@ bool ShapeProgram::run(const int64_t* symbols, int64_t* results) const noexcept 
     int64_t b = regs[in.b];
     int64_t v = 0;
     switch (in.op) {
-      case Op::kAdd: v = wrap_add(a, b); break;
-      case Op::kSub: v = wrap_sub(a, b); break;
-      case Op::kMul: v = wrap_mul(a, b); break;
+      case Op::kAdd: overflowed |= __builtin_add_overflow(a, b, &v); break;
+      case Op::kSub: overflowed |= __builtin_sub_overflow(a, b, &v); break;
+      case Op::kMul: overflowed |= __builtin_mul_overflow(a, b, &v); break;
       case Op::kMin: v = a < b ? a : b; break;
       case Op::kMax: v = a < b ? b : a; break;
       case Op::kFloorDiv:
       case Op::kFloorMod:
       case Op::kCeilDiv:
         if (b == 0) {
-          ok = false;  // v stays 0; the caller reports the failure
+          divided_by_zero = true;  // v stays 0; the caller reports the failure
         } else if (b == -1) {
-          v = in.op == Op::kFloorMod ? 0 : wrap_sub(0, a);
+          // Answered before the helpers, which cannot represent
+          // INT64_MIN // -1: the one quotient that overflows.
+          if (in.op != Op::kFloorMod) overflowed |= __builtin_sub_overflow(int64_t{0}, a, &v);
         } else if (in.op == Op::kFloorDiv) {
           v = floordiv_int(a, b);
         } else if (in.op == Op::kFloorMod) {
@@ -153,7 +152,7 @@ bool ShapeProgram::run(const int64_t* symbols, int64_t* results) const noexcept 
     regs[in.dst] = v;
   }
   for (size_t i = 0; i < result_regs_.size(); ++i) results[i] = regs[result_regs_[i]];
-  return ok;
+  return (divided_by_zero ? kDivisionByZero : 0u) | (overflowed ? kOverflow : 0u);
 }
 
 }  // namespace tilejit::ir

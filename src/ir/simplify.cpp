@@ -21,11 +21,30 @@ namespace tilejit::ir {
 // Value is preserved wherever the original evaluates without dividing by
 // zero; dropping a term (x * 0, x - x) may also drop a division by zero that
 // the original would have reported, never the other way round.
+//
+// Coefficients are exact (Note [Integer semantics]): where combining them
+// would overflow int64 ((s * 2^62) * 4), simplify() returns the expression
+// as written rather than a polynomial with a wrapped coefficient, which would
+// have another value. Evaluating that expression then overflows for every
+// symbol value that makes the product overflow, and not for the others.
 
 namespace {
 
-int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
-int64_t wrap_mul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
+// Thrown by the coefficient arithmetic below when a result does not fit;
+// caught by simplify() and as_single_var_affine() (Note [Canonical
+// polynomial form]).
+struct CoefficientOverflow {};
+
+int64_t checked_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) throw CoefficientOverflow{};
+  return r;
+}
+int64_t checked_mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) throw CoefficientOverflow{};
+  return r;
+}
 
 // Symbols first, then the non-polynomial kinds, constants last (so a min or
 // max prints its symbolic operand first: "min(s, 4)").
@@ -77,7 +96,7 @@ void add_term(Poly* p, const Monomial& m, int64_t coeff) {
   if (coeff == 0) return;
   auto [it, inserted] = p->emplace(m, coeff);
   if (inserted) return;
-  it->second = wrap_add(it->second, coeff);
+  it->second = checked_add(it->second, coeff);
   if (it->second == 0) p->erase(it);
 }
 
@@ -95,7 +114,7 @@ Poly atom(Expr e) {
 
 // x + sign * y, sign being 1 or -1.
 Poly add(Poly x, const Poly& y, int64_t sign) {
-  for (const auto& [m, c] : y) add_term(&x, m, wrap_mul(sign, c));
+  for (const auto& [m, c] : y) add_term(&x, m, checked_mul(sign, c));
   return x;
 }
 
@@ -116,7 +135,7 @@ Monomial multiply(const Monomial& x, const Monomial& y) {
 Poly mul(const Poly& x, const Poly& y) {
   Poly p;
   for (const auto& [mx, cx] : x) {
-    for (const auto& [my, cy] : y) add_term(&p, multiply(mx, my), wrap_mul(cx, cy));
+    for (const auto& [my, cy] : y) add_term(&p, multiply(mx, my), checked_mul(cx, cy));
   }
   return p;
 }
@@ -171,7 +190,9 @@ Poly division_to_poly(const Expr& e) {
     if (divisor == 0) return atom(e);
     int64_t dividend = 0;
     if (const_value(x, &dividend)) {
-      return constant(make_binary(e.kind(), Expr(dividend), Expr(divisor)).int_value());
+      int64_t quotient = 0;
+      if (!apply_int(e.kind(), dividend, divisor, &quotient)) throw CoefficientOverflow{};
+      return constant(quotient);
     }
     // (INT64_MIN % -1 traps, so -1 is answered without dividing.)
     bool exact = true;
@@ -183,7 +204,7 @@ Poly division_to_poly(const Expr& e) {
       if (e.kind() == ExprKind::kFloorMod) return Poly{};
       Poly q;
       for (const auto& [m, c] : x) {
-        add_term(&q, m, divisor == -1 ? wrap_mul(c, -1) : c / divisor);
+        add_term(&q, m, divisor == -1 ? checked_mul(c, -1) : c / divisor);
       }
       return q;
     }
@@ -226,12 +247,21 @@ Poly to_poly(const Expr& e) {
 
 Expr simplify(const Expr& e) {
   if (!e.defined()) return e;
-  return to_expr(to_poly(e));
+  try {
+    return to_expr(to_poly(e));
+  } catch (const CoefficientOverflow&) {
+    return e;  // Note [Canonical polynomial form]: as written
+  }
 }
 
 bool as_single_var_affine(const Expr& e, AffineForm* out) {
   if (!e.defined()) return false;
-  Poly p = to_poly(e);
+  Poly p;
+  try {
+    p = to_poly(e);
+  } catch (const CoefficientOverflow&) {
+    return false;
+  }
   const Monomial* linear = nullptr;
   int64_t coeff = 0, offset = 0;
   for (const auto& [m, c] : p) {

@@ -3,10 +3,13 @@
 // on failure"). Every message starts with the kernel's name and, where an
 // argument is at fault, its position among the inputs and its name.
 #include <algorithm>
+#include <cstdint>
+#include <span>
 #include <sstream>
 
 #include "jit/kernel_impl.h"
 #include "tilejit/core/error.h"
+#include "tilejit/ir/simplify.h"
 
 namespace tilejit {
 namespace {
@@ -52,10 +55,10 @@ std::string describe(const Arg& arg) {
   return "?";
 }
 
-// Where a symbol's value came from: "Q.shape[0]" or "scalar 'n'".
+// Where a symbol's value came from: "Q.shape[0]" or "scalar #0 'n'".
 std::string source_of(const Kernel::Impl& k, const SymbolBinding& b) {
   const ir::Param& p = input_param(k, b.input);
-  if (b.dim < 0) return "scalar '" + p.name + "'";
+  if (b.dim < 0) return "scalar #" + std::to_string(b.input) + " '" + p.name + "'";
   return p.name + ".shape[" + std::to_string(b.dim) + "]";
 }
 
@@ -66,10 +69,12 @@ const SymbolBinding* binding_of(const Kernel::Impl& k, int slot) {
   return nullptr;
 }
 
-// "(m = 0 from A.shape[0])" for the symbols in `e`, or "" when it has none.
-std::string symbol_values(const Kernel::Impl& k, const ir::Expr& e, const BoundCall& call) {
+// "(m = 0 from A.shape[0])" for the symbols in `exprs`, or "" when they have
+// none.
+std::string symbol_values(const Kernel::Impl& k, std::span<const ir::Expr> exprs,
+                          const BoundCall& call) {
   std::vector<std::string> vars;
-  ir::collect_vars(e, &vars);
+  for (const ir::Expr& e : exprs) ir::collect_vars(e, &vars);
   std::ostringstream os;
   int shown = 0;
   for (size_t i = 0; i < vars.size(); ++i) {
@@ -81,6 +86,55 @@ std::string symbol_values(const Kernel::Impl& k, const ir::Expr& e, const BoundC
   }
   if (shown) os << ")";
   return os.str();
+}
+
+std::string symbol_values(const Kernel::Impl& k, const ir::Expr& e, const BoundCall& call) {
+  return symbol_values(k, std::span<const ir::Expr>(&e, 1), call);
+}
+
+// "[n, 64] = [1024, 64] of float32" for a buffer at the bound shape.
+std::string bound_shape(const Kernel::Impl& k, const BufferSpec& b, const BoundCall& call) {
+  std::ostringstream os;
+  os << expected_shape(k.func.params[b.param]) << " = [";
+  for (int d = 0; d < b.rank; ++d) os << (d ? ", " : "") << call.results[b.first_result + d];
+  os << "] of " << b.dtype.name();
+  return os.str();
+}
+
+// A 128-bit integer in decimal (a solution of an affine binding past int64).
+std::string int128_str(__int128 v) {
+  const bool negative = v < 0;
+  unsigned __int128 u = negative ? -static_cast<unsigned __int128>(v) : v;
+  std::string digits;
+  do {
+    digits.insert(digits.begin(), char('0' + int(u % 10)));
+    u /= 10;
+  } while (u != 0);
+  return negative ? "-" + digits : digits;
+}
+
+// One result of the shape program, evaluated exactly: the form the program
+// runs (simplified), and, when that fails, the declared form `e`, which may
+// not have the failing step (Note [Canonical polynomial form] expands
+// products). The declared form may name a symbol that simplification
+// removed (m * 0); the plan has no value for it, and only the simplified
+// form is evaluated then.
+ir::EvalStatus evaluate_result(const Kernel::Impl& k, const BoundCall& call, const ir::Expr& e,
+                               int64_t* value) {
+  const std::vector<std::string>& symbols = k.plan.symbols;
+  auto lookup = [&](const std::string& name) {
+    auto it = std::find(symbols.begin(), symbols.end(), name);
+    TILEJIT_ICHECK(it != symbols.end()) << "symbol '" << name << "' is not in the plan";
+    return call.symbols[it - symbols.begin()];
+  };
+  const ir::EvalStatus simplified = ir::try_evaluate(ir::simplify(e), lookup, value);
+  if (simplified == ir::EvalStatus::kOk) return simplified;
+  std::vector<std::string> vars;
+  ir::collect_vars(e, &vars);
+  for (const std::string& v : vars) {
+    if (std::find(symbols.begin(), symbols.end(), v) == symbols.end()) return simplified;
+  }
+  return ir::try_evaluate(e, lookup, value);
 }
 
 // "X, Yin, alpha": the inputs' names in call order.
@@ -288,12 +342,6 @@ void negative_buffer_dim(const Kernel::Impl& k, const BoundCall& call) {
   TILEJIT_THROW(kInternalError) << k.func.name << ": a buffer extent was negative, then none was";
 }
 
-void too_large(const Kernel::Impl& k, const BufferSpec& b, const BoundCall& call) {
-  const ir::Param& p = k.func.params[b.param];
-  TILEJIT_THROW(kValueError) << k.func.name << ": workspace '" << p.name
-                             << "' is too large: its size in bytes overflows 64 bits";
-}
-
 void bad_out(const Kernel::Impl& k, size_t index, const Tensor& t, const BoundCall& call,
              const std::string& problem) {
   const BufferSpec& b = k.plan.outputs[index];
@@ -331,6 +379,116 @@ void bad_workspace(const Kernel::Impl& k, const Tensor& t, size_t needed, const 
     os << not_contiguous_text(t);
   }
   throw Error(ErrorKind::kValueError, os.str());
+}
+
+int64_t solve_wide(const Kernel::Impl& k, const SymbolBinding& b, int64_t extent) {
+  const __int128 num = __int128{extent} - b.offset;
+  if (num % b.coeff != 0) affine(k, b, extent);
+  const __int128 value = num / b.coeff;
+  if (value >= INT64_MIN && value <= INT64_MAX) return int64_t(value);
+  const ir::Param& p = input_param(k, b.input);
+  TILEJIT_THROW(kValueError) << arg_prefix(k, b.input) << "dimension " << b.dim << " is "
+                             << extent << ", which is " << p.tensor.shape[b.dim] << " only for "
+                             << k.plan.symbols[b.symbol] << " = " << int128_str(value)
+                             << ", which overflows int64";
+}
+
+void shapes_failed(const Kernel::Impl& k, BoundCall* call) {
+  const CallPlan& plan = k.plan;
+  const std::string& name = k.func.name;
+  // Evaluates result `r` (declared as `e`); throws for a failure, the
+  // message of an overflow being `where` followed by the symbol values.
+  auto check = [&](int r, const ir::Expr& e, const std::string& where) {
+    int64_t value = 0;
+    switch (evaluate_result(k, *call, e, &value)) {
+      case ir::EvalStatus::kOk: call->results[r] = value; return;
+      case ir::EvalStatus::kDivisionByZero: division_by_zero(k, *call);
+      case ir::EvalStatus::kOverflow:
+        TILEJIT_THROW(kValueError) << where << " = " << e << " overflows int64"
+                                   << symbol_values(k, e, *call);
+    }
+  };
+  for (const DimCheck& c : plan.checks) {
+    check(c.result, input_param(k, c.input).tensor.shape[c.dim],
+          arg_prefix(k, c.input) + "dimension " + std::to_string(c.dim));
+  }
+  for (const auto* list : {&plan.outputs, &plan.workspaces}) {
+    for (const BufferSpec& b : *list) {
+      const ir::Param& p = k.func.params[b.param];
+      const char* role = list == &plan.outputs ? "output" : "workspace";
+      for (int d = 0; d < b.rank; ++d) {
+        check(b.first_result + d, p.tensor.shape[d],
+              name + ": " + role + " '" + p.name + "' dimension " + std::to_string(d));
+      }
+    }
+  }
+  for (int d = 0; d < 3; ++d) {
+    const ir::Expr e = size_t(d) < k.func.launch.grid.size() ? k.func.launch.grid[d] : ir::Expr(1);
+    check(plan.grid_result + d, e, name + ": grid extent " + std::to_string(d));
+  }
+  check(plan.smem_result, k.func.launch.dynamic_smem_bytes,
+        name + ": the dynamic shared memory size");
+  // Every result is exact now: the program's failure was in a step of its
+  // simplified form alone.
+}
+
+void large_extents(const Kernel::Impl& k, const BoundCall& call) {
+  for (int r = k.plan.first_buffer_result; r < k.plan.grid_result; ++r) {
+    if (call.results[r] < 0) negative_buffer_dim(k, call);
+  }
+  for (const BufferSpec& b : k.plan.outputs) {
+    int64_t bytes;
+    if (!buffer_bytes(b, call.results, &bytes)) output_too_large(k, call);
+  }
+}
+
+void output_too_large(const Kernel::Impl& k, const BoundCall& call) {
+  for (size_t o = 0; o < k.plan.outputs.size(); ++o) {
+    const BufferSpec& b = k.plan.outputs[o];
+    int64_t bytes;
+    if (buffer_bytes(b, call.results, &bytes)) continue;
+    const ir::Param& p = k.func.params[b.param];
+    TILEJIT_THROW(kValueError) << k.func.name << ": output #" << o << " '" << p.name
+                               << "': shape " << bound_shape(k, b, call)
+                               << " has more bytes than int64 can count"
+                               << symbol_values(k, p.tensor.shape, call);
+  }
+  TILEJIT_THROW(kInternalError) << k.func.name << ": an output was too large, then none was";
+}
+
+void arena_too_large(const Kernel::Impl& k, const BoundCall& call) {
+  for (const BufferSpec& b : k.plan.workspaces) {
+    int64_t bytes;
+    if (buffer_bytes(b, call.results, &bytes)) continue;
+    const ir::Param& p = k.func.params[b.param];
+    TILEJIT_THROW(kValueError) << k.func.name << ": workspace '" << p.name << "': shape "
+                               << bound_shape(k, b, call)
+                               << " has more bytes than int64 can count"
+                               << symbol_values(k, p.tensor.shape, call);
+  }
+  // Each fits; their sum, aligned, does not. Name the one that ends past it.
+  __int128 end = 0;
+  for (const BufferSpec& b : k.plan.workspaces) {
+    int64_t bytes;
+    buffer_bytes(b, call.results, &bytes);
+    const __int128 offset = (end + 255) / 256 * 256;
+    end = offset + bytes;
+    if (end + 255 <= INT64_MAX) continue;
+    const ir::Param& p = k.func.params[b.param];
+    TILEJIT_THROW(kValueError) << k.func.name << ": the workspace arena has more bytes than int64 "
+                               << "can count: workspace '" << p.name << "' of " << bytes
+                               << " bytes (shape " << bound_shape(k, b, call)
+                               << ") starts at byte " << int128_str(offset)
+                               << symbol_values(k, p.tensor.shape, call);
+  }
+  TILEJIT_THROW(kInternalError) << k.func.name << ": the workspace arena was too large, then "
+                                << "it was not";
+}
+
+void allocation(const Kernel::Impl& k, size_t index, const Error& e) {
+  const ir::Param& p = k.func.params[k.plan.outputs[index].param];
+  throw Error(e.kind(), k.func.name + ": output #" + std::to_string(index) + " '" + p.name +
+                            "': " + e.message());
 }
 
 }  // namespace call_errors

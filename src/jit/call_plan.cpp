@@ -155,6 +155,15 @@ CallPlan build_call_plan(const ir::PrimFunc& f, const LegalizedIndices& indices,
   plan.first_buffer_result = int(exprs.size());
   add_buffers(indices.outputs, "output", &plan.outputs);
   add_buffers(indices.workspaces, "workspace", &plan.workspaces);
+  // Extents below 2^bits, at most `rank` of them, times 2^log2_bytes bytes
+  // each, stay below 2^63.
+  int max_rank = 0, log2_bytes = 0;
+  for (const BufferSpec& b : plan.outputs) {
+    max_rank = std::max(max_rank, b.rank);
+    while ((int64_t{1} << log2_bytes) < b.dtype.bytes()) ++log2_bytes;
+  }
+  const int bits = max_rank == 0 ? 62 : std::min(62, (63 - log2_bytes) / max_rank);
+  plan.small_extents = uint64_t{1} << bits;
   plan.grid_result = int(exprs.size());
   for (size_t d = 0; d < 3; ++d) {
     if (d < grid.size()) {

@@ -15,8 +15,6 @@ namespace {
 
 constexpr size_t kWorkspaceAlign = 256;
 
-constexpr size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
-
 // Mixes workspace offsets into a tag that identifies one arena layout of one
 // plan (Note [zero_once] below).
 inline uint64_t mix(uint64_t h, uint64_t v) {
@@ -113,18 +111,19 @@ void bind_inputs(const Kernel::Impl& k, std::span<const Arg> inputs, BoundCall* 
     } else {
       const int64_t extent = arg.tensor().shape(b.dim);
       int64_t num;
-      // Overflow, or INT64_MIN / -1, is as unsolvable as a remainder.
       if (TILEJIT_UNLIKELY(__builtin_sub_overflow(extent, b.offset, &num) ||
-                           (b.coeff == -1 && num == INT64_MIN) || num % b.coeff != 0)) {
-        call_errors::affine(k, b, extent);
+                           (b.coeff == -1 && num == INT64_MIN))) {
+        value = call_errors::solve_wide(k, b, extent);  // (num / coeff may still fit)
+      } else {
+        if (TILEJIT_UNLIKELY(num % b.coeff != 0)) call_errors::affine(k, b, extent);
+        value = num / b.coeff;
       }
-      value = num / b.coeff;
     }
     if (TILEJIT_UNLIKELY(value < 0)) call_errors::negative_symbol(k, b, value);
     call->symbols[b.symbol] = value;
   }
-  if (TILEJIT_UNLIKELY(!plan.program.run(call->symbols, call->results))) {
-    call_errors::division_by_zero(k, *call);
+  if (TILEJIT_UNLIKELY(plan.program.run(call->symbols, call->results) != 0)) {
+    call_errors::shapes_failed(k, call);
   }
   for (const DimCheck& c : plan.checks) {
     if (TILEJIT_UNLIKELY(inputs[c.input].tensor().shape(c.dim) != call->results[c.result])) {
@@ -135,36 +134,46 @@ void bind_inputs(const Kernel::Impl& k, std::span<const Arg> inputs, BoundCall* 
   for (int d = 0; d < 3; ++d) {
     if (TILEJIT_UNLIKELY(results[plan.grid_result + d] <= 0)) call_errors::bad_grid(k, d, *call);
   }
-  // Every buffer extent at once: a negative one sets the sign bit of the OR.
+  // Every buffer extent at once: a negative one sets the sign bit of the
+  // OR, and one past plan.small_extents a higher bit; then the exact checks
+  // (negative extents, and each output's size in bytes, so that no
+  // allocator is asked for a size that wrapped; the workspaces' are
+  // counted by layout_workspaces).
   int64_t any = 0;
   for (int r = plan.first_buffer_result; r < plan.grid_result; ++r) any |= results[r];
-  if (TILEJIT_UNLIKELY(any < 0)) call_errors::negative_buffer_dim(k, *call);
+  if (TILEJIT_UNLIKELY(uint64_t(any) >= plan.small_extents)) call_errors::large_extents(k, *call);
 }
 
 size_t layout_workspaces(const Kernel::Impl& k, const BoundCall& call, size_t* offsets,
                          size_t* sizes) {
-  size_t offset = 0;
+  // Offsets and sizes in int64, as a Tensor counts bytes; each overflow
+  // check is one branch to the cold path, which finds what overflowed.
+  constexpr int64_t kMask = int64_t(kWorkspaceAlign) - 1;
+  int64_t end = 0;
   for (size_t w = 0; w < k.plan.workspaces.size(); ++w) {
     const BufferSpec& b = k.plan.workspaces[w];
-    uint64_t bytes = uint64_t(b.dtype.bytes());
+    int64_t bytes = b.dtype.bytes();
     for (int d = 0; d < b.rank; ++d) {
-      if (TILEJIT_UNLIKELY(__builtin_mul_overflow(bytes, uint64_t(call.results[b.first_result + d]),
-                                                  &bytes))) {
-        call_errors::too_large(k, b, call);
+      if (TILEJIT_UNLIKELY(__builtin_mul_overflow(bytes, call.results[b.first_result + d], &bytes))) {
+        call_errors::arena_too_large(k, call);
       }
     }
-    if (TILEJIT_UNLIKELY(offset > SIZE_MAX - kWorkspaceAlign)) call_errors::too_large(k, b, call);
-    offset = align_up(offset, kWorkspaceAlign);
-    offsets[w] = offset;
-    sizes[w] = bytes;
-    if (TILEJIT_UNLIKELY(__builtin_add_overflow(offset, bytes, &offset))) {
-      call_errors::too_large(k, b, call);
+    int64_t offset;
+    if (TILEJIT_UNLIKELY(__builtin_add_overflow(end, kMask, &offset))) {
+      call_errors::arena_too_large(k, call);
     }
+    offset &= ~kMask;
+    if (TILEJIT_UNLIKELY(__builtin_add_overflow(offset, bytes, &end))) {
+      call_errors::arena_too_large(k, call);
+    }
+    offsets[w] = size_t(offset);
+    sizes[w] = size_t(bytes);
   }
-  if (TILEJIT_UNLIKELY(offset > SIZE_MAX - kWorkspaceAlign)) {
-    call_errors::too_large(k, k.plan.workspaces.back(), call);
+  int64_t total;
+  if (TILEJIT_UNLIKELY(__builtin_add_overflow(end, kMask, &total))) {
+    call_errors::arena_too_large(k, call);
   }
-  return offset == 0 ? 0 : align_up(offset, kWorkspaceAlign);
+  return size_t(total & ~kMask);
 }
 
 runtime::Module* Kernel::Impl::module_for(Device device) const {
@@ -230,7 +239,12 @@ Outputs Kernel::call(std::span<const Arg> inputs, const CallOptions& options) co
       if (!t.is_contiguous()) call_errors::bad_out(k, o, t, call, "contiguity");
       outputs.push_back(t);
     } else {
-      outputs.push_back(allocator.empty_for_call(shape, b.dtype, call.device, stream, capturing));
+      // A try block costs nothing until it throws; the handler is cold.
+      try {
+        outputs.push_back(allocator.empty_for_call(shape, b.dtype, call.device, stream, capturing));
+      } catch (const Error& e) {
+        call_errors::allocation(k, o, e);
+      }
     }
     args[b.param] = outputs.data()[o].data();
   }

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "tilejit/core/error.h"
 #include "tilejit/jit/kernel.h"
 #include "tilejit/runtime/backend.h"
 #include "tilejit/runtime/workspace_pool.h"
@@ -57,7 +58,19 @@ void bind_inputs(const Kernel::Impl& k, std::span<const Arg> inputs, BoundCall* 
 size_t layout_workspaces(const Kernel::Impl& k, const BoundCall& call, size_t* offsets,
                          size_t* sizes);
 
-// Cold failure paths (call_errors.cpp). Each throws.
+/// The bytes of a buffer at the bound shape; false when they do not fit in
+/// int64 (Note [Integer semantics] in expr.cpp). Extents are non-negative.
+inline bool buffer_bytes(const BufferSpec& b, const int64_t* results, int64_t* bytes) {
+  int64_t n = b.dtype.bytes();
+  bool overflowed = false;
+  for (int d = 0; d < b.rank; ++d) {
+    overflowed |= __builtin_mul_overflow(n, results[b.first_result + d], &n);
+  }
+  *bytes = n;
+  return !overflowed;
+}
+
+// Cold failure paths (call_errors.cpp). Each throws, except where it says.
 namespace call_errors {
 /// `got` arguments for the inputs; when too few, `missing` lists the inputs
 /// not given (empty: the last ones, as in a positional call).
@@ -87,7 +100,28 @@ namespace call_errors {
                                  const BoundCall& call);
 /// The first output or workspace extent that is negative: bad_buffer_dim.
 [[noreturn]] void negative_buffer_dim(const Kernel::Impl& k, const BoundCall& call);
-[[noreturn]] void too_large(const Kernel::Impl& k, const BufferSpec& b, const BoundCall& call);
+/// A binding whose `extent - offset` does not fit in int64 (or whose
+/// quotient is INT64_MIN / -1): solves it in 128 bits and returns the
+/// symbol's value, or throws when there is none in int64 (the one function
+/// here that may return).
+int64_t solve_wide(const Kernel::Impl& k, const SymbolBinding& b, int64_t extent);
+/// ShapeProgram::run reported a failure: re-evaluates every result exactly,
+/// in result order, and throws for the first that divides by zero or
+/// overflows int64, naming the shape as declared. When none does (the
+/// simplified form overflowed in a step that the declared form does not
+/// have), stores the exact values in call->results and returns.
+void shapes_failed(const Kernel::Impl& k, BoundCall* call);
+/// Some buffer extent is negative or at least plan.small_extents: throws
+/// negative_buffer_dim, or output_too_large for an output whose bytes do
+/// not fit in int64; returns when neither is the case.
+void large_extents(const Kernel::Impl& k, const BoundCall& call);
+/// An output whose bytes do not fit in int64: names the first one.
+[[noreturn]] void output_too_large(const Kernel::Impl& k, const BoundCall& call);
+/// The workspaces' bytes, or the arena holding them, do not fit in int64.
+[[noreturn]] void arena_too_large(const Kernel::Impl& k, const BoundCall& call);
+/// The TensorAllocator failed for output `index`: the same error, its
+/// message prefixed with the kernel and the output.
+[[noreturn]] void allocation(const Kernel::Impl& k, size_t index, const Error& e);
 [[noreturn]] void bad_out(const Kernel::Impl& k, size_t index, const Tensor& t,
                           const BoundCall& call, const std::string& problem);
 [[noreturn]] void bad_workspace(const Kernel::Impl& k, const Tensor& t, size_t needed,

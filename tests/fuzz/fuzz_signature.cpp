@@ -3,20 +3,23 @@
 // The input bytes, read front to back (zeros once they run out), decide:
 //  - a signature: 1 to 8 parameters, tensors of rank 0 to 4 whose extents
 //    are constants, symbols (a, b, c, d) and sums, differences, products,
-//    affine forms, floordiv, floormod, ceildiv, min and max of them, and
-//    scalars (some named after a symbol, binding it); a grid, threads and
+//    powers, affine forms, floordiv, floormod, ceildiv, min and max of them,
+//    and scalars (some named after a symbol, binding it); a grid, threads and
 //    dynamic shared memory;
 //  - out_idx and workspace_idx (ints in [-10, 10], duplicates allowed) and
 //    workspace init policies;
-//  - a few calls: symbol values, from which most inputs get the extents the
-//    signature asks for (so calls get past the checks) and some get wrong
-//    ones, wrong dtypes, ranks, devices, strides, kinds or counts; sometimes
-//    out= and workspace= buffers.
+//  - a few calls: symbol values (some huge: 2^32, 65536, near the square
+//    and cube roots of 2^63, so that shapes overflow int64; scalars named
+//    after a symbol pass them in), from which most inputs get the extents
+//    the signature asks for (so calls get past the checks) and some get
+//    wrong ones, wrong dtypes, ranks, devices, strides, kinds or counts;
+//    sometimes out= and workspace= buffers.
 // It runs build(), jit() (target "fuzz", a backend registered here whose
 // module launches nothing), the calls, workspace_bytes() and
 // workspace_layout(). Only tilejit::Error may come out; anything else, a
 // sanitizer report, or a broken invariant (a lease still held, a layout
-// that overlaps, a launch that disagrees with the layout) is a crash.
+// that overlaps, a launch that disagrees with the layout, a shape that
+// differs from its exact value: one that wrapped) is a crash.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -96,6 +99,7 @@ struct LastLaunch {
   bool happened = false;
   std::vector<void*> args;
   int64_t grid[3] = {0, 0, 0};
+  std::vector<int64_t> symbols;
 };
 LastLaunch g_launch;
 
@@ -105,6 +109,7 @@ class NoOpModule final : public runtime::Module {
     g_launch.happened = true;
     g_launch.args.assign(p.args, p.args + p.num_args);
     for (int d = 0; d < 3; ++d) g_launch.grid[d] = p.grid[d];
+    g_launch.symbols.assign(p.symbols, p.symbols + p.num_symbols);
   }
 };
 
@@ -177,7 +182,12 @@ constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 const int64_t kSpecial[] = {0,  1,       2,       3,        4,         7,
                             16, 64,      255,     256,      1 << 20,   int64_t{1} << 31,
-                            -1, -5,      kMax,    kMin,     kMax / 2,  int64_t{1} << 40};
+                            -1, -5,      kMax,    kMin,     kMax / 2,  int64_t{1} << 40,
+                            // Where products overflow int64: 65536^4 = 2^64,
+                            // 2^32 squared, the square root of 2^63 and one
+                            // past it, the cube root, and 2^62.
+                            65536, int64_t{1} << 32, 3037000499, 3037000500, 2097152,
+                            int64_t{1} << 62};
 
 const DataType kDtypes[] = {DataType::float64(), DataType::float32(), DataType::float16(),
                             DataType::bfloat16(), DataType::int8(),   DataType::int16(),
@@ -193,7 +203,7 @@ DataType any_dtype(Bytes& in) {
 // evaluates the operands of `f(x) + f(y)` is unspecified, and an input must
 // mean the same signature to every compiler.
 Expr gen_expr(Bytes& in, int depth) {
-  const int op = in.pick(depth > 0 ? 15 : 4);
+  const int op = in.pick(depth > 0 ? 16 : 4);
   auto symbol = [&] { return symbolic(kSymbols[in.pick(4)]); };
   if (op == 0) return Expr(int64_t(in.pick(9)));
   if (op <= 2) return symbol();
@@ -210,6 +220,12 @@ Expr gen_expr(Bytes& in, int depth) {
   if (op == 14) {
     const Expr c = Expr(int64_t(in.pick(5)) + 1);
     return c * symbol();
+  }
+  if (op == 15) {  // s^2 .. s^5, or s^k + c
+    const Expr s = symbol();
+    Expr p = s;
+    for (int k = 1 + in.pick(4); k > 0; --k) p = p * s;
+    return in.one_in(2) ? p : p + Expr(int64_t(in.pick(9)));
   }
   const Expr x = gen_expr(in, depth - 1);
   const Expr y = gen_expr(in, depth - 1);
@@ -407,7 +423,36 @@ void check_layout(const std::vector<WorkspaceSlice>& layout, size_t bytes) {
     end = s.offset + s.bytes;
   }
   FUZZ_CHECK(bytes % 256 == 0);
+  FUZZ_CHECK(bytes <= size_t(kMax));
   FUZZ_CHECK(layout.empty() || bytes >= end);
+}
+
+// The value of `e` at the last launch's symbols, evaluated exactly; false
+// when it divides by zero, overflows int64, or names a symbol the plan does
+// not have (one that simplification removed).
+bool exact_value(const CallPlan& plan, const Expr& e, int64_t* value) {
+  bool missing = false;
+  auto lookup = [&](const std::string& name) -> int64_t {
+    for (size_t s = 0; s < plan.symbols.size(); ++s) {
+      if (plan.symbols[s] == name) return g_launch.symbols[s];
+    }
+    missing = true;
+    return 0;
+  };
+  return ir::try_evaluate(e, lookup, value) == ir::EvalStatus::kOk && !missing;
+}
+
+// A shape of a call that succeeded is exact (Note [Integer semantics]):
+// the declared form or the simplified one the call evaluates computes it,
+// and whichever of them evaluates agrees with it. A wrapped value would
+// differ from both, or be a value where neither has one.
+void check_exact(const CallPlan& plan, const Expr& declared, int64_t got) {
+  int64_t as_declared = 0, simplified = 0;
+  const bool declared_ok = exact_value(plan, declared, &as_declared);
+  const bool simplified_ok = exact_value(plan, ir::simplify(declared), &simplified);
+  FUZZ_CHECK(declared_ok || simplified_ok);
+  FUZZ_CHECK(!declared_ok || got == as_declared);
+  FUZZ_CHECK(!simplified_ok || got == simplified);
 }
 
 void check_pools_idle() {
@@ -468,7 +513,17 @@ void run_call(Bytes& in, const Kernel& k) {
     }
     FUZZ_CHECK(g_launch.happened);
     FUZZ_CHECK(int(g_launch.args.size()) == int(k.prim_func().params.size()));
-    for (int d = 0; d < 3; ++d) FUZZ_CHECK(g_launch.grid[d] > 0);
+    FUZZ_CHECK(g_launch.symbols.size() == plan.symbols.size());
+    const ir::PrimFunc& f = k.prim_func();
+    for (int d = 0; d < 3; ++d) {
+      FUZZ_CHECK(g_launch.grid[d] > 0);
+      check_exact(plan, size_t(d) < f.launch.grid.size() ? f.launch.grid[d] : Expr(1),
+                  g_launch.grid[d]);
+    }
+    for (size_t o = 0; o < result.size(); ++o) {
+      const std::vector<Expr>& shape = f.params[plan.outputs[o].param].tensor.shape;
+      for (size_t d = 0; d < shape.size(); ++d) check_exact(plan, shape[d], result[o].shape(d));
+    }
     report("call", nullptr);
   } catch (const Error& e) {
     report("call", &e);
@@ -482,6 +537,14 @@ void run_call(Bytes& in, const Kernel& k) {
     const std::vector<WorkspaceSlice> layout = k.workspace_layout(args);
     FUZZ_CHECK(layout.size() == plan.workspaces.size());
     check_layout(layout, bytes);
+    if (called) {
+      for (size_t w = 0; w < layout.size(); ++w) {
+        const std::vector<Expr>& shape =
+            k.prim_func().params[plan.workspaces[w].param].tensor.shape;
+        FUZZ_CHECK(layout[w].shape.size() == shape.size());
+        for (size_t d = 0; d < shape.size(); ++d) check_exact(plan, shape[d], layout[w].shape[d]);
+      }
+    }
     if (called && bytes > 0 && !options.workspace.defined()) {
       const char* base = static_cast<const char*>(g_launch.args[plan.workspaces[0].param]);
       FUZZ_CHECK(reinterpret_cast<uintptr_t>(base) % 256 == 0);

@@ -4,8 +4,9 @@
 Each seed is a signature written out as the bytes fuzz_signature.cpp reads
 (Bytes: one byte per choice, front to back), so that fuzzing starts from
 kernels shaped like real ones: the sparse-attention signature of the README,
-a symbol bound by a scalar and solved from an affine extent, and zeroed
-workspaces with a supplied workspace= arena. Keep this in step with the
+a symbol bound by a scalar and solved from an affine extent, zeroed
+workspaces with a supplied workspace= arena, and shapes that overflow int64
+(a scalar-bound square, a fourth power of a dimension). Keep this in step with the
 decoder when it changes; `TILEJIT_FUZZ_VERBOSE=1 fuzz_signature FILE` shows
 what a file does.
 
@@ -18,6 +19,9 @@ SYMBOLS = {"a": 0, "b": 1, "c": 2, "d": 3}
 DTYPES = {"float64": 0, "float32": 1, "float16": 2, "bfloat16": 3, "int8": 4, "int16": 5,
           "int32": 6, "int64": 7, "uint8": 8, "bool": 9}
 SMALL = {0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 8: 6, 16: 7, 100: 8}
+# kSpecial in fuzz_signature.cpp, in order.
+SPECIAL = [0, 1, 2, 3, 4, 7, 16, 64, 255, 256, 1 << 20, 1 << 31, -1, -5, 2**63 - 1, -2**63,
+           (2**63 - 1) // 2, 1 << 40, 65536, 1 << 32, 3037000499, 3037000500, 2097152, 1 << 62]
 
 
 class Encoder:
@@ -32,11 +36,12 @@ class Encoder:
         self.out.append(0 if yes else 1)
 
     # gen_expr at depth > 0: ('const', n) | ('sym', s) | ('mul_sym', c, s) | ('affine', c, s, k)
+    # | ('pow', s, k, c or None): s^k (+ c), k in [2, 5], c in [0, 8]
     # | (op, x, y) with op in + - * // % ceildiv min max
     def expr(self, e, depth=2):
         kind = e[0]
         ops = {"+": 4, "-": 5, "*": 6, "//": 8, "%": 9, "ceildiv": 10, "min": 11, "max": 12}
-        k = 15 if depth > 0 else 4
+        k = 16 if depth > 0 else 4
         if kind == "const":
             self.pick(k, 0)
             self.pick(9, e[1])
@@ -48,6 +53,13 @@ class Encoder:
             self.pick(8, e[1] + 3)
             self.pick(4, SYMBOLS[e[2]])
             self.pick(13, e[3] + 4)
+        elif kind == "pow":
+            self.pick(k, 15)
+            self.pick(4, SYMBOLS[e[1]])
+            self.pick(4, e[2] - 2)
+            self.one_in(2, e[3] is None)
+            if e[3] is not None:
+                self.pick(9, e[3])
         elif kind == "sym*sym":
             self.pick(k, 13)
             self.pick(4, SYMBOLS[e[1]])
@@ -88,8 +100,12 @@ class Encoder:
 
     def symbol_values(self, values):
         for s in "abcd":
-            self.one_in(8, False)
-            self.pick(9, SMALL[values.get(s, 1)])
+            v = values.get(s, 1)
+            self.one_in(8, v not in SMALL)
+            if v in SMALL:
+                self.pick(9, SMALL[v])
+            else:
+                self.pick(len(SPECIAL), SPECIAL.index(v))
 
     def good_tensor_input(self, rank):
         self.pick(24, 4)  # a tensor
@@ -216,12 +232,69 @@ def zeroed_workspaces_with_arena():
     return bytes(e.out)
 
 
+def scalar_square_output():
+    """Scalar a int64 binding a, output Y [a * a + 5] f32; a call with
+    a = 2^32 (the square overflows int64), then one with a = 3."""
+    e = Encoder()
+    e.one_in(64, False)
+    e.pick(8, 1)  # 2 parameters
+    e.scalar("a", "int64")
+    e.tensor(1, "float32", [("pow", "a", 2, 5)])
+    e.one_in(32, False)
+    e.pick(3, 0)
+    e.pick(4, 1)
+    e.expr(("const", 1))
+    e.one_in(16, False)
+    e.one_in(8, False)
+    e.indices([1])
+    e.indices(None)
+    e.one_in(4, False)
+    e.pick(4, 1)  # two calls
+    for a in (1 << 32, 3):
+        e.symbol_values({"a": a})
+        e.good_scalar_input()
+        e.end_inputs()
+        e.one_in(8, False)
+        e.one_in(8, False)
+    return bytes(e.out)
+
+
+def fourth_power_workspace():
+    """X [a] uint8, Out [1] int64 (output), W [a * a * a * a] uint8
+    (workspace); a call with a = 65536 (2^64 elements), then a = 4."""
+    e = Encoder()
+    e.one_in(64, False)
+    e.pick(8, 2)  # 3 parameters
+    e.tensor(0, "uint8", [("sym", "a")])
+    e.tensor(1, "int64", [("const", 1)])
+    e.tensor(2, "uint8", [("pow", "a", 4, None)])
+    e.one_in(32, False)
+    e.pick(3, 0)
+    e.pick(4, 1)
+    e.expr(("sym", "a"))
+    e.one_in(16, False)
+    e.one_in(8, False)
+    e.indices([1])
+    e.indices([2])
+    e.one_in(4, False)
+    e.pick(4, 1)  # two calls
+    for a in (65536, 4):
+        e.symbol_values({"a": a})
+        e.good_tensor_input(1)
+        e.end_inputs()
+        e.one_in(8, False)
+        e.one_in(8, False)
+    return bytes(e.out)
+
+
 def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else "corpus"
     os.makedirs(out_dir, exist_ok=True)
     for name, make in (("seed_sparse_attention", sparse_attention),
                        ("seed_scalar_and_affine", scalar_and_affine),
-                       ("seed_zeroed_workspaces", zeroed_workspaces_with_arena)):
+                       ("seed_zeroed_workspaces", zeroed_workspaces_with_arena),
+                       ("seed_scalar_square_output", scalar_square_output),
+                       ("seed_fourth_power_workspace", fourth_power_workspace)):
         with open(os.path.join(out_dir, name), "wb") as f:
             f.write(make())
 

@@ -177,7 +177,7 @@ def test_scalars():
         k(x, np.float64(-1e39), 1, 3)
     assert k(x, float("inf"), 0, 3)[1] == np.inf
     assert k(x, 3.4028234663852886e38, 0, 3)[1] == np.finfo(np.float32).max
-    with raises_exact(ValueError, "axpb: symbol 'n': scalar 'n' = 4 but X.shape[0] = 3"):
+    with raises_exact(ValueError, "axpb: symbol 'n': scalar #3 'n' = 4 but X.shape[0] = 3"):
         k(x, 2.0, 1, 4)
     assert pool_in_use() == 0
 

@@ -187,6 +187,21 @@ def test_symbol_values_must_be_non_negative():
         k(np.zeros(1, np.float32))
 
 
+def test_shape_arithmetic_never_wraps():
+    m = T.symbolic("m")
+
+    @T.prim_func
+    def k(m: T.int64, Y: T.Tensor([m * m + 5], "float32")):
+        T.source(cpu="for (int64_t i = 0; i < m * m + 5; ++i) Y(i) = float(i);")
+
+    kernel = tilejit.compile(k, out_idx=[1], target="cpu")
+    # m * m is 2^64 here: wrapped, the output would have 5 elements.
+    with raises_exact(ValueError, "k: output 'Y' dimension 0 = m * m + 5 overflows int64 "
+                                  "(m = 4294967296 from scalar #0 'm')"):
+        kernel(2**32)
+    np.testing.assert_array_equal(kernel(2), np.arange(9, dtype=np.float32))
+
+
 def test_out_of_memory_is_a_memory_error(k, args):
     q, kv, idx = args
     assert issubclass(tilejit.OutOfMemoryError, MemoryError)

@@ -77,8 +77,8 @@ struct ExprNode {
 inline Expr symbolic(std::string name) { return Expr::var(std::move(name)); }
 
 // Arithmetic. Constant operands fold at construction (2 + 3 is IntImm 5);
-// anything further is simplify()'s job. A constant zero divisor is a
-// ValueError.
+// anything further is simplify()'s job. A constant zero divisor, and a
+// folded constant that does not fit in int64, are ValueErrors.
 Expr operator+(const Expr& a, const Expr& b);
 Expr operator-(const Expr& a, const Expr& b);
 Expr operator*(const Expr& a, const Expr& b);
@@ -107,8 +107,24 @@ void collect_vars(const Expr& e, std::vector<std::string>* out);
 
 /// Reference evaluation by walking the tree (the call path uses
 /// ShapeProgram instead). `lookup` returns a symbol's value. Throws ValueError
-/// on division by zero.
+/// on division by zero ("division by zero in n // m") and when a value does
+/// not fit in int64 ("int64 overflow in m * m"): Note [Integer semantics].
 int64_t evaluate(const Expr& e, const std::function<int64_t(const std::string&)>& lookup);
+
+/// How an evaluation ended.
+enum class EvalStatus : uint8_t { kOk, kDivisionByZero, kOverflow };
+
+/// evaluate() that reports instead of throwing: the first failure in
+/// evaluation order (operands left to right, then their node), with the
+/// subterm that failed in *where when it is given. *value is set on kOk.
+/// Exceptions from `lookup` pass through.
+EvalStatus try_evaluate(const Expr& e, const std::function<int64_t(const std::string&)>& lookup,
+                        int64_t* value, Expr* where = nullptr);
+
+/// `a kind b` for two integers as Note [Integer semantics] says; false when
+/// the exact result does not fit in int64 (*out is then unspecified). The
+/// divisor of a division is nonzero.
+bool apply_int(ExprKind kind, int64_t a, int64_t b, int64_t* out) noexcept;
 
 /// Floor division and modulo of integers (Python semantics); b != 0, and not
 /// a == INT64_MIN with b == -1 (the one quotient that does not fit). Written

@@ -37,11 +37,18 @@ class ShapeProgram {
   /// once. Throws InternalError for a symbol not in `symbols`.
   static ShapeProgram compile(std::span<const Expr> exprs, std::span<const std::string> symbols);
 
+  /// Failures of run(), as bits of its result.
+  static constexpr unsigned kDivisionByZero = 1;
+  static constexpr unsigned kOverflow = 2;
+
   /// Evaluates every expression: `symbols` holds num_symbols() values,
-  /// `results` receives num_results() values. Returns false when an
-  /// evaluation divided by zero (the quotient is then taken as 0 and the
-  /// caller raises). Allocation-free and thread-safe.
-  bool run(const int64_t* symbols, int64_t* results) const noexcept;
+  /// `results` receives num_results() values. Returns 0 when every value
+  /// was computed exactly, else the OR of kDivisionByZero (a quotient by
+  /// zero, taken as 0) and kOverflow (a value that does not fit in int64,
+  /// Note [Integer semantics] in expr.cpp; it is left wrapped). The results
+  /// are then unreliable, and the caller raises (or re-evaluates to say
+  /// which one failed). Allocation-free and thread-safe.
+  [[nodiscard]] unsigned run(const int64_t* symbols, int64_t* results) const noexcept;
 
   int num_symbols() const noexcept { return num_symbols_; }
   int num_results() const noexcept { return int(result_regs_.size()); }

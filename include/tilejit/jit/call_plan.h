@@ -80,6 +80,11 @@ struct CallPlan {
   int first_buffer_result = 0;
   int grid_result = 0;  // three results
   int smem_result = 0;
+  /// When every output and workspace extent is below this power of two,
+  /// every output's size in bytes fits in int64 (its rank and dtype bound
+  /// it), and the call skips the exact check: one compare of the OR of the
+  /// extents, which a negative extent fails too.
+  uint64_t small_extents = 0;
   bool has_zero_once = false;
   /// Unique per plan in this process; seeds the zero_once layout tag.
   uint64_t id = 0;

@@ -85,14 +85,25 @@ TEST(Expr, ConstantFolding) {
   EXPECT_TRUE(make_binary(ExprKind::kMul, 3, 4).is_const());
 }
 
-TEST(Expr, FoldingWrapsAndNeverTraps) {
-  // Note [Integer semantics]: two's complement wrap, INT64_MIN // -1 wraps.
+TEST(Expr, FoldingNeverWrapsNorTraps) {
+  // Note [Integer semantics]: a folded constant that does not fit in int64
+  // is a ValueError naming the operation as written.
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-  EXPECT_EQ((Expr(kMax) + 1).int_value(), kMin);
-  EXPECT_EQ(floordiv(kMin, -1).int_value(), kMin);
+  expect_error([] { Expr(kMax) + 1; }, ErrorKind::kValueError,
+               "int64 overflow in 9223372036854775807 + 1");
+  expect_error([] { Expr(kMin) - 1; }, ErrorKind::kValueError,
+               "int64 overflow in -9223372036854775808 - 1");
+  expect_error([] { Expr(int64_t{1} << 32) * (int64_t{1} << 31); }, ErrorKind::kValueError,
+               "int64 overflow in 4294967296 * 2147483648");
+  expect_error([] { floordiv(kMin, -1); }, ErrorKind::kValueError,
+               "int64 overflow in -9223372036854775808 // -1");
+  expect_error([] { ceildiv(kMin, -1); }, ErrorKind::kValueError,
+               "int64 overflow in ceildiv(-9223372036854775808, -1)");
+  EXPECT_EQ((Expr(kMax - 1) + 1).int_value(), kMax);
+  EXPECT_EQ((Expr(kMin + 1) * -1).int_value(), kMax);
   EXPECT_EQ(floormod(kMin, -1).int_value(), 0);
-  EXPECT_EQ(ceildiv(kMin, -1).int_value(), kMin);
+  EXPECT_EQ(floordiv(kMin + 1, -1).int_value(), kMax);
   EXPECT_EQ(ceildiv(kMin, 2).int_value(), kMin / 2);
   EXPECT_EQ(ceildiv(kMin, 3).int_value(), kMin / 3);
 }
@@ -232,6 +243,34 @@ TEST(Expr, EvaluateDivisionByZero) {
                "division by zero in ceildiv(s + 1, s - 3)");
   expect_error([] { evaluate(Expr(), [](const std::string&) { return int64_t{0}; }); },
                ErrorKind::kValueError, "evaluate: the expression is undefined");
+}
+
+TEST(Expr, EvaluateOverflow) {
+  // The innermost operation that does not fit is named, as a division by
+  // zero is; try_evaluate() says the same without throwing.
+  Expr m = symbolic("m"), n = symbolic("n");
+  std::map<std::string, int64_t> env{{"m", int64_t{1} << 32}, {"n", 65536}};
+  expect_error([&] { eval_with(m * m + 5, env); }, ErrorKind::kValueError,
+               "int64 overflow in m * m");
+  expect_error([&] { eval_with(n * n * n * n, env); }, ErrorKind::kValueError,
+               "int64 overflow in n * n * n * n");
+  expect_error([&] { eval_with(floordiv(0 - m * m * m, 1), env); }, ErrorKind::kValueError,
+               "int64 overflow in m * m");
+  EXPECT_EQ(eval_with(n * n * n, env), int64_t{1} << 48);
+  // 2^32 * (2^31 - 1) + 2^32 - 1 is INT64_MAX itself.
+  EXPECT_EQ(eval_with(m * (floordiv(m, 2) - 1) + (m - 1), env),
+            std::numeric_limits<int64_t>::max());
+  auto lookup = [&](const std::string& name) { return env.at(name); };
+  int64_t value = 0;
+  Expr where;
+  EXPECT_EQ(try_evaluate(m * m * m + floordiv(n, n - n), lookup, &value, &where),
+            EvalStatus::kOverflow);
+  EXPECT_EQ(to_string(where), "m * m");
+  EXPECT_EQ(try_evaluate(floordiv(n, n - n) + m * m, lookup, &value, &where),
+            EvalStatus::kDivisionByZero);
+  EXPECT_EQ(to_string(where), "n // (n - n)");
+  EXPECT_EQ(try_evaluate(n * n, lookup, &value), EvalStatus::kOk);
+  EXPECT_EQ(value, int64_t{1} << 32);
 }
 
 TEST(Expr, EvaluateLookupErrorsPropagate) {

@@ -37,7 +37,7 @@ TEST(ShapeProgram, EvaluatesShapes) {
   EXPECT_EQ(p.num_results(), 8);
   int64_t in[] = {4, 100};
   int64_t out[8] = {};
-  ASSERT_TRUE(p.run(in, out));
+  ASSERT_EQ(p.run(in, out), 0u);
   EXPECT_EQ(std::vector<int64_t>(out, out + 8),
             (std::vector<int64_t>{400, 401, 2, 1, 36, 4, 100, 96}));
 }
@@ -61,7 +61,7 @@ TEST(ShapeProgram, SharesSubexpressionsAndConstants) {
   EXPECT_EQ(consts_64, 1);
   int64_t in[] = {0, 3, 5};
   int64_t out[5] = {};
-  ASSERT_TRUE(q.run(in, out));
+  ASSERT_EQ(q.run(in, out), 0u);
   EXPECT_EQ(std::vector<int64_t>(out, out + 5), (std::vector<int64_t>{4, 6, 64, 192, 69}));
 }
 
@@ -82,20 +82,20 @@ TEST(ShapeProgram, SymbolsConstantsAndEmptyPrograms) {
   EXPECT_EQ(p.instructions().size(), 1u);  // the constant; symbols are read in place
   int64_t in[] = {11, 22};
   int64_t out[3] = {};
-  ASSERT_TRUE(p.run(in, out));
+  ASSERT_EQ(p.run(in, out), 0u);
   EXPECT_EQ(std::vector<int64_t>(out, out + 3), (std::vector<int64_t>{22, 7, 11}));
 
   ShapeProgram empty = ShapeProgram::compile({}, {});
   EXPECT_EQ(empty.num_symbols(), 0);
   EXPECT_EQ(empty.num_results(), 0);
-  EXPECT_TRUE(empty.run(nullptr, nullptr));
+  EXPECT_EQ(empty.run(nullptr, nullptr), 0u);
 
   ShapeProgram defaulted;
   EXPECT_EQ(defaulted.num_results(), 0);
-  EXPECT_TRUE(defaulted.run(nullptr, nullptr));
+  EXPECT_EQ(defaulted.run(nullptr, nullptr), 0u);
 }
 
-TEST(ShapeProgram, DivisionByZeroReturnsFalse) {
+TEST(ShapeProgram, DivisionByZeroIsReported) {
   Expr s = symbolic("s"), t = symbolic("t");
   std::vector<Expr> exprs = {floordiv(s, t), s + 1, floormod(s, t), ceildiv(s, t),
                              floordiv(s, t - t)};
@@ -104,33 +104,57 @@ TEST(ShapeProgram, DivisionByZeroReturnsFalse) {
   int64_t zero[] = {9, 0};
   int64_t out[5];
   std::fill(out, out + 5, -1);
-  EXPECT_FALSE(p.run(zero, out));
+  EXPECT_EQ(p.run(zero, out), ShapeProgram::kDivisionByZero);
   EXPECT_EQ(std::vector<int64_t>(out, out + 5), (std::vector<int64_t>{0, 10, 0, 0, 0}));
   // A divisor that simplifies to zero fails for every input.
   int64_t two[] = {9, 2};
-  EXPECT_FALSE(p.run(two, out));
+  EXPECT_EQ(p.run(two, out), ShapeProgram::kDivisionByZero);
   EXPECT_EQ(std::vector<int64_t>(out, out + 4), (std::vector<int64_t>{4, 10, 1, 5}));
 }
 
-TEST(ShapeProgram, ExtremeValuesDoNotTrap) {
+TEST(ShapeProgram, ExtremeValuesOverflowAsEvaluateDoes) {
+  // Note [Integer semantics]: no operation wraps or traps; each one that does
+  // not fit in int64 sets kOverflow, exactly where evaluate() throws.
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   Expr s = symbolic("s"), t = symbolic("t");
-  std::vector<Expr> exprs = {floordiv(s, t), floormod(s, t), ceildiv(s, t), s + t, s * t};
+  std::vector<Expr> exprs = {floordiv(s, t), floormod(s, t), ceildiv(s, t), s + t, s * t, s - t};
   std::vector<std::string> symbols = {"s", "t"};
-  ShapeProgram p = ShapeProgram::compile(exprs, symbols);
+  int overflowed = 0;
   for (const auto& pair : std::vector<std::pair<int64_t, int64_t>>{
-           {kMin, -1}, {kMin, 3}, {kMin, -3}, {kMax, -1}, {kMax, 2}, {kMin, kMin}}) {
+           {kMin, -1}, {kMin, 3}, {kMin, -3}, {kMax, -1}, {kMax, 2}, {kMin, kMin}, {kMax, 1},
+           {int64_t{1} << 32, int64_t{1} << 31}, {int64_t{1} << 32, int64_t{1} << 32}}) {
     int64_t vs = pair.first, vt = pair.second;
-    int64_t in[] = {vs, vt};
-    int64_t out[5];
-    ASSERT_TRUE(p.run(in, out));
     auto lookup = [&](const std::string& name) { return name == "s" ? vs : vt; };
-    for (int i = 0; i < 5; ++i) {
-      EXPECT_EQ(out[i], evaluate(exprs[i], lookup)) << to_string(exprs[i]) << " at " << vs
-                                                    << ", " << vt;
+    for (const Expr& e : exprs) {
+      ShapeProgram p = ShapeProgram::compile(std::span<const Expr>(&e, 1), symbols);
+      int64_t in[] = {vs, vt};
+      int64_t out = 0;
+      const unsigned faults = p.run(in, &out);
+      int64_t want = 0;
+      const EvalStatus status = try_evaluate(e, lookup, &want);
+      if (status == EvalStatus::kOk) {
+        EXPECT_EQ(faults, 0u) << to_string(e) << " at " << vs << ", " << vt;
+        EXPECT_EQ(out, want) << to_string(e) << " at " << vs << ", " << vt;
+      } else {
+        ASSERT_EQ(status, EvalStatus::kOverflow);
+        EXPECT_EQ(faults, ShapeProgram::kOverflow) << to_string(e) << " at " << vs << ", " << vt;
+        ++overflowed;
+      }
     }
   }
+  // Counted by hand: kMin // -1, ceildiv(kMin, -1), kMin + -1, kMin * -1;
+  // kMin * 3, kMin - 3; kMin + -3, kMin * -3; kMax - -1; kMax + 2, kMax * 2;
+  // kMin + kMin, kMin * kMin; kMax + 1; 2^32 * 2^31 (= 2^63); 2^32 * 2^32.
+  EXPECT_EQ(overflowed, 16);
+  // One flag for every program: an overflow in one result, a division by
+  // zero in another.
+  std::vector<Expr> both = {s * s, floordiv(s, t), s + 1};
+  ShapeProgram p = ShapeProgram::compile(both, symbols);
+  int64_t in[] = {int64_t{1} << 32, 0};
+  int64_t out[3];
+  EXPECT_EQ(p.run(in, out), ShapeProgram::kOverflow | ShapeProgram::kDivisionByZero);
+  EXPECT_EQ(out[2], (int64_t{1} << 32) + 1);
 }
 
 TEST(ShapeProgram, Errors) {
@@ -169,7 +193,7 @@ TEST(ShapeProgram, RunIsThreadSafe) {
       for (int64_t i = 0; i < 2000; ++i) {
         int64_t in[] = {k + 1, i};
         int64_t out[2];
-        bool ok = p.run(in, out);
+        bool ok = p.run(in, out) == 0;
         int64_t want = (k + 1) * i * 4 + ceildiv_int(i, 64);
         if (!ok || out[0] != want || out[1] != std::max<int64_t>(k + 1, i)) ++failures[k];
       }
@@ -225,7 +249,7 @@ class RandomExprs {
 };
 
 // Evaluates with evaluate(); false on division by zero.
-bool try_evaluate(const Expr& e, const int64_t* values, int64_t* result) {
+bool reference(const Expr& e, const int64_t* values, int64_t* result) {
   try {
     // Symbols b, s, t are slots 0, 1, 2.
     *result = evaluate(e, [&](const std::string& name) {
@@ -254,9 +278,9 @@ TEST(ShapeProgram, RandomExpressionsAgreeWithEvaluateAndSimplify) {
     for (int trial = 0; trial < 8; ++trial) {
       int64_t values[3] = {random.uniform(-3, 3), random.uniform(-3, 3), random.uniform(-3, 3)};
       int64_t ref = 0, simp = 0, ran = -1;
-      bool ref_ok = try_evaluate(e, values, &ref);
-      bool simp_ok = try_evaluate(simplified, values, &simp);
-      bool ran_ok = p.run(values, &ran);
+      bool ref_ok = reference(e, values, &ref);
+      bool simp_ok = reference(simplified, values, &simp);
+      bool ran_ok = p.run(values, &ran) == 0;
       // The program computes exactly the simplified tree, every node of it.
       ASSERT_EQ(ran_ok, simp_ok) << to_string(simplified);
       if (ran_ok) {
@@ -284,12 +308,12 @@ TEST(ShapeProgram, RandomExpressionsAgreeWithEvaluateAndSimplify) {
   std::vector<int64_t> together(batch.size());
   for (int trial = 0; trial < 20; ++trial) {
     int64_t values[3] = {random.uniform(-3, 3), random.uniform(-3, 3), random.uniform(-3, 3)};
-    bool all_ok = whole.run(values, together.data());
+    bool all_ok = whole.run(values, together.data()) == 0;
     bool each_ok = true;
     for (size_t i = 0; i < batch.size(); ++i) {
       ShapeProgram one = ShapeProgram::compile(std::span<const Expr>(&batch[i], 1), symbols);
       int64_t alone = 0;
-      bool ok = one.run(values, &alone);
+      bool ok = one.run(values, &alone) == 0;
       each_ok = each_ok && ok;
       EXPECT_EQ(together[i], alone) << to_string(batch[i]);
     }

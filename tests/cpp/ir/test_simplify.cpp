@@ -2,13 +2,18 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 
+#include "common/test_util.h"
 #include "tilejit/core/error.h"
 
 namespace tilejit::ir {
 namespace {
+
+using tilejit::testing::expect_error;
 
 std::string simp(const Expr& e) { return to_string(simplify(e)); }
 
@@ -200,6 +205,33 @@ TEST_F(Simplify, PreservesValueOnAGrid) {
       }
     }
   }
+}
+
+TEST_F(Simplify, CoefficientOverflowLeavesTheExpressionAsWritten) {
+  // Note [Canonical polynomial form]: (s * 2^62) * 4 has the coefficient
+  // 2^64; wrapped it would be 0 and the shape 0 for every s.
+  const Expr big = Expr(int64_t{1} << 62);
+  const Expr e = s * big * 4;
+  EXPECT_TRUE(structural_equal(simplify(e), e)) << to_string(simplify(e));
+  auto at = [&](int64_t v) {
+    return [v](const std::string&) { return v; };
+  };
+  EXPECT_EQ(evaluate(simplify(e), at(0)), 0);
+  expect_error([&] { evaluate(simplify(e), at(1)); }, ErrorKind::kValueError,
+               "int64 overflow in s * 4611686018427387904 * 4");
+  // Sums too, and the solver of affine dimensions gives up on them.
+  const Expr sum = s * big + s * big;
+  EXPECT_TRUE(structural_equal(simplify(sum), sum));
+  AffineForm f;
+  EXPECT_FALSE(as_single_var_affine(sum, &f));
+  EXPECT_FALSE(as_single_var_affine(s * big * 2 + 1, &f));
+  EXPECT_TRUE(as_single_var_affine(s * big + 1, &f));
+  EXPECT_EQ(f.coeff, int64_t{1} << 62);
+  // A constant quotient that does not fit: INT64_MIN // -1 under a symbol.
+  const Expr q = floordiv(Expr(std::numeric_limits<int64_t>::min()) + s - s, -1);
+  EXPECT_TRUE(structural_equal(simplify(q), q)) << to_string(simplify(q));
+  // Below the limits nothing changes.
+  EXPECT_EQ(simp(s * Expr(int64_t{1} << 60) * 4), "4611686018427387904 * s");
 }
 
 }  // namespace

@@ -278,7 +278,7 @@ TEST(CallErrorsShapes, ScalarBindsNegativeSymbol) {
                      .build();
   const Kernel k = jit(f, cpu_options({1}));
   expect_error([&] { k(-2); }, ErrorKind::kValueError,
-               "k: symbol 'n' = -2 from scalar 'n' is negative; shapes must be non-negative");
+               "k: symbol 'n' = -2 from scalar #0 'n' is negative; shapes must be non-negative");
   EXPECT_EQ(Tensor(k(6)).shape(0), 6);
 }
 

@@ -2,7 +2,9 @@
 // outputs, scalars, products of symbols, workspace policies, pool reuse,
 // supplied buffers, and concurrent calls.
 #include <atomic>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "common/test_util.h"
 
@@ -125,6 +127,70 @@ TEST(KernelCalls, OutputsFromTheCallersAllocator) {
   EXPECT_EQ(allocator.calls, 1);  // out= supplied it
   EXPECT_EQ(same.data(), mine.data());
 }
+
+// A TensorAllocator that fails with a given kind and message after
+// `succeed` tensors.
+class FailingAllocator : public runtime::TensorAllocator {
+ public:
+  FailingAllocator(int succeed, ErrorKind kind, std::string message)
+      : succeed_(succeed), kind_(kind), message_(std::move(message)) {}
+  Tensor empty(std::span<const int64_t> shape, DataType dtype, Device device,
+               runtime::Stream) override {
+    if (made_++ >= succeed_) throw Error(kind_, message_);
+    return runtime::empty(shape, dtype, device);
+  }
+
+ private:
+  int succeed_;
+  ErrorKind kind_;
+  std::string message_;
+  int made_ = 0;
+};
+
+TEST(KernelCalls, AllocationErrorsNameTheKernelAndTheOutput) {
+  const Expr n = symbolic("n");
+  const auto f = prim_func("two_outs")
+                     .tensor("X", {n}, DataType::float32())
+                     .tensor("Y", {n}, DataType::float32())
+                     .tensor("Z", {n}, DataType::int32())
+                     .grid({n})
+                     .body("cpu", "Y(bx) = X(bx); Z(bx) = int32_t(bx);")
+                     .build();
+  const Kernel k = jit(f, cpu_options({1, 2}));
+  Tensor x = iota({3});
+  const Arg args[] = {Arg(x)};
+  CallOptions o;
+  // The allocator's kind and its message, after the kernel and the output.
+  FailingAllocator first(0, ErrorKind::kOutOfMemoryError, "cannot allocate 12 bytes");
+  o.allocator = &first;
+  testing::expect_error([&] { k.call(args, o); }, ErrorKind::kOutOfMemoryError,
+                        "two_outs: output #0 'Y': cannot allocate 12 bytes");
+  FailingAllocator second(1, ErrorKind::kValueError, "no such memory");
+  o.allocator = &second;
+  testing::expect_error([&] { k.call(args, o); }, ErrorKind::kValueError,
+                        "two_outs: output #1 'Z': no such memory");
+  EXPECT_EQ(cpu_pool().stats().bytes_in_use, 0u);
+  o.allocator = nullptr;
+  Outputs out = k.call(args, o);
+  EXPECT_EQ(out[1].data_as<int32_t>()[2], 2);
+}
+
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+TEST(KernelCalls, OutOfHostMemoryNamesTheKernelAndTheOutput) {
+  // 2^60 bytes fit in int64, so the call asks the CPU allocator, which
+  // cannot have them. (The sanitizers' allocators abort instead.)
+  const Expr n = symbolic("n");
+  const auto f = prim_func("k")
+                     .scalar("n", DataType::int64())
+                     .tensor("Out", {n}, DataType::uint8())
+                     .body("cpu", "")
+                     .build();
+  const Kernel k = jit(f, cpu_options({1}));
+  testing::expect_error([&] { k(int64_t{1} << 60); }, ErrorKind::kOutOfMemoryError,
+                        "k: output #0 'Out': empty: cannot allocate 1152921504606846976 bytes of "
+                        "host memory for a tensor of shape [1152921504606846976] and dtype uint8");
+}
+#endif
 
 TEST(KernelCalls, NoOutputs) {
   const Expr n = symbolic("n");

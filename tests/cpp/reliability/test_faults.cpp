@@ -135,7 +135,7 @@ TEST(Faults, OutputAllocationFailureLeaksNothing) {
     CallOptions o;
     o.allocator = &second_fails;
     EXPECT_EQ(error_message([&] { k.call(args, o); }, ErrorKind::kOutOfMemoryError),
-              "test allocator: out of memory");
+              "two_outs: output #1 'B': test allocator: out of memory");
   }
   EXPECT_EQ(g_live_outputs.load(), 0) << "the first output was not freed";
   EXPECT_EQ(cpu_pool().stats().leases, before.leases);  // outputs come before the lease
