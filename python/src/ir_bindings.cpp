@@ -193,7 +193,8 @@ void bind_ir(nb::module_& m) {
       .def_prop_ro("params", &params_of)
       .def_prop_ro("grid", [](const ir::PrimFunc& f) { return f.launch.grid; })
       .def_prop_ro("threads", [](const ir::PrimFunc& f) { return f.launch.threads; })
-      .def_prop_ro("bodies", [](const ir::PrimFunc& f) { return f.bodies; })
+      .def_prop_ro("bodies", [](const ir::PrimFunc& f) { return f.sources(); })
+      .def_prop_ro("is_tile", &ir::PrimFunc::is_tile)
       .def("with_name",
            [](const ir::PrimFunc& f, const std::string& name) {
              ir::PrimFunc copy = f;

@@ -1,9 +1,13 @@
 #include "tilejit/ir/expr.h"
 
+#include <atomic>
+#include <cmath>
+#include <limits>
 #include <ostream>
 #include <utility>
 
 #include "tilejit/core/error.h"
+#include "tilejit/ir/visitor.h"
 
 namespace tilejit::ir {
 
@@ -19,6 +23,8 @@ namespace tilejit::ir {
 // coefficients would overflow as it was written. A shape that wrapped would
 // size a buffer smaller than the body indexes, so no input, however large,
 // may produce one, and none can make the call path undefined.
+// Tile-IR constants of a narrower int dtype are computed the same way on
+// int64, then wrapped to their width (make_int); shapes are int64.
 
 namespace {
 
@@ -44,6 +50,44 @@ bool is_division(ExprKind kind) {
          kind == ExprKind::kCeilDiv;
 }
 
+// The kinds phase 1 did not have, on integer constants: truncating division
+// (b != 0; INT64_MIN / -1 overflows), comparisons and logic (0 or 1). False
+// on overflow, as apply_int.
+bool apply_extended(ExprKind kind, int64_t a, int64_t b, int64_t* out) {
+  switch (kind) {
+    case ExprKind::kDiv:
+      if (b == -1) return !__builtin_sub_overflow(int64_t{0}, a, out);
+      *out = a / b;
+      return true;
+    case ExprKind::kEQ: *out = a == b; return true;
+    case ExprKind::kNE: *out = a != b; return true;
+    case ExprKind::kLT: *out = a < b; return true;
+    case ExprKind::kLE: *out = a <= b; return true;
+    case ExprKind::kGT: *out = a > b; return true;
+    case ExprKind::kGE: *out = a >= b; return true;
+    case ExprKind::kAnd: *out = (a != 0) && (b != 0); return true;
+    case ExprKind::kOr: *out = (a != 0) || (b != 0); return true;
+    default: return apply_int(kind, a, b, out);
+  }
+}
+
+double apply_float(ExprKind kind, double a, double b) {
+  switch (kind) {
+    case ExprKind::kAdd: return a + b;
+    case ExprKind::kSub: return a - b;
+    case ExprKind::kMul: return a * b;
+    case ExprKind::kDiv: return a / b;
+    case ExprKind::kMin: return a < b ? a : b;
+    case ExprKind::kMax: return a < b ? b : a;
+    case ExprKind::kEQ: return a == b;
+    case ExprKind::kNE: return a != b;
+    case ExprKind::kLT: return a < b;
+    case ExprKind::kLE: return a <= b;
+    case ExprKind::kGT: return a > b;
+    default: return a >= b;  // kGE; the caller folds nothing else
+  }
+}
+
 bool is_identifier(const std::string& s) {
   auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
   if (s.empty() || !alpha(s[0])) return false;
@@ -53,130 +97,216 @@ bool is_identifier(const std::string& s) {
   return true;
 }
 
-// Printing precedence: a child is parenthesised when it binds more loosely
-// than its parent, or, as a right operand, equally loosely (every operator
-// here associates to the left, so "a - (b + c)" and "a * (b // c)" need
-// them). Constants (negative ones included), symbols and calls are atoms:
-// "-3" reads as one token in the languages a reader has in mind.
-int precedence(const Expr& e) {
-  switch (e.kind()) {
-    case ExprKind::kAdd:
-    case ExprKind::kSub: return 1;
-    case ExprKind::kMul:
-    case ExprKind::kFloorDiv:
-    case ExprKind::kFloorMod: return 2;
-    default: return 3;
-  }
+// Wraps an integer to the width of `t` (Note [Integer semantics]); bool is 0/1.
+int64_t wrap_to(int64_t v, DataType t) {
+  if (t.code == DataType::kBool) return v != 0;
+  if (t.bits >= 64) return v;
+  const uint64_t mask = (uint64_t{1} << t.bits) - 1;
+  uint64_t u = uint64_t(v) & mask;
+  if (t.code == DataType::kInt && (u >> (t.bits - 1)) != 0) u |= ~mask;
+  return int64_t(u);
 }
 
-const char* infix_symbol(ExprKind kind) {
-  switch (kind) {
-    case ExprKind::kAdd: return " + ";
-    case ExprKind::kSub: return " - ";
-    case ExprKind::kMul: return " * ";
-    case ExprKind::kFloorDiv: return " // ";
-    case ExprKind::kFloorMod: return " % ";
-    default: return nullptr;
-  }
+bool is_int_like(DataType t) { return t.is_int() || t.code == DataType::kBool; }
+
+using BinaryFactory = Expr (*)(DataType, Expr, Expr);
+template <ExprKind K>
+Expr make_binary_node(DataType t, Expr a, Expr b) {
+  return Expr(std::make_shared<const BinaryOpNode<K>>(t, std::move(a), std::move(b)));
 }
 
-const char* call_name(ExprKind kind) {
-  switch (kind) {
-    case ExprKind::kCeilDiv: return "ceildiv";
-    case ExprKind::kMin: return "min";
-    case ExprKind::kMax: return "max";
-    default: return nullptr;
+// The node class of each binary kind, indexed by kind (nullptr: not binary).
+constexpr BinaryFactory kBinaryFactories[] = {
+    nullptr,
+    nullptr,
+    &make_binary_node<ExprKind::kAdd>,
+    &make_binary_node<ExprKind::kSub>,
+    &make_binary_node<ExprKind::kMul>,
+    &make_binary_node<ExprKind::kFloorDiv>,
+    &make_binary_node<ExprKind::kFloorMod>,
+    &make_binary_node<ExprKind::kCeilDiv>,
+    &make_binary_node<ExprKind::kMin>,
+    &make_binary_node<ExprKind::kMax>,
+    nullptr,
+    &make_binary_node<ExprKind::kDiv>,
+    &make_binary_node<ExprKind::kEQ>,
+    &make_binary_node<ExprKind::kNE>,
+    &make_binary_node<ExprKind::kLT>,
+    &make_binary_node<ExprKind::kLE>,
+    &make_binary_node<ExprKind::kGT>,
+    &make_binary_node<ExprKind::kGE>,
+    &make_binary_node<ExprKind::kAnd>,
+    &make_binary_node<ExprKind::kOr>,
+};
+static_assert(std::size(kBinaryFactories) == size_t(ExprKind::kOr) + 1);
+
+// A constant next to a non-constant takes the other's dtype (Note [Expression
+// dtypes]): an int constant becomes an int of the other's width or a float;
+// a float constant becomes the other's float dtype. Anything else is kept.
+Expr adopt(const Expr& c, DataType other) {
+  if (other.code == DataType::kBool) return c;
+  if (c.is_const()) {
+    if (c.dtype().code == DataType::kBool) return c;
+    if (other.is_int()) return make_int(c.int_value(), other);
+    if (other.is_float()) return make_float(double(c.int_value()), other);
+  } else if (c.is_float_const() && other.is_float()) {
+    return make_float(c.float_value(), other);
   }
+  return c;
 }
 
-// The operator as an author writes it, for messages.
-const char* op_name(ExprKind kind) {
-  switch (kind) {
-    case ExprKind::kAdd: return "+";
-    case ExprKind::kSub: return "-";
-    case ExprKind::kMul: return "*";
-    case ExprKind::kFloorDiv: return "//";
-    case ExprKind::kFloorMod: return "%";
-    default: return call_name(kind);
-  }
-}
+bool is_imm(const Expr& e) { return e.is_const() || e.is_float_const(); }
 
-void print(const Expr& e, std::string* out) {
-  if (!e.defined()) {
-    *out += "<undefined>";
-    return;
-  }
-  switch (e.kind()) {
-    case ExprKind::kIntImm: *out += std::to_string(e.int_value()); return;
-    case ExprKind::kVar: *out += e.var_name(); return;
-    default: break;
-  }
-  if (const char* name = call_name(e.kind())) {
-    *out += name;
-    *out += '(';
-    print(e.a(), out);
-    *out += ", ";
-    print(e.b(), out);
-    *out += ')';
-    return;
-  }
-  int p = precedence(e);
-  bool paren_a = precedence(e.a()) < p;
-  bool paren_b = precedence(e.b()) <= p;
-  if (paren_a) *out += '(';
-  print(e.a(), out);
-  if (paren_a) *out += ')';
-  *out += infix_symbol(e.kind());
-  if (paren_b) *out += '(';
-  print(e.b(), out);
-  if (paren_b) *out += ')';
-}
+std::atomic<uint64_t> g_next_var_id{1};
 
 }  // namespace
 
-Expr::Expr(int64_t value) {
-  auto node = std::make_shared<ExprNode>();
-  node->kind = ExprKind::kIntImm;
-  node->value = value;
-  node_ = std::move(node);
+// ---------------------------------------------------------------------------
+// Names
+
+const char* expr_kind_name(ExprKind k) {
+  static constexpr const char* kNames[] = {
+      "IntImm", "Var", "Add", "Sub", "Mul", "FloorDiv", "FloorMod", "CeilDiv", "Min",
+      "Max", "FloatImm", "Div", "EQ", "NE", "LT", "LE", "GT", "GE", "And", "Or", "Not",
+      "Select", "Cast", "Call", "Load"};
+  static_assert(std::size(kNames) == size_t(ExprKind::kLoad) + 1);
+  return size_t(k) < std::size(kNames) ? kNames[size_t(k)] : "?";
 }
 
-Expr Expr::var(std::string name) {
+const char* binary_op_name(ExprKind k) {
+  static constexpr const char* kNames[] = {
+      "?", "?", "+", "-", "*", "//", "%", "ceildiv", "min", "max", "?", "/", "==", "!=",
+      "<", "<=", ">", ">=", "&&", "||", "!"};
+  return size_t(k) < std::size(kNames) ? kNames[size_t(k)] : "?";
+}
+
+const char* intrinsic_name(Intrinsic op) {
+  static constexpr const char* kNames[] = {"exp",  "exp2",    "log", "log2",  "sqrt",
+                                           "rsqrt", "tanh",   "sigmoid", "abs", "floor",
+                                           "ceil", "sin",     "cos", "pow"};
+  static_assert(std::size(kNames) == size_t(Intrinsic::kPow) + 1);
+  return size_t(op) < std::size(kNames) ? kNames[size_t(op)] : "?";
+}
+
+int intrinsic_arity(Intrinsic op) { return op == Intrinsic::kPow ? 2 : 1; }
+
+// ---------------------------------------------------------------------------
+// Leaves
+
+Expr::Expr(int64_t value) : node_(std::make_shared<const IntImmNode>(value, DataType::int64())) {}
+
+Expr::Expr(double value)
+    : node_(std::make_shared<const FloatImmNode>(value, DataType::float32())) {}
+
+Expr Expr::var(std::string name, DataType dtype) {
   TILEJIT_CHECK(is_identifier(name), kValueError)
       << "symbol name '" << name << "' is not a C identifier";
-  auto node = std::make_shared<ExprNode>();
-  node->kind = ExprKind::kVar;
-  node->name = std::move(name);
-  return Expr(std::shared_ptr<const ExprNode>(std::move(node)));
+  return Expr(std::make_shared<const VarNode>(std::move(name), 0, dtype));
 }
 
-ExprKind Expr::kind() const noexcept { return node_->kind; }
-int64_t Expr::int_value() const noexcept { return node_->value; }
-const std::string& Expr::var_name() const noexcept { return node_->name; }
-const Expr& Expr::a() const noexcept { return node_->a; }
-const Expr& Expr::b() const noexcept { return node_->b; }
+Expr make_var(std::string name, DataType dtype) {
+  TILEJIT_CHECK(is_identifier(name), kValueError)
+      << "variable name '" << name << "' is not a C identifier";
+  const uint64_t id = g_next_var_id.fetch_add(1, std::memory_order_relaxed);
+  return Expr(std::make_shared<const VarNode>(std::move(name), id, dtype));
+}
+
+Expr make_int(int64_t value, DataType dtype) {
+  TILEJIT_CHECK(is_int_like(dtype), kTypeError)
+      << "an integer constant cannot have dtype " << dtype.name();
+  return Expr(std::make_shared<const IntImmNode>(wrap_to(value, dtype), dtype));
+}
+
+Expr make_float(double value, DataType dtype) {
+  TILEJIT_CHECK(dtype.is_float(), kTypeError)
+      << "a floating constant cannot have dtype " << dtype.name();
+  return Expr(std::make_shared<const FloatImmNode>(value, dtype));
+}
+
+Expr make_bool(bool value) { return make_int(value ? 1 : 0, DataType::boolean()); }
+
+Expr infinity(DataType dtype) {
+  TILEJIT_CHECK(dtype.is_float(), kTypeError) << "infinity: dtype " << dtype.name()
+                                              << " is not a float dtype";
+  return make_float(std::numeric_limits<double>::infinity(), dtype);
+}
+
+const std::string& Expr::var_name() const noexcept {
+  static const std::string kEmpty;
+  const VarNode* n = as<VarNode>();
+  return n ? n->name : kEmpty;
+}
+
+const Expr& Expr::a() const noexcept {
+  static const Expr kNone;
+  const BinaryNode* n = as<BinaryNode>();
+  return n ? n->a : kNone;
+}
+
+const Expr& Expr::b() const noexcept {
+  static const Expr kNone;
+  const BinaryNode* n = as<BinaryNode>();
+  return n ? n->b : kNone;
+}
+
+// ---------------------------------------------------------------------------
+// Binary nodes
+
+DataType promote(DataType a, DataType b) {
+  if (a == b) return a;
+  if (a.is_float() && b.is_float()) {
+    if (a.bits != b.bits) return a.bits > b.bits ? a : b;
+    return DataType::float32();  // float16 with bfloat16: neither holds the other
+  }
+  if (a.is_float()) return a;
+  if (b.is_float()) return b;
+  if (a.code == DataType::kBool) return b;
+  if (b.code == DataType::kBool) return a;
+  if (a.bits != b.bits) return a.bits > b.bits ? a : b;
+  return a.code == DataType::kInt ? a : b;  // int and uint of one width: the signed one
+}
 
 Expr make_binary(ExprKind kind, Expr a, Expr b) {
-  TILEJIT_CHECK(kind != ExprKind::kIntImm && kind != ExprKind::kVar, kInternalError)
+  TILEJIT_CHECK(is_binary_kind(kind), kInternalError)
       << "make_binary: kind " << int(kind) << " is not a binary kind";
   TILEJIT_CHECK(a.defined() && b.defined(), kValueError)
-      << "an operand of '" << op_name(kind) << "' is an undefined expression";
-  auto node = std::make_shared<ExprNode>();
-  node->kind = kind;
-  node->a = std::move(a);
-  node->b = std::move(b);
-  Expr e(std::shared_ptr<const ExprNode>(std::move(node)));
+      << "an operand of '" << binary_op_name(kind) << "' is an undefined expression";
+  if (is_imm(a) && !is_imm(b)) a = adopt(a, b.dtype());
+  if (is_imm(b) && !is_imm(a)) b = adopt(b, a.dtype());
+  const DataType operand_type = promote(a.dtype(), b.dtype());
+  const bool int_operands = is_int_like(a.dtype()) && is_int_like(b.dtype());
+  if (TILEJIT_UNLIKELY(is_division(kind) && !int_operands)) {
+    TILEJIT_THROW(kTypeError) << "'" << binary_op_name(kind) << "' needs integer operands, got "
+                              << a.dtype().name() << " and " << b.dtype().name();
+  }
+  const bool logic = kind == ExprKind::kAnd || kind == ExprKind::kOr;
+  if (TILEJIT_UNLIKELY(logic && (a.dtype() != DataType::boolean() ||
+                                 b.dtype() != DataType::boolean()))) {
+    TILEJIT_THROW(kTypeError) << "'" << binary_op_name(kind) << "' needs bool operands, got "
+                              << a.dtype().name() << " and " << b.dtype().name();
+  }
+  const DataType type = (is_compare_kind(kind) || logic) ? DataType::boolean() : operand_type;
+  Expr e = kBinaryFactories[size_t(kind)](type, std::move(a), std::move(b));
+  const Expr& x = e.a();
+  const Expr& y = e.b();
   // The node is built before the checks so the messages can print it as the
   // author wrote it.
-  if (is_division(kind) && e.b().is_const() && e.b().int_value() == 0) {
+  const bool int_division = is_division(kind) || (kind == ExprKind::kDiv && int_operands);
+  if (int_division && y.is_const() && y.int_value() == 0) {
     TILEJIT_THROW(kValueError) << "division by constant zero in " << to_string(e);
   }
-  if (e.a().is_const() && e.b().is_const()) {
-    int64_t value = 0;
-    if (!apply_int(kind, e.a().int_value(), e.b().int_value(), &value)) {
+  if (x.is_const() && y.is_const()) {
+    int64_t v = 0;
+    if (!apply_extended(kind, x.int_value(), y.int_value(), &v)) {
       TILEJIT_THROW(kValueError) << "int64 overflow in " << to_string(e);
     }
-    return Expr(value);
+    return type == DataType::int64() ? Expr(v) : make_int(v, type);
+  }
+  if (is_imm(x) && is_imm(y) && !int_operands && !logic) {
+    const double fx = x.is_const() ? double(x.int_value()) : x.float_value();
+    const double fy = y.is_const() ? double(y.int_value()) : y.float_value();
+    const double v = apply_float(kind, fx, fy);
+    return type.is_float() ? make_float(v, type) : make_bool(v != 0);
   }
   return e;
 }
@@ -184,42 +314,219 @@ Expr make_binary(ExprKind kind, Expr a, Expr b) {
 Expr operator+(const Expr& a, const Expr& b) { return make_binary(ExprKind::kAdd, a, b); }
 Expr operator-(const Expr& a, const Expr& b) { return make_binary(ExprKind::kSub, a, b); }
 Expr operator*(const Expr& a, const Expr& b) { return make_binary(ExprKind::kMul, a, b); }
+Expr div(const Expr& a, const Expr& b) { return make_binary(ExprKind::kDiv, a, b); }
 Expr floordiv(const Expr& a, const Expr& b) { return make_binary(ExprKind::kFloorDiv, a, b); }
 Expr floormod(const Expr& a, const Expr& b) { return make_binary(ExprKind::kFloorMod, a, b); }
 Expr ceildiv(const Expr& a, const Expr& b) { return make_binary(ExprKind::kCeilDiv, a, b); }
 Expr min(const Expr& a, const Expr& b) { return make_binary(ExprKind::kMin, a, b); }
 Expr max(const Expr& a, const Expr& b) { return make_binary(ExprKind::kMax, a, b); }
+Expr eq(const Expr& a, const Expr& b) { return make_binary(ExprKind::kEQ, a, b); }
+Expr ne(const Expr& a, const Expr& b) { return make_binary(ExprKind::kNE, a, b); }
+Expr lt(const Expr& a, const Expr& b) { return make_binary(ExprKind::kLT, a, b); }
+Expr le(const Expr& a, const Expr& b) { return make_binary(ExprKind::kLE, a, b); }
+Expr gt(const Expr& a, const Expr& b) { return make_binary(ExprKind::kGT, a, b); }
+Expr ge(const Expr& a, const Expr& b) { return make_binary(ExprKind::kGE, a, b); }
+Expr logical_and(const Expr& a, const Expr& b) { return make_binary(ExprKind::kAnd, a, b); }
+Expr logical_or(const Expr& a, const Expr& b) { return make_binary(ExprKind::kOr, a, b); }
 
-std::string to_string(const Expr& e) {
-  std::string out;
-  print(e, &out);
-  return out;
+Expr neg(const Expr& a) {
+  TILEJIT_CHECK(a.defined(), kValueError) << "the operand of '-' is an undefined expression";
+  if (a.dtype().is_float()) return make_float(0.0, a.dtype()) - a;
+  return (a.dtype() == DataType::int64() ? Expr(0) : make_int(0, a.dtype())) - a;
+}
+
+// ---------------------------------------------------------------------------
+// Other nodes
+
+Expr logical_not(const Expr& a) {
+  TILEJIT_CHECK(a.defined(), kValueError) << "the operand of '!' is an undefined expression";
+  TILEJIT_CHECK(a.dtype() == DataType::boolean(), kTypeError)
+      << "'!' needs a bool operand, got " << a.dtype().name();
+  if (a.is_const()) return make_bool(a.int_value() == 0);
+  return Expr(std::make_shared<const NotNode>(a));
+}
+
+Expr select(const Expr& cond, const Expr& t, const Expr& f) {
+  TILEJIT_CHECK(cond.defined() && t.defined() && f.defined(), kValueError)
+      << "an operand of select is an undefined expression";
+  TILEJIT_CHECK(cond.dtype() == DataType::boolean(), kTypeError)
+      << "select: the condition has dtype " << cond.dtype().name() << "; expected bool";
+  Expr x = (is_imm(t) && !is_imm(f)) ? adopt(t, f.dtype()) : t;
+  Expr y = (is_imm(f) && !is_imm(t)) ? adopt(f, t.dtype()) : f;
+  const DataType type = promote(x.dtype(), y.dtype());
+  if (x.dtype() != type) x = cast(type, x);
+  if (y.dtype() != type) y = cast(type, y);
+  if (cond.is_const()) return cond.int_value() != 0 ? x : y;
+  return Expr(std::make_shared<const SelectNode>(type, cond, std::move(x), std::move(y)));
+}
+
+Expr cast(DataType dtype, const Expr& value) {
+  TILEJIT_CHECK(value.defined(), kValueError) << "cast: the value is an undefined expression";
+  if (value.dtype() == dtype) return value;
+  if (value.is_const()) {
+    if (dtype.is_float()) return make_float(double(value.int_value()), dtype);
+    return make_int(value.int_value(), dtype);
+  }
+  if (value.is_float_const() && dtype.is_float()) return make_float(value.float_value(), dtype);
+  return Expr(std::make_shared<const CastNode>(dtype, value));
+}
+
+Expr call_intrinsic(Intrinsic op, std::vector<Expr> args) {
+  TILEJIT_CHECK(int(args.size()) == intrinsic_arity(op), kValueError)
+      << intrinsic_name(op) << " takes " << intrinsic_arity(op) << " argument"
+      << (intrinsic_arity(op) == 1 ? "" : "s") << ", got " << args.size();
+  for (const Expr& a : args) {
+    TILEJIT_CHECK(a.defined(), kValueError)
+        << "an argument of " << intrinsic_name(op) << " is an undefined expression";
+  }
+  DataType type = args[0].dtype();
+  if (op == Intrinsic::kPow) {
+    if (is_imm(args[0]) && !is_imm(args[1])) args[0] = adopt(args[0], args[1].dtype());
+    if (is_imm(args[1]) && !is_imm(args[0])) args[1] = adopt(args[1], args[0].dtype());
+    type = promote(args[0].dtype(), args[1].dtype());
+  }
+  if (op != Intrinsic::kAbs && !type.is_float()) type = DataType::float32();
+  TILEJIT_CHECK(type.code != DataType::kBool, kTypeError)
+      << intrinsic_name(op) << ": a bool argument";
+  for (Expr& a : args) {
+    if (a.dtype() != type) a = cast(type, a);
+  }
+  return Expr(std::make_shared<const CallNode>(type, op, std::move(args)));
 }
 
 std::ostream& operator<<(std::ostream& os, const Expr& e) { return os << to_string(e); }
 
-bool structural_equal(const Expr& a, const Expr& b) {
-  if (a.get() == b.get()) return true;  // shared subtrees, and both undefined
-  if (!a.defined() || !b.defined() || a.kind() != b.kind()) return false;
-  switch (a.kind()) {
-    case ExprKind::kIntImm: return a.int_value() == b.int_value();
-    case ExprKind::kVar: return a.var_name() == b.var_name();
-    default: return structural_equal(a.a(), b.a()) && structural_equal(a.b(), b.b());
+// ---------------------------------------------------------------------------
+// Structure
+
+namespace {
+
+int cmp_int(int64_t x, int64_t y) { return x == y ? 0 : (x < y ? -1 : 1); }
+
+int cmp_dtype(DataType x, DataType y) {
+  if (x.code != y.code) return x.code < y.code ? -1 : 1;
+  if (x.bits != y.bits) return x.bits < y.bits ? -1 : 1;
+  return cmp_int(x.lanes, y.lanes);
+}
+
+// Symbols first, then the other kinds, constants last (so a min or max
+// prints its symbolic operand first: "min(s, 4)"); simplify() relies on it.
+int kind_rank(ExprKind kind) {
+  switch (kind) {
+    case ExprKind::kVar: return 0;
+    case ExprKind::kIntImm: return 100;
+    case ExprKind::kFloatImm: return 101;
+    default: return 1 + int(kind);
   }
 }
 
-void collect_vars(const Expr& e, std::vector<std::string>* out) {
-  if (!e.defined() || e.is_const()) return;
-  if (e.is_var()) {
-    for (const std::string& name : *out) {
-      if (name == e.var_name()) return;
-    }
-    out->push_back(e.var_name());
-    return;
+// Compares the visited node with `other_`, which has the same kind.
+class Comparer : public ExprFunctor<int> {
+ public:
+  int run(const Expr& x, const Expr& y) {
+    if (x.get() == y.get()) return 0;  // shared subtrees, and both undefined
+    if (!x.defined() || !y.defined()) return x.defined() ? 1 : -1;
+    const int rx = kind_rank(x.kind()), ry = kind_rank(y.kind());
+    if (rx != ry) return rx < ry ? -1 : 1;
+    const Expr* saved = other_;
+    other_ = &y;
+    int c = visit_expr(x);
+    other_ = saved;
+    return c != 0 ? c : cmp_dtype(x.dtype(), y.dtype());
   }
-  collect_vars(e.a(), out);
-  collect_vars(e.b(), out);
+
+ private:
+  template <typename T>
+  const T* other() const {
+    return static_cast<const T*>(other_->get());
+  }
+  int run_all(const std::vector<Expr>& x, const std::vector<Expr>& y) {
+    if (x.size() != y.size()) return x.size() < y.size() ? -1 : 1;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (int c = run(x[i], y[i])) return c;
+    }
+    return 0;
+  }
+
+  int visit_int_imm(const IntImmNode* op, const Expr&) override {
+    return cmp_int(op->value, other<IntImmNode>()->value);
+  }
+  int visit_float_imm(const FloatImmNode* op, const Expr&) override {
+    const double y = other<FloatImmNode>()->value;
+    return op->value == y ? 0 : (op->value < y ? -1 : 1);
+  }
+  int visit_var(const VarNode* op, const Expr&) override {
+    const VarNode* y = other<VarNode>();
+    if (int c = op->name.compare(y->name)) return c < 0 ? -1 : 1;
+    return op->id == y->id ? 0 : (op->id < y->id ? -1 : 1);
+  }
+  int visit_binary(const BinaryNode* op, const Expr&) override {
+    const BinaryNode* y = other<BinaryNode>();
+    if (int c = run(op->a, y->a)) return c;
+    return run(op->b, y->b);
+  }
+  int visit_not(const NotNode* op, const Expr&) override { return run(op->a, other<NotNode>()->a); }
+  int visit_select(const SelectNode* op, const Expr&) override {
+    const SelectNode* y = other<SelectNode>();
+    if (int c = run(op->cond, y->cond)) return c;
+    if (int c = run(op->true_value, y->true_value)) return c;
+    return run(op->false_value, y->false_value);
+  }
+  int visit_cast(const CastNode* op, const Expr&) override {
+    return run(op->value, other<CastNode>()->value);
+  }
+  int visit_call(const CallNode* op, const Expr&) override {
+    const CallNode* y = other<CallNode>();
+    if (op->op != y->op) return op->op < y->op ? -1 : 1;
+    return run_all(op->args, y->args);
+  }
+  int visit_load(const LoadNode* op, const Expr&) override {
+    const LoadNode* y = other<LoadNode>();
+    if (op->buffer.id() != y->buffer.id()) return op->buffer.id() < y->buffer.id() ? -1 : 1;
+    return run_all(op->indices, y->indices);
+  }
+
+  const Expr* other_ = nullptr;
+};
+
+class SymbolCollector : public IRVisitor {
+ public:
+  explicit SymbolCollector(std::vector<std::string>* out) : out_(out) {}
+
+ private:
+  void visit_var(const VarNode* op, const Expr&) override {
+    if (op->id != 0) return;
+    for (const std::string& name : *out_) {
+      if (name == op->name) return;
+    }
+    out_->push_back(op->name);
+  }
+  void visit_load(const LoadNode* op, const Expr& e) override {
+    // A load's symbols include those of its buffer's shape: a kernel that
+    // reads it needs them bound.
+    for (const Expr& d : op->buffer.shape()) visit(d);
+    IRVisitor::visit_load(op, e);
+  }
+  std::vector<std::string>* out_;
+};
+
+}  // namespace
+
+int structural_compare(const Expr& a, const Expr& b) { return Comparer().run(a, b); }
+
+bool structural_equal(const Expr& a, const Expr& b) {
+  if (a.get() == b.get()) return true;
+  if (!a.defined() || !b.defined() || a.kind() != b.kind()) return false;
+  return Comparer().run(a, b) == 0;
 }
+
+void collect_vars(const Expr& e, std::vector<std::string>* out) {
+  SymbolCollector collector(out);
+  collector.visit(e);
+}
+
+// ---------------------------------------------------------------------------
+// Evaluation
 
 bool apply_int(ExprKind kind, int64_t a, int64_t b, int64_t* out) noexcept {
   switch (kind) {
@@ -241,6 +548,10 @@ EvalStatus eval(const Expr& e, const Lookup& lookup, int64_t* value, Expr* where
     case ExprKind::kIntImm: *value = e.int_value(); return EvalStatus::kOk;
     case ExprKind::kVar: *value = lookup(e.var_name()); return EvalStatus::kOk;
     default: break;
+  }
+  if (TILEJIT_UNLIKELY(!is_shape_kind(e.kind()))) {
+    TILEJIT_THROW(kValueError) << "evaluate: " << to_string(e)
+                               << " is not an integer shape expression";
   }
   int64_t a = 0, b = 0;
   EvalStatus status = eval(e.a(), lookup, &a, where);

@@ -65,6 +65,17 @@ const char* reserved_because(const std::string& name) {
 
 }  // namespace
 
+const SourceBodies& PrimFunc::sources() const noexcept {
+  static const SourceBodies kNone;
+  const SourceBodies* s = std::get_if<SourceBodies>(&body);
+  return s ? *s : kNone;
+}
+
+SourceBodies& PrimFunc::mutable_sources() {
+  if (!std::holds_alternative<SourceBodies>(body)) body = SourceBodies{};
+  return std::get<SourceBodies>(body);
+}
+
 int PrimFunc::param_index(const std::string& param_name) const {
   for (size_t i = 0; i < params.size(); ++i) {
     if (params[i].name == param_name) return int(i);
@@ -108,7 +119,7 @@ PrimFuncBuilder& PrimFuncBuilder::dynamic_smem(Expr bytes) {
 }
 
 PrimFuncBuilder& PrimFuncBuilder::body(std::string target, std::string source) {
-  func_.bodies[std::move(target)] = std::move(source);
+  func_.mutable_sources()[std::move(target)] = std::move(source);
   return *this;
 }
 
@@ -167,7 +178,7 @@ void validate(const PrimFunc& f) {
   }
   TILEJIT_CHECK(f.launch.threads > 0 && f.launch.threads <= 1024, kValueError)
       << f.name << ": threads = " << f.launch.threads << "; expected 1 to 1024";
-  for (const auto& [target, _] : f.bodies) {
+  for (const auto& [target, _] : f.sources()) {
     TILEJIT_CHECK(!target.empty(), kValueError) << f.name << ": a body has an empty target name";
   }
   std::vector<std::string> symbols;

@@ -6,6 +6,7 @@
 
 #include "tilejit/core/error.h"
 #include "tilejit/ir/simplify.h"
+#include "tilejit/ir/visitor.h"
 
 namespace tilejit::ir {
 namespace {
@@ -25,14 +26,15 @@ Op op_of(ExprKind kind) {
     case ExprKind::kMax: return Op::kMax;
     default: break;
   }
-  TILEJIT_THROW(kInternalError) << "shape program: kind " << int(kind) << " is not an operator";
+  TILEJIT_THROW(kInternalError) << "shape program: kind " << expr_kind_name(kind)
+                                << " is not an integer shape operator";
 }
 
 // Emits code by value numbering: an operator applied to the same operand
 // registers is the same value, so structurally equal subtrees (whose operands
 // got the same registers first) share one register. This is common
 // subexpression elimination by structural equality without comparing trees.
-class Compiler {
+class Compiler : public ExprFunctor<int32_t> {
  public:
   explicit Compiler(std::span<const std::string> symbols) {
     TILEJIT_CHECK(symbols.size() <= size_t(ShapeProgram::kMaxRegisters), kInternalError)
@@ -46,34 +48,36 @@ class Compiler {
     next_register_ = int32_t(symbols.size());
   }
 
-  int32_t emit(const Expr& e) {
-    switch (e.kind()) {
-      case ExprKind::kVar: {
-        auto it = slots_.find(e.var_name());
-        TILEJIT_CHECK(it != slots_.end(), kInternalError)
-            << "shape program: symbol '" << e.var_name() << "' is not among its symbols";
-        return it->second;
-      }
-      case ExprKind::kIntImm: {
-        auto [it, inserted] = constants_.emplace(e.int_value(), 0);
-        if (inserted) it->second = push(Op::kConst, 0, 0, e.int_value());
-        return it->second;
-      }
-      default: {
-        Op op = op_of(e.kind());
-        int32_t a = emit(e.a());
-        int32_t b = emit(e.b());
-        auto [it, inserted] = values_.emplace(std::make_tuple(op, a, b), 0);
-        if (inserted) it->second = push(op, a, b, 0);
-        return it->second;
-      }
-    }
-  }
+  int32_t emit(const Expr& e) { return visit_expr(e); }
 
   std::vector<Instr> code;
   int32_t num_registers() const { return next_register_; }
 
  private:
+  const char* walk_name() const override { return "shape program"; }
+
+  int32_t visit_var(const VarNode* op, const Expr&) override {
+    auto it = slots_.find(op->name);
+    TILEJIT_CHECK(it != slots_.end(), kInternalError)
+        << "shape program: symbol '" << op->name << "' is not among its symbols";
+    return it->second;
+  }
+
+  int32_t visit_int_imm(const IntImmNode* op, const Expr&) override {
+    auto [it, inserted] = constants_.emplace(op->value, 0);
+    if (inserted) it->second = push(Op::kConst, 0, 0, op->value);
+    return it->second;
+  }
+
+  int32_t visit_binary(const BinaryNode* node, const Expr&) override {
+    Op op = op_of(node->kind);
+    int32_t a = emit(node->a);
+    int32_t b = emit(node->b);
+    auto [it, inserted] = values_.emplace(std::make_tuple(op, a, b), 0);
+    if (inserted) it->second = push(op, a, b, 0);
+    return it->second;
+  }
+
   int32_t push(Op op, int32_t a, int32_t b, int64_t imm) {
     TILEJIT_CHECK(next_register_ < ShapeProgram::kMaxRegisters, kInternalError)
         << "shape program: more than " << ShapeProgram::kMaxRegisters << " registers needed";

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "tilejit/ir/visitor.h"
+
 namespace tilejit::ir {
 
 // Note [Canonical polynomial form]
@@ -46,32 +48,10 @@ int64_t checked_mul(int64_t a, int64_t b) {
   return r;
 }
 
-// Symbols first, then the non-polynomial kinds, constants last (so a min or
-// max prints its symbolic operand first: "min(s, 4)").
-int kind_rank(ExprKind kind) {
-  switch (kind) {
-    case ExprKind::kVar: return 0;
-    case ExprKind::kIntImm: return 100;
-    default: return 1 + int(kind);
-  }
-}
-
-// A total order on expressions that agrees with structural_equal: symbols by
-// name, then by kind and operands.
-int compare(const Expr& x, const Expr& y) {
-  if (x.get() == y.get()) return 0;
-  int rx = kind_rank(x.kind()), ry = kind_rank(y.kind());
-  if (rx != ry) return rx < ry ? -1 : 1;
-  switch (x.kind()) {
-    case ExprKind::kIntImm:
-      return x.int_value() == y.int_value() ? 0 : (x.int_value() < y.int_value() ? -1 : 1);
-    case ExprKind::kVar: return x.var_name().compare(y.var_name());
-    default: {
-      int c = compare(x.a(), y.a());
-      return c != 0 ? c : compare(x.b(), y.b());
-    }
-  }
-}
+// The order of atoms: structural_compare's (symbols first by name, then the
+// non-polynomial kinds, constants last, so a min or max prints its symbolic
+// operand first: "min(s, 4)").
+int compare(const Expr& x, const Expr& y) { return structural_compare(x, y); }
 
 // Atoms sorted by compare(), repeated for powers; empty for the constant term.
 using Monomial = std::vector<Expr>;
@@ -227,21 +207,44 @@ Poly min_max_to_poly(const Expr& e) {
   return atom(make_binary(e.kind(), ex, ey));
 }
 
-Poly to_poly(const Expr& e) {
-  switch (e.kind()) {
-    case ExprKind::kIntImm: return constant(e.int_value());
-    case ExprKind::kVar: return atom(e);
-    case ExprKind::kAdd: return add(to_poly(e.a()), to_poly(e.b()), 1);
-    case ExprKind::kSub: return add(to_poly(e.a()), to_poly(e.b()), -1);
-    case ExprKind::kMul: return mul(to_poly(e.a()), to_poly(e.b()));
-    case ExprKind::kFloorDiv:
-    case ExprKind::kFloorMod:
-    case ExprKind::kCeilDiv: return division_to_poly(e);
-    case ExprKind::kMin:
-    case ExprKind::kMax: return min_max_to_poly(e);
+// Integer expressions become polynomials; anything else (floats, compares,
+// loads, casts, ...) is an atom left as written: simplify() canonicalises
+// integer index and shape arithmetic only.
+class ToPoly : public ExprFunctor<Poly> {
+ protected:
+  const char* walk_name() const override { return "simplify"; }
+  Poly visit_int_imm(const IntImmNode* op, const Expr& e) override {
+    return op->dtype == DataType::int64() ? constant(op->value) : atom(e);
   }
-  return atom(e);
-}
+  Poly visit_float_imm(const FloatImmNode*, const Expr& e) override { return atom(e); }
+  Poly visit_var(const VarNode*, const Expr& e) override { return atom(e); }
+  Poly visit_binary(const BinaryNode* op, const Expr& e) override {
+    // Polynomials are int64 (coefficients are int64 constants); narrower
+    // integer arithmetic is left as written.
+    if (op->dtype != DataType::int64() || op->a.dtype() != DataType::int64() ||
+        op->b.dtype() != DataType::int64()) {
+      return atom(e);
+    }
+    switch (op->kind) {
+      case ExprKind::kAdd: return add(to_poly(op->a), to_poly(op->b), 1);
+      case ExprKind::kSub: return add(to_poly(op->a), to_poly(op->b), -1);
+      case ExprKind::kMul: return mul(to_poly(op->a), to_poly(op->b));
+      case ExprKind::kFloorDiv:
+      case ExprKind::kFloorMod:
+      case ExprKind::kCeilDiv: return division_to_poly(e);
+      case ExprKind::kMin:
+      case ExprKind::kMax: return min_max_to_poly(e);
+      default: return atom(e);
+    }
+  }
+  Poly visit_not(const NotNode*, const Expr& e) override { return atom(e); }
+  Poly visit_select(const SelectNode*, const Expr& e) override { return atom(e); }
+  Poly visit_cast(const CastNode*, const Expr& e) override { return atom(e); }
+  Poly visit_call(const CallNode*, const Expr& e) override { return atom(e); }
+  Poly visit_load(const LoadNode*, const Expr& e) override { return atom(e); }
+};
+
+Poly to_poly(const Expr& e) { return ToPoly().visit_expr(e); }
 
 }  // namespace
 

@@ -475,7 +475,7 @@ Kernel jit(const ir::PrimFunc& func, const JitOptions& options) {
   std::string target = options.target;
   if (target == "auto") {
     runtime::Backend* cuda = runtime::find_backend(DeviceType::kCUDA);
-    target = (cuda && cuda->available() && func.bodies.count(cuda->target())) ? cuda->target()
+    target = (cuda && cuda->available() && func.sources().count(cuda->target())) ? cuda->target()
                                                                               : "cpu";
   }
   impl->backend = &runtime::get_backend(target);

@@ -1,13 +1,35 @@
-// Symbolic integer expressions: the shapes, grids and sizes of a signature.
+// Expressions: the shapes, grids and sizes of a signature, and the scalar
+// arithmetic of a tile program (indices, values, masks).
 //
-// An Expr is an immutable tree shared by reference. Symbols (Var) are
-// identified by name: two Vars with the same name are the same symbol. This is
-// what lets a plan be persisted and matched "symbols by name" and what a
-// Python `T.symbolic("b")` means to its author.
+// An Expr is a cheap handle on an immutable node shared by reference. Every
+// node has a kind and a dtype, and one class per kind (IntImmNode, VarNode,
+// AddNode, ..., LoadNode); Expr::as<T>() gives the typed node. Walks over the
+// tree go through ExprFunctor / IRVisitor / IRMutator (visitor.h), which hold
+// the one dispatch on the kind.
 //
-// Division and remainder are floor division and floor modulo (Python's // and
-// %), the conventions shape arithmetic needs for non-negative extents and that
-// stay well defined for negative intermediate values.
+// Note [Variables]
+// Two sorts of Var exist. Symbols of the signature (`symbolic("b")`, scalar
+// parameters) have id 0 and are identified by NAME: two symbols with the same
+// name are the same symbol, which is what lets a plan be persisted and matched
+// "symbols by name" and what a Python `T.symbolic("b")` means to its author.
+// Variables made inside the IR (loop variables, block indices, let
+// temporaries; make_var()) get a unique id > 0 at creation and are identified
+// by it: two loops may both call their variable `i`. The printer shows clashing
+// names as `i`, `i_1`, ...
+//
+// Note [Expression dtypes]
+// Integer constants written in C++ (`Expr(4)`) are int64, as are symbols: shape
+// arithmetic is int64 throughout. A binary node's dtype is the promoted dtype of
+// its operands (TVM's rule): int op int -> the wider int; int op float -> the
+// float; and a constant operand adopts the other operand's dtype (a literal
+// `2` next to an int32 loop variable is int32, a literal `0.5` next to a
+// float16 value is float16). Comparisons, And, Or and Not are bool. Operands
+// are not rewritten with casts; the node's dtype records the promotion.
+//
+// Division: `floordiv` / `floormod` are floor division and modulo (Python's
+// `//` and `%`), the conventions shape arithmetic needs. `div` (kDiv, Python's
+// `/`) is true division on floats; on two integers it is C's truncating
+// division, as TVM's `tir.Div` and therefore TileLang define `/` on ints.
 #pragma once
 
 #include <cstdint>
@@ -17,8 +39,12 @@
 #include <string>
 #include <vector>
 
+#include "tilejit/core/data_type.h"
+
 namespace tilejit::ir {
 
+// The order of the first ten is phase 1's and is relied on by simplify()'s
+// canonical order; new kinds go after them.
 enum class ExprKind : uint8_t {
   kIntImm,
   kVar,
@@ -30,85 +56,303 @@ enum class ExprKind : uint8_t {
   kCeilDiv,
   kMin,
   kMax,
+  kFloatImm,
+  kDiv,  // true division on floats, truncating on ints (see the top of this file)
+  kEQ,
+  kNE,
+  kLT,
+  kLE,
+  kGT,
+  kGE,
+  kAnd,
+  kOr,
+  kNot,
+  kSelect,
+  kCast,
+  kCall,
+  kLoad,
 };
 
+/// True for the kinds with two operands a, b (BinaryNode).
+constexpr bool is_binary_kind(ExprKind k) {
+  return (k >= ExprKind::kAdd && k <= ExprKind::kMax) || (k >= ExprKind::kDiv && k <= ExprKind::kOr);
+}
+/// EQ, NE, LT, LE, GT, GE.
+constexpr bool is_compare_kind(ExprKind k) { return k >= ExprKind::kEQ && k <= ExprKind::kGE; }
+/// The kinds of phase 1's integer shape expressions: IntImm, Var and the
+/// eight integer operators. ShapeProgram and evaluate() take these only.
+constexpr bool is_shape_kind(ExprKind k) { return k <= ExprKind::kMax; }
+
+/// "IntImm", "Add", "Load", ...
+const char* expr_kind_name(ExprKind k);
+/// The operator as an author writes it: "+", "//", "<=", "min", "&&".
+const char* binary_op_name(ExprKind k);
+
+/// Intrinsic functions (CallNode). T.max / T.min are the Max / Min nodes.
+enum class Intrinsic : uint8_t {
+  kExp,
+  kExp2,
+  kLog,
+  kLog2,
+  kSqrt,
+  kRsqrt,
+  kTanh,
+  kSigmoid,
+  kAbs,
+  kFloor,
+  kCeil,
+  kSin,
+  kCos,
+  kPow,  // two arguments
+};
+/// "exp", "exp2", ..., "pow".
+const char* intrinsic_name(Intrinsic op);
+/// Arguments the intrinsic takes (1, or 2 for pow).
+int intrinsic_arity(Intrinsic op);
+
 struct ExprNode;
+struct IntImmNode;
+struct FloatImmNode;
+struct VarNode;
+struct BinaryNode;
+struct NotNode;
+struct SelectNode;
+struct CastNode;
+struct CallNode;
+struct LoadNode;  // buffer.h
 
 class Expr {
  public:
   Expr() = default;
-  /// An integer constant.
+  /// An int64 integer constant.
   Expr(int64_t value);  // NOLINT(google-explicit-constructor): shapes mix ints and symbols
   Expr(int value) : Expr(int64_t{value}) {}  // NOLINT(google-explicit-constructor)
+  /// A float32 constant (it adopts a float operand's dtype: `x * 0.5`).
+  Expr(double value);  // NOLINT(google-explicit-constructor)
+  explicit Expr(std::shared_ptr<const ExprNode> node) : node_(std::move(node)) {}
 
-  /// A symbol. Throws ValueError unless `name` is a C identifier (it becomes a
-  /// variable in generated source).
-  static Expr var(std::string name);
+  /// A signature symbol (Note [Variables]): id 0, identified by name; int64
+  /// unless a scalar parameter gives another dtype. Throws ValueError unless
+  /// `name` is a C identifier (it becomes a variable in generated source).
+  static Expr var(std::string name, DataType dtype = DataType::int64());
 
   bool defined() const noexcept { return node_ != nullptr; }
   ExprKind kind() const noexcept;
-  /// The constant of an IntImm.
+  DataType dtype() const noexcept;
+  /// The constant of an IntImm (0 for other kinds).
   int64_t int_value() const noexcept;
-  /// The name of a Var.
+  /// The constant of a FloatImm (0 for other kinds).
+  double float_value() const noexcept;
+  /// The name of a Var ("" for other kinds).
   const std::string& var_name() const noexcept;
-  /// Operands of a binary node.
+  /// The id of a Var: 0 for a symbol, unique and > 0 for an IR variable.
+  uint64_t var_id() const noexcept;
+  /// Operands of a binary node (undefined for other kinds).
   const Expr& a() const noexcept;
   const Expr& b() const noexcept;
 
   bool is_const() const noexcept { return defined() && kind() == ExprKind::kIntImm; }
+  bool is_float_const() const noexcept { return defined() && kind() == ExprKind::kFloatImm; }
   bool is_var() const noexcept { return defined() && kind() == ExprKind::kVar; }
 
   const ExprNode* get() const noexcept { return node_.get(); }
+  const std::shared_ptr<const ExprNode>& node() const noexcept { return node_; }
+
+  /// The typed node, or nullptr when the kind differs. `T` is a node class
+  /// of this header or buffer.h (BinaryNode matches every binary kind).
+  template <typename T>
+  const T* as() const noexcept {
+    return (defined() && T::classof(kind())) ? static_cast<const T*>(get()) : nullptr;
+  }
 
  private:
-  explicit Expr(std::shared_ptr<const ExprNode> node) : node_(std::move(node)) {}
-  friend Expr make_binary(ExprKind kind, Expr a, Expr b);
   std::shared_ptr<const ExprNode> node_;
 };
 
+// ---------------------------------------------------------------------------
+// Nodes. Invariant: immutable after construction; made only by the free
+// functions below (which check operands and compute the dtype).
+
 struct ExprNode {
   ExprKind kind;
-  int64_t value = 0;  // kIntImm
-  std::string name;   // kVar
-  Expr a, b;          // binary kinds
+  DataType dtype;
+
+ protected:
+  ExprNode(ExprKind k, DataType t) : kind(k), dtype(t) {}
 };
+
+struct IntImmNode : ExprNode {
+  int64_t value;
+  IntImmNode(int64_t v, DataType t) : ExprNode(ExprKind::kIntImm, t), value(v) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::kIntImm; }
+};
+
+/// The value is kept as written (a double) whatever the dtype; code
+/// generation rounds it to the dtype.
+struct FloatImmNode : ExprNode {
+  double value;
+  FloatImmNode(double v, DataType t) : ExprNode(ExprKind::kFloatImm, t), value(v) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::kFloatImm; }
+};
+
+struct VarNode : ExprNode {
+  std::string name;
+  uint64_t id;  // Note [Variables]: 0 for a signature symbol
+  VarNode(std::string n, uint64_t i, DataType t)
+      : ExprNode(ExprKind::kVar, t), name(std::move(n)), id(i) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::kVar; }
+};
+
+/// Every binary kind. BinaryOpNode<K> is the class of one kind (AddNode, ...);
+/// visitors receive a BinaryNode and read `kind`.
+struct BinaryNode : ExprNode {
+  Expr a, b;
+  BinaryNode(ExprKind k, DataType t, Expr x, Expr y)
+      : ExprNode(k, t), a(std::move(x)), b(std::move(y)) {}
+  static constexpr bool classof(ExprKind k) { return is_binary_kind(k); }
+};
+
+template <ExprKind K>
+struct BinaryOpNode : BinaryNode {
+  static_assert(is_binary_kind(K));
+  BinaryOpNode(DataType t, Expr x, Expr y) : BinaryNode(K, t, std::move(x), std::move(y)) {}
+  static constexpr bool classof(ExprKind k) { return k == K; }
+};
+using AddNode = BinaryOpNode<ExprKind::kAdd>;
+using SubNode = BinaryOpNode<ExprKind::kSub>;
+using MulNode = BinaryOpNode<ExprKind::kMul>;
+using DivNode = BinaryOpNode<ExprKind::kDiv>;
+using FloorDivNode = BinaryOpNode<ExprKind::kFloorDiv>;
+using FloorModNode = BinaryOpNode<ExprKind::kFloorMod>;
+using CeilDivNode = BinaryOpNode<ExprKind::kCeilDiv>;
+using MinNode = BinaryOpNode<ExprKind::kMin>;
+using MaxNode = BinaryOpNode<ExprKind::kMax>;
+using EQNode = BinaryOpNode<ExprKind::kEQ>;
+using NENode = BinaryOpNode<ExprKind::kNE>;
+using LTNode = BinaryOpNode<ExprKind::kLT>;
+using LENode = BinaryOpNode<ExprKind::kLE>;
+using GTNode = BinaryOpNode<ExprKind::kGT>;
+using GENode = BinaryOpNode<ExprKind::kGE>;
+using AndNode = BinaryOpNode<ExprKind::kAnd>;
+using OrNode = BinaryOpNode<ExprKind::kOr>;
+
+struct NotNode : ExprNode {
+  Expr a;
+  explicit NotNode(Expr x) : ExprNode(ExprKind::kNot, DataType::boolean()), a(std::move(x)) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::kNot; }
+};
+
+struct SelectNode : ExprNode {
+  Expr cond, true_value, false_value;
+  SelectNode(DataType t, Expr c, Expr x, Expr y)
+      : ExprNode(ExprKind::kSelect, t), cond(std::move(c)), true_value(std::move(x)),
+        false_value(std::move(y)) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::kSelect; }
+};
+
+/// `value` converted to `dtype`.
+struct CastNode : ExprNode {
+  Expr value;
+  CastNode(DataType t, Expr v) : ExprNode(ExprKind::kCast, t), value(std::move(v)) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::kCast; }
+};
+
+struct CallNode : ExprNode {
+  Intrinsic op;
+  std::vector<Expr> args;
+  CallNode(DataType t, Intrinsic o, std::vector<Expr> xs)
+      : ExprNode(ExprKind::kCall, t), op(o), args(std::move(xs)) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::kCall; }
+};
+
+// ---------------------------------------------------------------------------
+// Construction. Constant operands fold at construction (2 + 3 is IntImm 5,
+// 1.5 * 2.0 is FloatImm 3.0); anything further is simplify()'s job. A constant
+// zero integer divisor, and a folded int64 constant that does not fit, are
+// ValueErrors; an operand of the wrong dtype (a float
+// in floordiv, a non-bool in And) is a TypeError naming the operator.
 
 /// A symbol; same as Expr::var.
 inline Expr symbolic(std::string name) { return Expr::var(std::move(name)); }
+/// A new IR variable (Note [Variables]): a unique id; `name` a C identifier.
+Expr make_var(std::string name, DataType dtype = DataType::int32());
 
-// Arithmetic. Constant operands fold at construction (2 + 3 is IntImm 5);
-// anything further is simplify()'s job. A constant zero divisor, and a
-// folded constant that does not fit in int64, are ValueErrors.
+/// An integer (or bool) constant of the given dtype.
+Expr make_int(int64_t value, DataType dtype);
+/// A floating constant of a float dtype (float16, bfloat16, float32, float64).
+Expr make_float(double value, DataType dtype = DataType::float32());
+/// Boolean constants.
+Expr make_bool(bool value);
+/// +infinity of a float dtype (T.infinity).
+Expr infinity(DataType dtype);
+
 Expr operator+(const Expr& a, const Expr& b);
 Expr operator-(const Expr& a, const Expr& b);
 Expr operator*(const Expr& a, const Expr& b);
+/// `/`: true division on floats, truncating division on ints.
+Expr div(const Expr& a, const Expr& b);
 Expr floordiv(const Expr& a, const Expr& b);
 Expr floormod(const Expr& a, const Expr& b);
 /// ceil(a / b); kept as its own node so that it prints as the author wrote it.
 Expr ceildiv(const Expr& a, const Expr& b);
 Expr min(const Expr& a, const Expr& b);
 Expr max(const Expr& a, const Expr& b);
+/// -a (0 - a, in a's dtype).
+Expr neg(const Expr& a);
+inline Expr operator-(const Expr& a) { return neg(a); }
 
-/// The node built from a kind and two operands, folding constants.
+Expr eq(const Expr& a, const Expr& b);
+Expr ne(const Expr& a, const Expr& b);
+Expr lt(const Expr& a, const Expr& b);
+Expr le(const Expr& a, const Expr& b);
+Expr gt(const Expr& a, const Expr& b);
+Expr ge(const Expr& a, const Expr& b);
+inline Expr operator<(const Expr& a, const Expr& b) { return lt(a, b); }
+inline Expr operator<=(const Expr& a, const Expr& b) { return le(a, b); }
+inline Expr operator>(const Expr& a, const Expr& b) { return gt(a, b); }
+inline Expr operator>=(const Expr& a, const Expr& b) { return ge(a, b); }
+Expr logical_and(const Expr& a, const Expr& b);
+Expr logical_or(const Expr& a, const Expr& b);
+Expr logical_not(const Expr& a);
+
+/// cond ? t : f (T.if_then_else); cond is bool, t and f promote together.
+Expr select(const Expr& cond, const Expr& t, const Expr& f);
+/// `value` as `dtype` (T.cast); a cast to the value's own dtype is the value.
+Expr cast(DataType dtype, const Expr& value);
+/// An intrinsic call. Float intrinsics take the float dtype of their argument
+/// (an integer argument is cast to float32 first); abs keeps its argument's.
+Expr call_intrinsic(Intrinsic op, std::vector<Expr> args);
+
+/// The node built from a binary kind and two operands, folding constants.
 Expr make_binary(ExprKind kind, Expr a, Expr b);
+
+/// The dtype of `a op b` for arithmetic (Note [Expression dtypes]), before
+/// constant adoption: the wider int, or the float.
+DataType promote(DataType a, DataType b);
 
 /// Prints with the usual precedence, `//` and `%` for floordiv and floormod,
 /// and ceildiv(a, b), min(a, b), max(a, b) as calls: "b * s + 1",
-/// "ceildiv(n, 64)".
+/// "ceildiv(n, 64)". (printer.h prints statements and functions.)
 std::string to_string(const Expr& e);
 std::ostream& operator<<(std::ostream& os, const Expr& e);
 
-/// Same tree, same constants, same symbol names.
+/// Same tree, same constants and dtypes, same variables (symbols by name, IR
+/// variables by id), same buffers (by id).
 bool structural_equal(const Expr& a, const Expr& b);
+/// A total order that agrees with structural_equal (0 when equal). Symbols
+/// sort first by name, constants last.
+int structural_compare(const Expr& a, const Expr& b);
 
-/// Names of the symbols in `e`, appended to `out` in order of first
-/// appearance, each once (names already in `out` are not repeated).
+/// Names of the symbols (id 0 Vars) in `e`, appended to `out` in order of
+/// first appearance, each once (names already in `out` are not repeated).
+/// IR variables are not symbols and are not collected.
 void collect_vars(const Expr& e, std::vector<std::string>* out);
 
-/// Reference evaluation by walking the tree (the call path uses
-/// ShapeProgram instead). `lookup` returns a symbol's value. Throws ValueError
-/// on division by zero ("division by zero in n // m") and when a value does
-/// not fit in int64 ("int64 overflow in m * m"): Note [Integer semantics].
+/// Reference evaluation of an integer shape expression (is_shape_kind) by
+/// walking the tree (the call path uses ShapeProgram instead). `lookup`
+/// returns a symbol's value. Throws ValueError on division by zero ("division
+/// by zero in n // m"), when a value does not fit in int64 ("int64 overflow
+/// in m * m"; Note [Integer semantics]) and for any other kind.
 int64_t evaluate(const Expr& e, const std::function<int64_t(const std::string&)>& lookup);
 
 /// How an evaluation ended.
@@ -140,6 +384,24 @@ constexpr int64_t floormod_int(int64_t a, int64_t b) {
 constexpr int64_t ceildiv_int(int64_t a, int64_t b) {
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) == (b < 0))) ? q + 1 : q;
+}
+
+// ---------------------------------------------------------------------------
+// Inline accessors (after the nodes they read).
+
+inline ExprKind Expr::kind() const noexcept { return node_->kind; }
+inline DataType Expr::dtype() const noexcept { return node_->dtype; }
+inline int64_t Expr::int_value() const noexcept {
+  const IntImmNode* n = as<IntImmNode>();
+  return n ? n->value : 0;
+}
+inline double Expr::float_value() const noexcept {
+  const FloatImmNode* n = as<FloatImmNode>();
+  return n ? n->value : 0.0;
+}
+inline uint64_t Expr::var_id() const noexcept {
+  const VarNode* n = as<VarNode>();
+  return n ? n->id : 0;
 }
 
 }  // namespace tilejit::ir

@@ -1,17 +1,22 @@
 // PrimFunc: a kernel's declared signature, launch configuration and body.
 //
 // A PrimFunc is plain data: parameters in signature order (tensors with
-// symbolic shapes, or scalars), the launch grid as expressions, and one body
-// per target ("cpu", "cuda") as source text. Which parameters are outputs or
-// workspaces is not part of it: jit() options say that, as in the seed API.
+// symbolic shapes, or scalars), the launch grid as expressions, and a body:
+// either source text per target ("cpu", "cuda"; phase 1's T.source) or a
+// TileBody, tile IR holding one or more KernelStmt. Which parameters are
+// outputs or workspaces is not part of it: jit() options say that, as in the
+// seed API.
 #pragma once
 
 #include <map>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "tilejit/core/data_type.h"
+#include "tilejit/ir/buffer.h"
 #include "tilejit/ir/expr.h"
+#include "tilejit/ir/stmt.h"
 
 namespace tilejit::ir {
 
@@ -36,12 +41,41 @@ struct LaunchConfig {
   Expr dynamic_smem_bytes{0};
 };
 
+/// Body source text per target name.
+using SourceBodies = std::map<std::string, std::string>;
+
+/// A body in tile IR. Invariants (TileBuilder::finish and verify() establish
+/// them): `stmt` is a KernelStmt or a SeqStmt of KernelStmts, run in order on
+/// one stream; `params` has one entry per signature parameter, the kGlobal
+/// Buffer of a tensor parameter (param = its index) or, for a scalar, an
+/// undefined Buffer; `scalars` likewise holds the Var of each scalar parameter
+/// (undefined for tensors); `globals` lists the T.alloc_global buffers in
+/// creation order.
+struct TileBody {
+  Stmt stmt;
+  std::vector<Buffer> params;
+  std::vector<Expr> scalars;
+  std::vector<Buffer> globals;
+
+  /// The KernelStmts of `stmt`, in launch order.
+  std::vector<const KernelStmt*> kernels() const;
+};
+
 struct PrimFunc {
   std::string name;
   std::vector<Param> params;
+  /// For a tile body: the first kernel's grid and threads (product of its
+  /// thread extents); every kernel's own launch is in its KernelStmt.
   LaunchConfig launch;
-  /// Body source per target name.
-  std::map<std::string, std::string> bodies;
+  std::variant<SourceBodies, TileBody> body;
+
+  bool is_tile() const noexcept { return std::holds_alternative<TileBody>(body); }
+  /// The source bodies; an empty map for a tile body.
+  const SourceBodies& sources() const noexcept;
+  /// The source bodies, making the body a SourceBodies if it is not one.
+  SourceBodies& mutable_sources();
+  /// The tile body, or nullptr.
+  const TileBody* tile() const noexcept { return std::get_if<TileBody>(&body); }
 
   /// The index of the parameter called `name`, or -1.
   int param_index(const std::string& name) const;
@@ -58,6 +92,8 @@ struct PrimFunc {
 ///                .grid({ceildiv(M, 64), split_k})
 ///                .body("cpu", "...")
 ///                .build();
+///
+/// Tile bodies come from TileBuilder (tile_builder.h).
 class PrimFuncBuilder {
  public:
   explicit PrimFuncBuilder(std::string name);

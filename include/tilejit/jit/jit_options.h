@@ -8,17 +8,10 @@
 #include <vector>
 
 #include "tilejit/ir/prim_func.h"
+#include "tilejit/ir/workspace_init.h"
 #include "tilejit/runtime/backend.h"
 
 namespace tilejit {
-
-/// How a workspace's memory is prepared before each launch.
-enum class WorkspaceInit : uint8_t {
-  kEmpty,     // uninitialised (the default)
-  kZero,      // zeroed before every launch
-  kZeroOnce,  // zeroed when its arena is first used for this layout; the
-              // kernel promises to leave it zeroed when it returns
-};
 
 /// "empty", "zero", "zero_once".
 const char* workspace_init_name(WorkspaceInit init);

@@ -11,6 +11,7 @@
 #include "tilejit/core/data_type.h"
 #include "tilejit/core/error.h"
 #include "tilejit/ir/expr.h"
+#include "tilejit/ir/visitor.h"
 
 namespace tilejit::backend {
 namespace {
@@ -30,28 +31,38 @@ enum Prec : int { kAdditive = 1, kMultiplicative = 2 };
 
 // C++ over the symbols' names (all int64_t): + - * as operators, the rest as
 // calls of the preludes' helpers with Expr's floor semantics.
-class ExprPrinter {
+class ExprPrinter : public ir::ExprFunctor<void> {
  public:
   ExprPrinter(const CxxEntry& entry, std::string& out) : entry_(entry), out_(out) {}
 
   void print(const Expr& e, int min_prec) {
-    switch (e.kind()) {
-      case ExprKind::kIntImm: print_int(e.int_value()); return;
-      case ExprKind::kVar: out_ += e.var_name(); return;
-      case ExprKind::kAdd: print_binary(" + ", kAdditive, e, min_prec); return;
-      case ExprKind::kSub: print_binary(" - ", kAdditive, e, min_prec); return;
-      case ExprKind::kMul: print_binary(" * ", kMultiplicative, e, min_prec); return;
+    const int saved = min_prec_;
+    min_prec_ = min_prec;
+    visit_expr(e);
+    min_prec_ = saved;
+  }
+
+ private:
+  const char* walk_name() const override { return entry_.display; }
+
+  void visit_int_imm(const ir::IntImmNode* op, const Expr&) override { print_int(op->value); }
+  void visit_var(const ir::VarNode* op, const Expr&) override { out_ += op->name; }
+  void visit_binary(const ir::BinaryNode* op, const Expr& e) override {
+    switch (op->kind) {
+      case ExprKind::kAdd: print_binary(" + ", kAdditive, e, min_prec_); return;
+      case ExprKind::kSub: print_binary(" - ", kAdditive, e, min_prec_); return;
+      case ExprKind::kMul: print_binary(" * ", kMultiplicative, e, min_prec_); return;
       case ExprKind::kFloorDiv: print_call("floordiv", e); return;
       case ExprKind::kFloorMod: print_call("floormod", e); return;
       case ExprKind::kCeilDiv: print_call("ceildiv", e); return;
       case ExprKind::kMin: print_call("min", e); return;
       case ExprKind::kMax: print_call("max", e); return;
+      default: break;
     }
-    TILEJIT_THROW(kInternalError) << entry_.target << " codegen: unknown expression kind "
-                                  << int(e.kind());
+    TILEJIT_THROW(kInternalError) << entry_.target << " codegen: " << ir::expr_kind_name(op->kind)
+                                  << " is not a shape operator";
   }
 
- private:
   void print_int(int64_t v) {
     // Beyond int32, "LL": a constant alone in an expression is then 64-bit
     // too (inside one, the int64_t symbols would widen it anyway).
@@ -94,6 +105,7 @@ class ExprPrinter {
 
   const CxxEntry& entry_;
   std::string& out_;
+  int min_prec_ = 0;
 };
 
 std::string join(const std::vector<std::string>& names) {
@@ -198,10 +210,14 @@ std::string end_directive(const std::string& body_name, size_t body_lines) {
 }  // namespace
 
 const std::string& body_for_target(const ir::PrimFunc& f, const CxxEntry& entry) {
-  auto it = f.bodies.find(entry.target);
-  if (TILEJIT_UNLIKELY(it == f.bodies.end())) {
+  const ir::SourceBodies& bodies = f.sources();
+  auto it = bodies.find(entry.target);
+  if (TILEJIT_UNLIKELY(it == bodies.end())) {
+    TILEJIT_CHECK(!f.is_tile(), kValueError)
+        << f.name << ": the " << entry.display
+        << " backend does not compile tile-IR bodies yet";
     std::vector<std::string> given;
-    for (const auto& [target, _] : f.bodies) given.push_back(target);
+    for (const auto& [target, _] : bodies) given.push_back(target);
     TILEJIT_THROW(kValueError) << f.name << ": no body for target '" << entry.target
                                << "' (bodies given: " << join(given) << ")";
   }

@@ -198,7 +198,7 @@ TEST(CpuCodegen, MissingCpuBody) {
                        .build();
   EXPECT_EQ(error_message([&] { cpu_backend().generate_source({&f, {}}); }, ErrorKind::kValueError),
             "only_cuda: no body for target 'cpu' (bodies given: cuda)");
-  f.bodies.clear();
+  f.mutable_sources().clear();
   EXPECT_EQ(error_message([&] { cpu_backend().generate_source({&f, {}}); }, ErrorKind::kValueError),
             "only_cuda: no body for target 'cpu' (bodies given: none)");
 }
