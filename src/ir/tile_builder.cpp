@@ -1,0 +1,608 @@
+#include "tilejit/ir/tile_builder.h"
+
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "tilejit/core/error.h"
+#include "tilejit/ir/printer.h"
+#include "tilejit/ir/visitor.h"
+
+namespace tilejit::ir {
+namespace {
+
+// Note [Builder frames] (tile_builder.h).
+enum class FrameKind : uint8_t { kRoot, kKernel, kFor, kIf, kElse, kWhile };
+
+struct Frame {
+  FrameKind kind = FrameKind::kRoot;
+  Span span;
+  std::vector<Stmt> stmts;
+  // kKernel
+  std::vector<Expr> grid, block_vars, thread_vars;
+  std::vector<int> threads;
+  // kFor
+  Expr var, min, extent;
+  ForKind for_kind = ForKind::kSerial;
+  int stages = 0;
+  // kIf / kElse / kWhile
+  Expr cond;
+  Stmt then_case;  // kElse: the closed then-branch
+};
+
+const char* for_op_name(ForKind kind) {
+  switch (kind) {
+    case ForKind::kSerial: return "T.serial";
+    case ForKind::kUnroll: return "T.unroll";
+    case ForKind::kParallel: return "T.Parallel";
+    case ForKind::kVectorized: return "T.vectorized";
+    case ForKind::kPipelined: return "T.Pipelined";
+  }
+  return "for";
+}
+
+const char* alloc_op_name(Scope scope) {
+  switch (scope) {
+    case Scope::kShared: return "T.alloc_shared";
+    case Scope::kFragment: return "T.alloc_fragment";
+    case Scope::kLocal: return "T.alloc_local";
+    case Scope::kGlobal: return "T.alloc_global";
+  }
+  return "alloc";
+}
+
+bool is_identifier(const std::string& s) {
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (s.empty() || !alpha(s[0])) return false;
+  for (char c : s) {
+    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
+// The first IR variable (id > 0) in `e`, or an undefined Expr.
+class FirstIrVar : public IRVisitor {
+ public:
+  Expr found;
+
+ protected:
+  void visit_var(const VarNode* op, const Expr& e) override {
+    if (op->id != 0 && !found.defined()) found = e;
+  }
+};
+
+Expr first_ir_var(const Expr& e) {
+  FirstIrVar v;
+  v.visit(e);
+  return v.found;
+}
+
+}  // namespace
+
+struct TileBuilder::State {
+  std::string func_name;
+  std::vector<Param> params;
+  std::vector<Buffer> param_buffers;
+  std::vector<Expr> scalars;
+  std::vector<Buffer> globals;
+  std::vector<Frame> frames{Frame{}};  // frames[0] is the root: it holds kernels
+  bool finished = false;
+
+  std::string prefix(const Span& span, const std::string& op) const {
+    return diagnostic_prefix(span, func_name, op);
+  }
+
+  Frame& top() { return frames.back(); }
+  bool in_kernel() const { return frames.size() > 1; }
+
+  // What the innermost open construct is, for messages: "a T.Kernel opened at
+  // k.py:3:4" (the span part only when there is one).
+  std::string describe(const Frame& f) const {
+    std::string what;
+    switch (f.kind) {
+      case FrameKind::kRoot: return "none";
+      case FrameKind::kKernel: what = "a T.Kernel"; break;
+      case FrameKind::kFor: what = std::string("a ") + for_op_name(f.for_kind) + " loop"; break;
+      case FrameKind::kIf: what = "an if"; break;
+      case FrameKind::kElse: what = "an else"; break;
+      case FrameKind::kWhile: what = "a while loop"; break;
+    }
+    if (!f.span.empty()) what += " opened at " + f.span.str();
+    return what;
+  }
+
+  void check_open(const Span& span, const std::string& op) {
+    TILEJIT_CHECK(!finished, kValueError) << prefix(span, op) << "the function is already finished";
+  }
+
+  void check_in_kernel(const Span& span, const std::string& op) {
+    check_open(span, op);
+    TILEJIT_CHECK(in_kernel(), kValueError) << prefix(span, op) << "outside a T.Kernel";
+  }
+
+  // Pops the innermost frame, which must be of `kind`.
+  Frame pop(FrameKind kind, const Span& span, const std::string& op, const char* what) {
+    check_open(span, op);
+    if (TILEJIT_UNLIKELY(top().kind != kind)) {
+      TILEJIT_THROW(kValueError) << prefix(span, op) << "no open " << what
+                                 << " to close (the innermost open construct is "
+                                 << describe(top()) << ")";
+    }
+    Frame f = std::move(frames.back());
+    frames.pop_back();
+    return f;
+  }
+
+  void add(Stmt s) { top().stmts.push_back(std::move(s)); }
+
+  void check_int(const Expr& e, const Span& span, const std::string& op, const std::string& what) {
+    TILEJIT_CHECK(e.defined(), kValueError) << prefix(span, op) << what << " is undefined";
+    TILEJIT_CHECK(e.dtype().is_int(), kTypeError)
+        << prefix(span, op) << what << " (" << to_string(e) << ") has dtype " << e.dtype().name()
+        << "; expected an integer";
+  }
+
+  void check_bool(const Expr& e, const Span& span, const std::string& op) {
+    TILEJIT_CHECK(e.defined(), kValueError) << prefix(span, op) << "the condition is undefined";
+    TILEJIT_CHECK(e.dtype() == DataType::boolean(), kTypeError)
+        << prefix(span, op) << "the condition (" << to_string(e) << ") has dtype "
+        << e.dtype().name() << "; expected bool";
+  }
+
+  void check_region(const Region& r, const Span& span, const std::string& op, const char* role) {
+    TILEJIT_CHECK(r.buffer.defined(), kValueError)
+        << prefix(span, op) << "the " << role << " is undefined";
+    for (size_t d = 0; d < r.ranges.size(); ++d) {
+      const std::string what =
+          std::string("the ") + role + " " + r.buffer.name() + " index " + std::to_string(d);
+      check_int(r.ranges[d].min, span, op, what);
+      if (r.ranges[d].extent.defined()) check_int(r.ranges[d].extent, span, op, what + " extent");
+    }
+  }
+
+  void check_param_name(const std::string& name, const Span& span, const std::string& op) {
+    check_open(span, op);
+    TILEJIT_CHECK(!in_kernel() && frames[0].stmts.empty(), kValueError)
+        << prefix(span, op) << "parameter '" << name << "' is declared after the body began";
+    TILEJIT_CHECK(is_identifier(name), kValueError)
+        << prefix(span, op) << "parameter name '" << name << "' is not an identifier";
+    for (const Param& p : params) {
+      TILEJIT_CHECK(p.name != name, kValueError)
+          << prefix(span, op) << "parameter '" << name << "' duplicates an earlier name";
+    }
+  }
+};
+
+TileBuilder::TileBuilder(std::string func_name) : state_(std::make_unique<State>()) {
+  state_->func_name = std::move(func_name);
+}
+TileBuilder::~TileBuilder() = default;
+TileBuilder::TileBuilder(TileBuilder&&) noexcept = default;
+TileBuilder& TileBuilder::operator=(TileBuilder&&) noexcept = default;
+const std::string& TileBuilder::func_name() const noexcept { return state_->func_name; }
+
+// ---------------------------------------------------------------------------
+// Signature
+
+Buffer TileBuilder::tensor_param(std::string name, std::vector<Expr> shape, DataType dtype,
+                                 Span span) {
+  State& s = *state_;
+  s.check_param_name(name, span, "T.Tensor");
+  for (size_t d = 0; d < shape.size(); ++d) {
+    s.check_int(shape[d], span, "T.Tensor",
+                "parameter '" + name + "' dimension " + std::to_string(d));
+    Expr v = first_ir_var(shape[d]);
+    TILEJIT_CHECK(!v.defined(), kValueError)
+        << s.prefix(span, "T.Tensor") << "parameter '" << name << "' dimension " << d
+        << " uses " << to_string(v) << ", which is not a symbol of the signature";
+  }
+  Param p;
+  p.name = name;
+  p.tensor = TensorType{shape, dtype};
+  const int index = int(s.params.size());
+  s.params.push_back(std::move(p));
+  Buffer b = Buffer::make(std::move(name), std::move(shape), dtype, Scope::kGlobal,
+                          std::move(span), index);
+  s.param_buffers.push_back(b);
+  s.scalars.emplace_back();
+  return b;
+}
+
+Expr TileBuilder::scalar_param(std::string name, DataType dtype, Span span) {
+  State& s = *state_;
+  s.check_param_name(name, span, "T.scalar");
+  Param p;
+  p.name = name;
+  p.is_scalar = true;
+  p.scalar = dtype;
+  s.params.push_back(std::move(p));
+  Expr v = Expr::var(std::move(name), dtype);
+  s.param_buffers.emplace_back();
+  s.scalars.push_back(v);
+  return v;
+}
+
+// ---------------------------------------------------------------------------
+// Kernels
+
+std::vector<Expr> TileBuilder::begin_kernel(std::vector<Expr> grid, std::vector<int> threads,
+                                            Span span) {
+  State& s = *state_;
+  const char* op = "T.Kernel";
+  s.check_open(span, op);
+  if (TILEJIT_UNLIKELY(s.in_kernel())) {
+    TILEJIT_THROW(kValueError) << s.prefix(span, op) << "a T.Kernel inside "
+                               << s.describe(s.frames[1]) << "; kernels do not nest";
+  }
+  TILEJIT_CHECK(!grid.empty() && grid.size() <= 3, kValueError)
+      << s.prefix(span, op) << grid.size() << " grid extents; expected 1 to 3";
+  for (size_t d = 0; d < grid.size(); ++d) {
+    s.check_int(grid[d], span, op, "grid extent " + std::to_string(d));
+    TILEJIT_CHECK(!grid[d].is_const() || grid[d].int_value() > 0, kValueError)
+        << s.prefix(span, op) << "grid extent " << d << " is " << grid[d].int_value()
+        << "; extents must be positive";
+  }
+  TILEJIT_CHECK(!threads.empty() && threads.size() <= 3, kValueError)
+      << s.prefix(span, op) << threads.size() << " thread extents; expected 1 to 3";
+  for (size_t d = 0; d < threads.size(); ++d) {
+    TILEJIT_CHECK(threads[d] > 0, kValueError)
+        << s.prefix(span, op) << "thread extent " << d << " is " << threads[d]
+        << "; extents must be positive";
+  }
+  static const char* kBlockNames[] = {"bx", "by", "bz"};
+  static const char* kThreadNames[] = {"tx", "ty", "tz"};
+  Frame f;
+  f.kind = FrameKind::kKernel;
+  f.span = span;
+  for (size_t d = 0; d < grid.size(); ++d) {
+    f.block_vars.push_back(make_var(kBlockNames[d], DataType::int32()));
+  }
+  for (size_t d = 0; d < threads.size(); ++d) {
+    f.thread_vars.push_back(make_var(kThreadNames[d], DataType::int32()));
+  }
+  f.grid = std::move(grid);
+  f.threads = std::move(threads);
+  std::vector<Expr> vars = f.block_vars;
+  s.frames.push_back(std::move(f));
+  return vars;
+}
+
+void TileBuilder::end_kernel(Span span) {
+  State& s = *state_;
+  Frame f = s.pop(FrameKind::kKernel, span, "T.Kernel", "T.Kernel");
+  s.add(make_stmt<KernelStmt>(std::move(f.grid), std::move(f.block_vars), std::move(f.threads),
+                              std::move(f.thread_vars), seq(std::move(f.stmts), f.span), f.span));
+}
+
+Expr TileBuilder::thread_binding(int dim, Span span) {
+  State& s = *state_;
+  const char* op = "T.get_thread_binding";
+  s.check_in_kernel(span, op);
+  const Frame& k = s.frames[1];
+  TILEJIT_CHECK(dim >= 0 && dim < int(k.thread_vars.size()), kValueError)
+      << s.prefix(span, op) << "dimension " << dim << " of a kernel with "
+      << k.thread_vars.size() << " thread extent" << (k.thread_vars.size() == 1 ? "" : "s");
+  return k.thread_vars[size_t(dim)];
+}
+
+// ---------------------------------------------------------------------------
+// Buffers
+
+Buffer TileBuilder::alloc(std::string name, std::vector<Expr> shape, DataType dtype, Scope scope,
+                          Span span) {
+  State& s = *state_;
+  const char* op = alloc_op_name(scope);
+  TILEJIT_CHECK(scope != Scope::kGlobal, kValueError)
+      << s.prefix(span, op) << "'" << name << "': global buffers come from alloc_global";
+  s.check_in_kernel(span, op);
+  TILEJIT_CHECK(is_identifier(name), kValueError)
+      << s.prefix(span, op) << "buffer name '" << name << "' is not an identifier";
+  TILEJIT_CHECK(!shape.empty(), kValueError) << s.prefix(span, op) << "'" << name
+                                             << "' has no dimensions";
+  for (size_t d = 0; d < shape.size(); ++d) {
+    s.check_int(shape[d], span, op, "'" + name + "' dimension " + std::to_string(d));
+    TILEJIT_CHECK(shape[d].is_const(), kValueError)
+        << s.prefix(span, op) << "'" << name << "' dimension " << d << " (" << to_string(shape[d])
+        << ") is not a constant";
+    TILEJIT_CHECK(shape[d].int_value() > 0, kValueError)
+        << s.prefix(span, op) << "'" << name << "' dimension " << d << " is "
+        << shape[d].int_value() << "; dimensions must be positive";
+  }
+  Buffer b = Buffer::make(std::move(name), std::move(shape), dtype, scope, span);
+  s.add(make_stmt<AllocStmt>(b, std::move(span)));
+  return b;
+}
+
+Buffer TileBuilder::alloc_global(std::string name, std::vector<Expr> shape, DataType dtype,
+                                 WorkspaceInit init, Span span) {
+  State& s = *state_;
+  const char* op = "T.alloc_global";
+  s.check_open(span, op);
+  TILEJIT_CHECK(is_identifier(name), kValueError)
+      << s.prefix(span, op) << "buffer name '" << name << "' is not an identifier";
+  for (size_t d = 0; d < shape.size(); ++d) {
+    s.check_int(shape[d], span, op, "'" + name + "' dimension " + std::to_string(d));
+    Expr v = first_ir_var(shape[d]);
+    TILEJIT_CHECK(!v.defined(), kValueError)
+        << s.prefix(span, op) << "'" << name << "' dimension " << d << " uses " << to_string(v)
+        << "; a workspace's shape is over the signature's symbols";
+    TILEJIT_CHECK(!shape[d].is_const() || shape[d].int_value() >= 0, kValueError)
+        << s.prefix(span, op) << "'" << name << "' dimension " << d << " is "
+        << shape[d].int_value() << "; dimensions must not be negative";
+  }
+  Buffer b = Buffer::make(std::move(name), std::move(shape), dtype, Scope::kGlobal,
+                          std::move(span), -1, init);
+  s.globals.push_back(b);
+  return b;
+}
+
+// ---------------------------------------------------------------------------
+// Control flow
+
+Expr TileBuilder::begin_for(std::string var_name, Expr min, Expr extent, ForKind kind, int stages,
+                            Span span) {
+  State& s = *state_;
+  const char* op = for_op_name(kind);
+  s.check_in_kernel(span, op);
+  s.check_int(min, span, op, "the start");
+  s.check_int(extent, span, op, "the extent");
+  TILEJIT_CHECK(stages >= 0, kValueError)
+      << s.prefix(span, op) << "num_stages is " << stages << "; expected 0 or more";
+  TILEJIT_CHECK(stages == 0 || kind == ForKind::kPipelined, kValueError)
+      << s.prefix(span, op) << "num_stages is given for a loop that is not T.Pipelined";
+  // The loop variable is int32 unless a non-constant bound is wider.
+  DataType t = DataType::int32();
+  if (!min.is_const()) t = promote(t, min.dtype());
+  if (!extent.is_const()) t = promote(t, extent.dtype());
+  Frame f;
+  f.kind = FrameKind::kFor;
+  f.span = span;
+  f.var = make_var(var_name, t);
+  f.min = min.is_const() ? make_int(min.int_value(), t) : cast(t, min);
+  f.extent = extent.is_const() ? make_int(extent.int_value(), t) : cast(t, extent);
+  f.for_kind = kind;
+  f.stages = stages;
+  Expr v = f.var;
+  s.frames.push_back(std::move(f));
+  return v;
+}
+
+void TileBuilder::end_for(Span span) {
+  State& s = *state_;
+  Frame f = s.pop(FrameKind::kFor, span, "end_for", "loop");
+  s.add(make_stmt<ForStmt>(std::move(f.var), std::move(f.min), std::move(f.extent), f.for_kind,
+                           f.stages, seq(std::move(f.stmts), f.span), f.span));
+}
+
+void TileBuilder::begin_if(Expr cond, Span span) {
+  State& s = *state_;
+  s.check_in_kernel(span, "if");
+  s.check_bool(cond, span, "if");
+  Frame f;
+  f.kind = FrameKind::kIf;
+  f.span = std::move(span);
+  f.cond = std::move(cond);
+  s.frames.push_back(std::move(f));
+}
+
+void TileBuilder::begin_else(Span span) {
+  State& s = *state_;
+  Frame f = s.pop(FrameKind::kIf, span, "else", "if");
+  Frame e;
+  e.kind = FrameKind::kElse;
+  e.span = f.span;
+  e.cond = std::move(f.cond);
+  e.then_case = seq(std::move(f.stmts), f.span);
+  s.frames.push_back(std::move(e));
+}
+
+void TileBuilder::end_if(Span span) {
+  State& s = *state_;
+  s.check_open(span, "end_if");
+  if (s.top().kind == FrameKind::kElse) {
+    Frame f = s.pop(FrameKind::kElse, span, "end_if", "if");
+    s.add(make_stmt<IfStmt>(std::move(f.cond), std::move(f.then_case),
+                            seq(std::move(f.stmts), f.span), f.span));
+    return;
+  }
+  Frame f = s.pop(FrameKind::kIf, span, "end_if", "if");
+  s.add(make_stmt<IfStmt>(std::move(f.cond), seq(std::move(f.stmts), f.span), Stmt(), f.span));
+}
+
+void TileBuilder::begin_while(Expr cond, Span span) {
+  State& s = *state_;
+  s.check_in_kernel(span, "while");
+  s.check_bool(cond, span, "while");
+  Frame f;
+  f.kind = FrameKind::kWhile;
+  f.span = std::move(span);
+  f.cond = std::move(cond);
+  s.frames.push_back(std::move(f));
+}
+
+void TileBuilder::end_while(Span span) {
+  State& s = *state_;
+  Frame f = s.pop(FrameKind::kWhile, span, "end_while", "while loop");
+  s.add(make_stmt<WhileStmt>(std::move(f.cond), seq(std::move(f.stmts), f.span), f.span));
+}
+
+namespace {
+
+bool in_loop(const std::vector<Frame>& frames) {
+  for (const Frame& f : frames) {
+    if (f.kind == FrameKind::kFor || f.kind == FrameKind::kWhile) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void TileBuilder::break_loop(Span span) {
+  State& s = *state_;
+  s.check_in_kernel(span, "break");
+  TILEJIT_CHECK(in_loop(s.frames), kValueError) << s.prefix(span, "break") << "outside a loop";
+  s.add(make_stmt<BreakStmt>(std::move(span)));
+}
+
+void TileBuilder::continue_loop(Span span) {
+  State& s = *state_;
+  s.check_in_kernel(span, "continue");
+  TILEJIT_CHECK(in_loop(s.frames), kValueError) << s.prefix(span, "continue") << "outside a loop";
+  s.add(make_stmt<ContinueStmt>(std::move(span)));
+}
+
+// ---------------------------------------------------------------------------
+// Scalar statements
+
+void TileBuilder::store(Buffer buffer, std::vector<Expr> indices, Expr value, Span span) {
+  State& s = *state_;
+  const char* op = "store";
+  s.check_in_kernel(span, op);
+  TILEJIT_CHECK(buffer.defined(), kValueError) << s.prefix(span, op) << "the buffer is undefined";
+  TILEJIT_CHECK(int(indices.size()) == buffer.rank(), kValueError)
+      << s.prefix(span, op) << buffer.name() << ": " << indices.size()
+      << " indices for a buffer of rank " << buffer.rank();
+  for (size_t i = 0; i < indices.size(); ++i) {
+    s.check_int(indices[i], span, op, buffer.name() + " index " + std::to_string(i));
+  }
+  TILEJIT_CHECK(value.defined(), kValueError)
+      << s.prefix(span, op) << buffer.name() << ": the value is undefined";
+  // The value converts to the buffer's dtype, as an assignment in C++ does.
+  value = cast(buffer.dtype(), value);
+  s.add(make_stmt<StoreStmt>(std::move(buffer), std::move(indices), std::move(value),
+                             std::move(span)));
+}
+
+Expr TileBuilder::let(std::string name, Expr value, Span span) {
+  State& s = *state_;
+  s.check_in_kernel(span, "let");
+  TILEJIT_CHECK(value.defined(), kValueError)
+      << s.prefix(span, "let") << "'" << name << "': the value is undefined";
+  TILEJIT_CHECK(is_identifier(name), kValueError)
+      << s.prefix(span, "let") << "variable name '" << name << "' is not an identifier";
+  Expr v = make_var(std::move(name), value.dtype());
+  s.add(make_stmt<LetStmt>(v, std::move(value), std::move(span)));
+  return v;
+}
+
+void TileBuilder::evaluate(Expr value, Span span) {
+  State& s = *state_;
+  s.check_in_kernel(span, "evaluate");
+  TILEJIT_CHECK(value.defined(), kValueError) << s.prefix(span, "evaluate")
+                                              << "the value is undefined";
+  s.add(make_stmt<EvaluateStmt>(std::move(value), std::move(span)));
+}
+
+// ---------------------------------------------------------------------------
+// Tile ops
+
+void TileBuilder::copy(Region src, Region dst, Span span) {
+  State& s = *state_;
+  s.check_in_kernel(span, "T.copy");
+  s.check_region(src, span, "T.copy", "source");
+  s.check_region(dst, span, "T.copy", "destination");
+  s.add(make_stmt<CopyOp>(std::move(src), std::move(dst), std::move(span)));
+}
+
+void TileBuilder::gemm(Region a, Region b, Region c, bool trans_a, bool trans_b, bool clear_accum,
+                       int policy, Span span) {
+  State& s = *state_;
+  s.check_in_kernel(span, "T.gemm");
+  s.check_region(a, span, "T.gemm", "operand A");
+  s.check_region(b, span, "T.gemm", "operand B");
+  s.check_region(c, span, "T.gemm", "accumulator C");
+  s.add(make_stmt<GemmOp>(std::move(a), std::move(b), std::move(c), trans_a, trans_b, clear_accum,
+                          policy, std::move(span)));
+}
+
+void TileBuilder::fill(Region dst, Expr value, Span span) {
+  State& s = *state_;
+  s.check_in_kernel(span, "T.fill");
+  s.check_region(dst, span, "T.fill", "destination");
+  TILEJIT_CHECK(value.defined(), kValueError) << s.prefix(span, "T.fill")
+                                              << "the value is undefined";
+  value = cast(dst.buffer.dtype(), value);
+  s.add(make_stmt<FillOp>(std::move(dst), std::move(value), std::move(span)));
+}
+
+void TileBuilder::reduce(ReduceKind kind, Region src, Region dst, int dim, bool clear, Span span) {
+  State& s = *state_;
+  const std::string op = std::string("T.reduce_") + reduce_kind_name(kind);
+  s.check_in_kernel(span, op);
+  s.check_region(src, span, op, "source");
+  s.check_region(dst, span, op, "destination");
+  s.add(make_stmt<ReduceOp>(kind, std::move(src), std::move(dst), dim, clear, std::move(span)));
+}
+
+void TileBuilder::atomic_add(Region dst, Expr value, Span span) {
+  State& s = *state_;
+  s.check_in_kernel(span, "T.atomic_add");
+  s.check_region(dst, span, "T.atomic_add", "destination");
+  TILEJIT_CHECK(value.defined(), kValueError) << s.prefix(span, "T.atomic_add")
+                                              << "the value is undefined";
+  value = cast(dst.buffer.dtype(), value);
+  s.add(make_stmt<AtomicAddOp>(std::move(dst), Region{}, std::move(value), std::move(span)));
+}
+
+void TileBuilder::atomic_add(Region dst, Region src, Span span) {
+  State& s = *state_;
+  s.check_in_kernel(span, "T.atomic_add");
+  s.check_region(dst, span, "T.atomic_add", "destination");
+  s.check_region(src, span, "T.atomic_add", "source");
+  s.add(make_stmt<AtomicAddOp>(std::move(dst), std::move(src), Expr(), std::move(span)));
+}
+
+void TileBuilder::print(Expr value, std::string message, Span span) {
+  State& s = *state_;
+  s.check_in_kernel(span, "T.print");
+  TILEJIT_CHECK(value.defined(), kValueError) << s.prefix(span, "T.print")
+                                              << "the value is undefined";
+  s.add(make_stmt<PrintOp>(std::move(value), Region{}, std::move(message), std::move(span)));
+}
+
+void TileBuilder::print(Region region, std::string message, Span span) {
+  State& s = *state_;
+  s.check_in_kernel(span, "T.print");
+  s.check_region(region, span, "T.print", "buffer");
+  s.add(make_stmt<PrintOp>(Expr(), std::move(region), std::move(message), std::move(span)));
+}
+
+// ---------------------------------------------------------------------------
+
+PrimFunc TileBuilder::finish(Span span) {
+  State& s = *state_;
+  const char* op = "finish";
+  s.check_open(span, op);
+  if (TILEJIT_UNLIKELY(s.in_kernel())) {
+    TILEJIT_THROW(kValueError) << s.prefix(span, op) << s.describe(s.top()) << " is not closed";
+  }
+  std::vector<Stmt>& kernels = s.frames[0].stmts;
+  TILEJIT_CHECK(!kernels.empty(), kValueError) << s.prefix(span, op) << "the function has no T.Kernel";
+  PrimFunc f;
+  f.name = s.func_name;
+  f.params = s.params;
+  const KernelStmt* first = kernels[0].as<KernelStmt>();
+  f.launch.grid = first->grid;
+  f.launch.threads = 1;
+  for (int t : first->threads) f.launch.threads *= t;
+  TileBody body;
+  body.stmt = seq(std::move(kernels), span);
+  body.params = std::move(s.param_buffers);
+  body.scalars = std::move(s.scalars);
+  body.globals = std::move(s.globals);
+  f.body = std::move(body);
+  validate(f);
+  s.finished = true;
+  return f;
+}
+
+std::string diagnostic_prefix(const Span& span, const std::string& func_name,
+                              const std::string& op) {
+  std::string out = span.empty() ? func_name : span.str();
+  out += ": ";
+  out += op;
+  out += ": ";
+  return out;
+}
+
+}  // namespace tilejit::ir
