@@ -161,6 +161,9 @@ void validate(const PrimFunc& f) {
       TILEJIT_CHECK(e.defined(), kValueError)
           << f.name << ": parameter #" << i << " '" << p.name << "' dimension " << d
           << " is undefined";
+      TILEJIT_CHECK(e.dtype().is_int(), kTypeError)
+          << f.name << ": parameter #" << i << " '" << p.name << "' dimension " << d << " ("
+          << to_string(e) << ") has dtype " << e.dtype().name() << "; dimensions are integers";
       TILEJIT_CHECK(!e.is_const() || e.int_value() >= 0, kValueError)
           << f.name << ": parameter #" << i << " '" << p.name << "' dimension " << d
           << " is negative (" << e.int_value() << ")";
@@ -172,6 +175,9 @@ void validate(const PrimFunc& f) {
   for (size_t d = 0; d < grid.size(); ++d) {
     TILEJIT_CHECK(grid[d].defined(), kValueError)
         << f.name << ": grid extent " << d << " is undefined";
+    TILEJIT_CHECK(grid[d].dtype().is_int(), kTypeError)
+        << f.name << ": grid extent " << d << " (" << to_string(grid[d]) << ") has dtype "
+        << grid[d].dtype().name() << "; extents are integers";
     TILEJIT_CHECK(!grid[d].is_const() || grid[d].int_value() > 0, kValueError)
         << f.name << ": grid extent " << d << " is " << grid[d].int_value()
         << "; extents must be positive";

@@ -8,7 +8,6 @@
 
 #include "tilejit/core/error.h"
 #include "tilejit/ir/prim_func.h"
-#include "tilejit/ir/simplify.h"
 #include "tilejit/ir/visitor.h"
 
 namespace tilejit::ir {
@@ -55,6 +54,13 @@ std::string float_text(double v) {
   return s;
 }
 
+// The end of [min, min + extent) as an author writes it: the extent itself
+// from 0, else min + extent unsimplified ("k * 32 + 32").
+Expr end_of(const Expr& min, const Expr& extent) {
+  if (min.is_const() && min.int_value() == 0) return extent;
+  return min + extent;
+}
+
 // Prints expressions, regions and statements, giving distinct IR variables
 // and buffers of one name distinct display names (Note [Variables]).
 class Printer : public ExprFunctor<void>, public StmtFunctor<void> {
@@ -88,7 +94,8 @@ class Printer : public ExprFunctor<void>, public StmtFunctor<void> {
       expr(range.min);
       if (range.extent.defined()) {
         out_ += ':';
-        if (range.min.defined()) expr(simplify(range.min + range.extent));
+        // min + extent as written (constants fold): "k * 32:k * 32 + 32".
+        if (range.min.defined()) expr(end_of(range.min, range.extent));
       }
     }
     out_ += ']';
@@ -258,7 +265,7 @@ class Printer : public ExprFunctor<void>, public StmtFunctor<void> {
     out_ += '(';
     expr(op->min);
     out_ += ", ";
-    expr(simplify(op->min + op->extent));
+    expr(end_of(op->min, op->extent));
     if (op->for_kind == ForKind::kPipelined) out_ += ", stages=" + std::to_string(op->stages);
     out_ += "):\n";
     body(op->body);

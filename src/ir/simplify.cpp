@@ -214,15 +214,14 @@ class ToPoly : public ExprFunctor<Poly> {
  protected:
   const char* walk_name() const override { return "simplify"; }
   Poly visit_int_imm(const IntImmNode* op, const Expr& e) override {
-    return op->dtype == DataType::int64() ? constant(op->value) : atom(e);
+    return op->dtype.is_int() ? constant(op->value) : atom(e);
   }
   Poly visit_float_imm(const FloatImmNode*, const Expr& e) override { return atom(e); }
   Poly visit_var(const VarNode*, const Expr& e) override { return atom(e); }
   Poly visit_binary(const BinaryNode* op, const Expr& e) override {
-    // Polynomials are int64 (coefficients are int64 constants); narrower
-    // integer arithmetic is left as written.
-    if (op->dtype != DataType::int64() || op->a.dtype() != DataType::int64() ||
-        op->b.dtype() != DataType::int64()) {
+    // Integer arithmetic only (coefficients are computed on int64, Note
+    // [Integer semantics]); compares, logic and floats are atoms.
+    if (!op->dtype.is_int() || !op->a.dtype().is_int() || !op->b.dtype().is_int()) {
       return atom(e);
     }
     switch (op->kind) {
@@ -250,11 +249,18 @@ Poly to_poly(const Expr& e) { return ToPoly().visit_expr(e); }
 
 Expr simplify(const Expr& e) {
   if (!e.defined()) return e;
+  Expr out;
   try {
-    return to_expr(to_poly(e));
+    out = to_expr(to_poly(e));
   } catch (const CoefficientOverflow&) {
     return e;  // Note [Canonical polynomial form]: as written
   }
+  // A constant result keeps the expression's dtype (int32 index arithmetic
+  // stays int32); non-constant terms carry their own dtypes.
+  if (out.is_const() && out.dtype() != e.dtype() && e.dtype().is_int()) {
+    out = make_int(out.int_value(), e.dtype());
+  }
+  return out;
 }
 
 bool as_single_var_affine(const Expr& e, AffineForm* out) {

@@ -235,6 +235,18 @@ TEST(IrNodes, UnhandledKindIsAnInternalError) {
                "ints only: expression kind Load is not handled (A[0])");
 }
 
+TEST(IrNodes, SimplifyCanonicalisesIndexArithmetic) {
+  Expr i = make_var("i", i32), x = make_var("x", f32);
+  Expr e = simplify(i * 32 + 32 - i * 32);
+  EXPECT_EQ(to_string(e), "32");
+  EXPECT_EQ(e.dtype(), i32);  // a constant result keeps the dtype
+  EXPECT_EQ(to_string(simplify(i + i + 1)), "2 * i + 1");
+  EXPECT_EQ(simplify(i + i + 1).dtype(), i32);
+  // Floats and comparisons are left as written (their integer operands are not).
+  EXPECT_EQ(to_string(simplify(x + x)), "x + x");
+  EXPECT_EQ(to_string(simplify(lt(i + 0, 4))), "i + 0 < 4");
+}
+
 TEST(IrNodes, EvaluateRejectsNonShapeKinds) {
   Expr i = make_var("i", i64);
   expect_error([&] { evaluate(lt(symbolic("s"), 3), [](const std::string&) { return int64_t{0}; }); },

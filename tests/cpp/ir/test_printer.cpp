@@ -75,7 +75,7 @@ TEST(Printer, PipelinedLoopAndClashingNames) {
                                  loop2, Span{});
   EXPECT_EQ(to_string(loop),
             "for k in pipelined(0, ceildiv(K, 32), stages=3):\n"
-            "  for k_1 in serial(2, n + 2):\n"
+            "  for k_1 in serial(2, 2 + n):\n"
             "    copy(S, S_1)\n");
 }
 
