@@ -12,9 +12,11 @@
 #include <sstream>
 
 #include "errors.h"
+#include "ir_builder.h"
 #include "tilejit/core/data_type.h"
 #include "tilejit/ir/expr.h"
 #include "tilejit/ir/prim_func.h"
+#include "tilejit/ir/printer.h"
 #include "tilejit/ir/simplify.h"
 
 namespace nb = nanobind;
@@ -123,9 +125,14 @@ nb::list params_of(const ir::PrimFunc& f) {
 }  // namespace
 
 void bind_ir(nb::module_& m) {
-  nb::class_<Expr>(m, "Expr", "A symbolic integer expression (a shape, a grid extent).")
-      .def(nb::init<int64_t>())
-      .def_static("var", &Expr::var, nb::arg("name"), "A symbol; same name, same symbol.")
+  nb::class_<Expr> expr_class(m, "Expr", "An expression: a shape, an index, a value.");
+  expr_class.def(nb::init<int64_t>())
+      .def_static("var",
+                  [](std::string name, const std::string& dtype) {
+                    return Expr::var(std::move(name), DataType::parse(dtype));
+                  },
+                  nb::arg("name"), nb::arg("dtype") = "int64",
+                  "A symbol; same name, same symbol.")
       .def(nb::self + nb::self)
       .def(nb::self - nb::self)
       .def(nb::self * nb::self)
@@ -151,14 +158,6 @@ void bind_ir(nb::module_& m) {
       .def("__repr__", [](const Expr& e) { return ir::to_string(e); })
       .def("__str__", [](const Expr& e) { return ir::to_string(e); })
       .def("__hash__", [](const Expr& e) { return nb::hash(nb::str(ir::to_string(e).c_str())); })
-      .def("__eq__", [](const Expr& a, const Expr& b) { return ir::structural_equal(a, b); },
-           nb::is_operator())
-      .def("__eq__", [](const Expr& a, int64_t b) { return a.is_const() && a.int_value() == b; },
-           nb::is_operator())
-      .def("__ne__", [](const Expr& a, const Expr& b) { return !ir::structural_equal(a, b); },
-           nb::is_operator())
-      .def("__ne__", [](const Expr& a, int64_t b) { return !(a.is_const() && a.int_value() == b); },
-           nb::is_operator())
       .def("__index__", &const_value)
       .def("__int__", &const_value)
       .def_prop_ro("is_const", &Expr::is_const)
@@ -169,10 +168,12 @@ void bind_ir(nb::module_& m) {
                      return nb::str(e.var_name().c_str());
                    })
       .def_prop_ro("value", [](const Expr& e) -> nb::object {
+        if (e.is_float_const()) return nb::float_(e.float_value());
         if (!e.is_const()) return nb::none();
         return nb::int_(e.int_value());
       });
   nb::implicitly_convertible<int64_t, Expr>();
+  bind_expr_ops(expr_class);
 
   m.def("ceildiv", [](const Expr& a, const Expr& b) { return ir::ceildiv(a, b); });
   m.def("floordiv", [](const Expr& a, const Expr& b) { return ir::floordiv(a, b); });
@@ -203,6 +204,8 @@ void bind_ir(nb::module_& m) {
              return copy;
            },
            "A copy under another name (error messages and the generated entry use it).")
+      .def("script", [](const ir::PrimFunc& f) { return ir::print(f); },
+           "The IR as text (tile bodies in full, source bodies by line count).")
       .def("__repr__", &prim_func_repr);
   m.def("make_prim_func", &make_prim_func, nb::arg("name"), nb::arg("params"), nb::arg("grid"),
         nb::arg("threads"), nb::arg("bodies"), nb::arg("dynamic_smem").none() = nb::none());

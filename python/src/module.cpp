@@ -10,6 +10,7 @@
 
 #include "errors.h"
 #include "ir_bindings.h"
+#include "ir_builder.h"
 #include "kernel_object.h"
 #include "numpy_interop.h"
 #include "tensor_owner.h"
@@ -119,6 +120,7 @@ NB_MODULE(_C, m) {
   register_errors(m.ptr());
   register_tensor_owner(m.ptr());
   bind_ir(m);
+  bind_ir_builder(m);
   bind_kernel(m);
 
   m.def("pool_stats", &pool_stats, nb::arg("device") = "cpu",

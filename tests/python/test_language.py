@@ -63,9 +63,15 @@ def test_bad_symbol_name():
 
 def test_operators_reject_other_types():
     with pytest.raises(TypeError):
-        T.symbolic("b") * 1.5
+        T.symbolic("b") * "x"
     with pytest.raises(TypeError):
         "x" + T.symbolic("b")
+    # A float makes a float expression (tile-IR arithmetic); it is not a shape.
+    assert (T.symbolic("b") * 1.5).dtype == "float32"
+    with raises_exact(TypeError, "main: parameter #0 'A' dimension 0 (b * 1.5) has dtype "
+                                 "float32; dimensions are integers"):
+        tilejit._C.make_prim_func("main", [("A", "float32", [T.symbolic("b") * 1.5])], [1], 1,
+                                  {"cpu": ""})
 
 
 # --- dtypes ----------------------------------------------------------------
