@@ -312,7 +312,8 @@ TEST(TileBuilderErrors, Finish) {
   r.begin_kernel({1}, {1});
   r.end_kernel();
   expect_error([&] { r.finish(); }, ErrorKind::kValueError,
-               "g: parameter #0 name 'threads' is reserved");
+               "g: parameter #0 name 'threads' is reserved (a name the generated wrapper "
+               "declares)");
 }
 
 }  // namespace
