@@ -26,6 +26,10 @@
 //                                           rsqrt tanh sigmoid abs floor
 //                                           ceil sin cos pow
 //   load(buffer, indices) -> Expr
+//   binary(op, a, b)                        op: add sub mul div floordiv floormod
+//                                           ceildiv min max eq ne lt le gt ge and or
+//   int_imm(value, dtype="int32"), float_imm(value, dtype="float32")
+//   contains_load(e) -> bool, to_string(e) -> str
 //   region(buffer, [(min, extent), ...]) -> Region    a slice
 //   corner(buffer, indices) -> Region                 a start corner
 //   whole(buffer) -> Region
@@ -33,10 +37,11 @@
 //     id, init (str); buffer[i, j] -> Load (all indices) or Region (any
 //     slice; an index in a sliced subscript is extent 1; slice bounds default
 //     to 0 and the dimension; steps are not supported).
-//   Region: buffer, ranges (list of (min, extent-or-None)), is_whole,
-//     is_corner.
+//   Region(buffer, [(min, extent-or-None), ...]); properties buffer, ranges,
+//     is_whole, is_corner.
 //   Region operands of the builder accept a Buffer (the whole buffer), a
-//     Region, or a Load Expr (a start corner at its indices).
+//     Region, a (buffer, [(min, extent-or-None), ...]) tuple, or a Load Expr
+//     (a start corner at its indices).
 //   TileBuilder(func_name):
 //     tensor_param(name, shape, dtype) -> Buffer
 //     scalar_param(name, dtype) -> Expr
@@ -71,6 +76,7 @@
 #include "tilejit/ir/printer.h"
 #include "tilejit/ir/simplify.h"
 #include "tilejit/ir/tile_builder.h"
+#include "tilejit/ir/visitor.h"
 #include "tilejit/transform/verify.h"
 
 namespace nb = nanobind;
@@ -125,8 +131,22 @@ bool is_number_or_expr(nb::handle h) {
 }
 
 // A tile op operand: a Buffer, a Region or a Load (a start corner).
+std::vector<ir::Range> to_ranges(nb::handle ranges) {
+  std::vector<ir::Range> rs;
+  for (nb::handle h : nb::borrow<nb::sequence>(ranges)) {
+    nb::tuple t = nb::cast<nb::tuple>(h);
+    if (t.size() != 2) throw_error(ErrorKind::kTypeError, "region: a range is (min, extent)");
+    rs.push_back({to_expr(t[0], "region min"),
+                  t[1].is_none() ? Expr() : to_expr(t[1], "region extent")});
+  }
+  return rs;
+}
+
 Region to_region(nb::handle h, const char* what) {
   if (nb::isinstance<Region>(h)) return nb::cast<Region>(h);
+  if (nb::isinstance<nb::tuple>(h) && nb::len(h) == 2 && nb::isinstance<Buffer>(h[0])) {
+    return ir::region(nb::cast<Buffer>(h[0]), to_ranges(h[1]));
+  }
   if (nb::isinstance<Buffer>(h)) return ir::whole(nb::cast<Buffer>(h));
   if (nb::isinstance<Expr>(h)) {
     Expr e = nb::cast<Expr>(h);
@@ -190,6 +210,35 @@ ir::Intrinsic parse_intrinsic(const std::string& s) {
 }
 
 DataType dtype_of(const std::string& s) { return DataType::parse(s); }
+
+ir::ExprKind parse_binary(const std::string& s) {
+  using ir::ExprKind;
+  static const std::pair<const char*, ExprKind> kOps[] = {
+      {"add", ExprKind::kAdd},        {"sub", ExprKind::kSub},           {"mul", ExprKind::kMul},
+      {"div", ExprKind::kDiv},        {"floordiv", ExprKind::kFloorDiv}, {"floormod", ExprKind::kFloorMod},
+      {"ceildiv", ExprKind::kCeilDiv}, {"min", ExprKind::kMin},           {"max", ExprKind::kMax},
+      {"eq", ExprKind::kEQ},          {"ne", ExprKind::kNE},             {"lt", ExprKind::kLT},
+      {"le", ExprKind::kLE},          {"gt", ExprKind::kGT},             {"ge", ExprKind::kGE},
+      {"and", ExprKind::kAnd},        {"or", ExprKind::kOr}};
+  for (const auto& [name, kind] : kOps) {
+    if (s == name) return kind;
+  }
+  throw_error(ErrorKind::kValueError, "unknown binary operator '" + s + "'");
+}
+
+class LoadFinder : public ir::IRVisitor {
+ public:
+  bool found = false;
+
+ protected:
+  void visit_load(const ir::LoadNode*, const Expr&) override { found = true; }
+};
+
+bool contains_load(const Expr& e) {
+  LoadFinder f;
+  f.visit(e);
+  return f.found;
+}
 
 // bool(e): a constant's value; == and != structurally (Note in the header
 // comment); anything else has no value until the kernel runs.
@@ -328,6 +377,12 @@ void bind_ir_builder(nb::module_& m) {
       .def("__repr__", &buffer_repr);
 
   nb::class_<Region>(m, "Region", "A rectangular part of a buffer (a tile op operand).")
+      .def("__init__",
+           [](Region* r, const Buffer& b, nb::handle ranges) {
+             new (r) Region(ir::region(b, to_ranges(ranges)));
+           },
+           nb::arg("buffer"), nb::arg("ranges"),
+           "(min, extent) per dimension; extent None everywhere: a start corner.")
       .def_prop_ro("buffer", [](const Region& r) { return r.buffer; })
       .def_prop_ro("ranges",
                    [](const Region& r) {
@@ -358,6 +413,20 @@ void bind_ir_builder(nb::module_& m) {
           return ir::make_int(nb::cast<int64_t>(value), t);
         },
         nb::arg("value"), nb::arg("dtype"));
+  m.def("binary",
+        [](const std::string& op, nb::handle a, nb::handle b) {
+          return ir::make_binary(parse_binary(op), to_expr(a, op.c_str()), to_expr(b, op.c_str()));
+        },
+        nb::arg("op"), nb::arg("a"), nb::arg("b"),
+        "op: add sub mul div floordiv floormod ceildiv min max eq ne lt le gt ge and or.");
+  m.def("int_imm",
+        [](int64_t v, const std::string& dtype) { return ir::make_int(v, dtype_of(dtype)); },
+        nb::arg("value"), nb::arg("dtype") = "int32");
+  m.def("float_imm",
+        [](double v, const std::string& dtype) { return ir::make_float(v, dtype_of(dtype)); },
+        nb::arg("value"), nb::arg("dtype") = "float32");
+  m.def("contains_load", &contains_load, nb::arg("expr"), "Whether the expression reads a buffer.");
+  m.def("to_string", [](const Expr& e) { return ir::to_string(e); }, nb::arg("expr"));
   m.def("cast", [](const std::string& t, nb::handle v) { return ir::cast(dtype_of(t), to_expr(v, "cast")); },
         nb::arg("dtype"), nb::arg("value"));
   m.def("select",
@@ -384,15 +453,7 @@ void bind_ir_builder(nb::module_& m) {
   m.def("load", [](const Buffer& b, nb::handle idx) { return ir::load(b, to_exprs(idx, "load")); },
         nb::arg("buffer"), nb::arg("indices"));
   m.def("region",
-        [](const Buffer& b, nb::list ranges) {
-          std::vector<ir::Range> rs;
-          for (nb::handle h : ranges) {
-            nb::tuple t = nb::cast<nb::tuple>(h);
-            rs.push_back({to_expr(t[0], "region min"),
-                          t[1].is_none() ? Expr() : to_expr(t[1], "region extent")});
-          }
-          return ir::region(b, std::move(rs));
-        },
+        [](const Buffer& b, nb::handle ranges) { return ir::region(b, to_ranges(ranges)); },
         nb::arg("buffer"), nb::arg("ranges"), "A slice: one (min, extent) per dimension.");
   m.def("corner", [](const Buffer& b, nb::handle idx) { return ir::corner(b, to_exprs(idx, "corner")); },
         nb::arg("buffer"), nb::arg("indices"), "A start corner: extents from the other operand.");

@@ -143,6 +143,28 @@ def test_every_builder_method():
     assert "    atomic_add(ws[0:4], acc[0:4, 0:1])\n" in f.script()
 
 
+def test_module_makers_for_the_front_end():
+    i = _C.make_var("i")
+    x = _C.float_imm(0.5, "float16")
+    assert x.dtype == "float16" and _C.int_imm(3).dtype == "int32"
+    assert repr(_C.binary("add", i, _C.int_imm(1))) == "i + 1"
+    assert _C.binary("lt", i, 4).dtype == "bool"
+    assert repr(_C.binary("mul", _C.make_var("y", "float16"), 2.0)) == "y * float16(2.0)"
+    with raises_exact(ValueError, "unknown binary operator 'pow'"):
+        _C.binary("pow", i, i)
+    b = _C.TileBuilder("f")
+    A = b.tensor_param("A", [8], "float32")
+    assert _C.contains_load(A[i] + 1.0) and not _C.contains_load(i + 1)
+    assert _C.to_string(A[i] * 2.0) == "A[i] * 2.0"
+    r = _C.Region(A, [(0, 4)])
+    assert repr(r) == "A[0:4]" and _C.Region(A, [(i, None)]).is_corner
+    b.begin_kernel([1], [1])
+    S = b.alloc("S", [4], "float32", "shared")
+    b.copy((A, [(4, None)]), S)
+    b.end_kernel()
+    assert "copy(A[4:8], S[0:4])" in b.finish().script()
+
+
 def test_finish_runs_the_verifier():
     b = _C.TileBuilder("f")
     A = b.tensor_param("A", [4], "float32")
