@@ -54,6 +54,11 @@ CallPlan build_call_plan(const ir::PrimFunc& f, const LegalizedIndices& indices,
   plan.roles.assign(f.params.size(), ParamRole::kInput);
   for (int p : indices.outputs) plan.roles[p] = ParamRole::kOutput;
   for (int p : indices.workspaces) plan.roles[p] = ParamRole::kWorkspace;
+  // T.alloc_global buffers, made parameters by transform::plan_workspaces.
+  const ir::TileBody* tile = f.tile();
+  const std::vector<int> no_globals;
+  const std::vector<int>& globals = tile ? tile->global_params : no_globals;
+  for (int p : globals) plan.roles[p] = ParamRole::kWorkspace;
 
   // Simplified shapes, so that `s * 1` binds like `s` and static extents
   // written as expressions (4 * 16) count as static.
@@ -155,6 +160,12 @@ CallPlan build_call_plan(const ir::PrimFunc& f, const LegalizedIndices& indices,
   plan.first_buffer_result = int(exprs.size());
   add_buffers(indices.outputs, "output", &plan.outputs);
   add_buffers(indices.workspaces, "workspace", &plan.workspaces);
+  add_buffers(globals, "workspace", &plan.workspaces);
+  for (size_t g = 0; g < globals.size(); ++g) {
+    BufferSpec& b = plan.workspaces[plan.workspaces.size() - globals.size() + g];
+    b.init = tile->globals[g]->init;
+    if (b.init == WorkspaceInit::kZeroOnce) plan.has_zero_once = true;
+  }
   // Extents below 2^bits, at most `rank` of them, times 2^log2_bytes bytes
   // each, stay below 2^63.
   int max_rank = 0, log2_bytes = 0;

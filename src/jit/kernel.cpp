@@ -7,6 +7,8 @@
 
 #include "jit/kernel_impl.h"
 #include "tilejit/core/error.h"
+#include "tilejit/transform/verify.h"
+#include "tilejit/transform/workspace_plan.h"
 #include "tilejit/runtime/compile_cache.h"
 #include "tilejit/runtime/workspace_pool.h"
 
@@ -468,7 +470,10 @@ Kernel jit(const ir::PrimFunc& func, const JitOptions& options) {
   ir::validate(func);
   LegalizedIndices indices = legalize_indices(func, options.out_idx, options.workspace_idx);
   auto impl = std::make_shared<Kernel::Impl>();
-  impl->func = func;
+  // A tile body is verified (regions normalised) and its T.alloc_global
+  // buffers become hidden workspace parameters, after the indices were
+  // legalised against the author's signature.
+  impl->func = func.is_tile() ? transform::plan_workspaces(transform::verify(func)) : func;
   impl->options = options;
   impl->plan = build_call_plan(impl->func, indices, options);
 

@@ -50,12 +50,15 @@ using SourceBodies = std::map<std::string, std::string>;
 /// Buffer of a tensor parameter (param = its index) or, for a scalar, an
 /// undefined Buffer; `scalars` likewise holds the Var of each scalar parameter
 /// (undefined for tensors); `globals` lists the T.alloc_global buffers in
-/// creation order.
+/// creation order. After transform::plan_workspaces, global_params[i] is the
+/// index of the (trailing, hidden) parameter that globals[i] became, and
+/// params holds globals[i] at that index; empty before.
 struct TileBody {
   Stmt stmt;
   std::vector<Buffer> params;
   std::vector<Expr> scalars;
   std::vector<Buffer> globals;
+  std::vector<int> global_params;
 
   /// The KernelStmts of `stmt`, in launch order.
   std::vector<const KernelStmt*> kernels() const;
