@@ -29,6 +29,12 @@ enum BlockFaultKind : int {
 /// and its what(). The strings live until the call returns.
 using FaultFn = void (*)(void* context, int kind, const char* type, const char* what) noexcept;
 
+/// The device header every generated unit includes first (device/cpu/).
+inline constexpr const char* kPreludeName = "tilejit/cpu/prelude.h";
+
+/// The language of generated units and of the device headers.
+inline constexpr const char* kCxxStandard = "-std=c++17";
+
 /// The generated entry point. Runs blocks [begin, end) of the grid, block b
 /// being (x, y, z) = (b % gx, b / gx % gy, b / (gx * gy)): x varies fastest.
 /// Returns -1 when every block ran, or the index of the block that threw,

@@ -6,7 +6,8 @@
 // posix_spawnp, never a shell: nothing in a kernel name, a flag or a path is
 // ever interpreted, and a missing compiler is reported as exactly that rather
 // than as a shell's exit code 127. Each compile works in a fresh directory,
-// removed on every path out, except after a failure under
+// removed on every path out (with the device headers written into its
+// include/, src/backend/common/device_files.h), except after a failure under
 // TILEJIT_KEEP_FAILED=1, when the command in the error can be run again as
 // it is.
 #include <fcntl.h>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "backend/common/cxx_source.h"
+#include "backend/common/device_files.h"
 #include "backend/cpu/cpu_backend_internal.h"
 #include "tilejit/core/error.h"
 
@@ -53,7 +55,7 @@ std::vector<std::string> user_flags(const runtime::CompileOptions& options) {
 
 // Flags without which the output would not be a loadable kernel.
 const std::vector<std::string>& required_flags() {
-  static const std::vector<std::string> flags = {"-std=c++17", "-fPIC", "-shared"};
+  static const std::vector<std::string> flags = {kCxxStandard, "-fPIC", "-shared"};
   return flags;
 }
 
@@ -304,6 +306,8 @@ std::string toolchain_key(const runtime::CompileOptions& options) {
   }
   for (const std::string& f : required_flags()) key << ' ' << f;
   if (native) key << "; cpu " << cpu_model();
+  static const std::string headers = backend::device_files_digest(backend::cpu_device_files());
+  key << "; device headers " << headers;
   return key.str();
 }
 
@@ -314,12 +318,15 @@ std::string compile_source(const std::string& source, const std::string& kernel_
   const std::string source_path = dir.path() + "/" + stem + ".cpp";
   const std::string object_path = dir.path() + "/" + stem + ".so";
   const std::string log_path = dir.path() + "/compile.log";
+  const std::string include_dir = dir.path() + "/include";
   write_file(source_path, source);
+  backend::write_device_files(backend::cpu_device_files(), include_dir);
 
   const std::string compiler = compiler_name();
   std::vector<std::string> argv = {compiler};
   for (const std::string& f : user_flags(options)) argv.push_back(f);
   for (const std::string& f : required_flags()) argv.push_back(f);
+  argv.push_back("-I" + include_dir);
   for (const char* a : {"-x", "c++"}) argv.push_back(a);
   argv.push_back(source_path);
   argv.push_back("-o");

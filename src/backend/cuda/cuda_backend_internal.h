@@ -33,6 +33,8 @@ namespace tilejit::cuda {
 inline constexpr int kAbiVersion = 1;
 /// The entry point's name in every generated unit.
 inline constexpr const char* kEntryName = "tilejit_kernel";
+/// The device header every generated unit includes first (device/cuda/).
+inline constexpr const char* kPreludeName = "tilejit/cuda/prelude.h";
 /// The most slots (N + M) one kernel's argument struct may have: 4 KiB, the
 /// kernel-parameter limit every driver and architecture accepts.
 inline constexpr int kMaxArgSlots = 512;

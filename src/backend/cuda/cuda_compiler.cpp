@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backend/common/cxx_source.h"
+#include "backend/common/device_files.h"
 #include "backend/cuda/cuda_backend_internal.h"
 #include "backend/cuda/cuda_driver.h"
 #include "backend/cuda/nvrtc_loader.h"
@@ -200,6 +201,8 @@ std::string toolchain_key(const runtime::CompileOptions& options, Device device)
   key << "cuda abi " << kAbiVersion << "; nvrtc " << api.major << "." << api.minor << "; arch "
       << target.arch << (target.cubin ? " cubin" : " ptx") << "; flags " << join_flags(flags);
   for (const std::string& dir : api.include_dirs) key << "; include " << dir;
+  static const std::string headers = backend::device_files_digest(backend::cuda_device_files());
+  key << "; device headers " << headers;
   return key.str();
 }
 
@@ -220,9 +223,16 @@ std::string compile_source(const std::string& source, const std::string& kernel_
   }
 
   const std::string program = program_name(kernel_name);
+  // The device headers by name (src/backend/common/device_files.h).
+  std::vector<const char*> header_texts, header_names;
+  for (const backend::DeviceFile& f : backend::cuda_device_files()) {
+    header_texts.push_back(f.text.data());
+    header_names.push_back(f.name.data());
+  }
   ProgramGuard guard{api};
-  nvrtcResult r =
-      api.nvrtcCreateProgram(&guard.prog, source.c_str(), program.c_str(), 0, nullptr, nullptr);
+  nvrtcResult r = api.nvrtcCreateProgram(&guard.prog, source.c_str(), program.c_str(),
+                                         int(header_texts.size()), header_texts.data(),
+                                         header_names.data());
   if (r != NVRTC_SUCCESS) {
     TILEJIT_THROW(kCompileError) << kernel_name << ": nvrtcCreateProgram failed: "
                                  << api.nvrtcGetErrorString(r);

@@ -15,7 +15,7 @@
 
 #include <unistd.h>
 
-#include "backend/cpu/cpu_prelude.h"
+#include "backend/common/device_files.h"
 #include "backend/cpu_test_util.h"
 #include "tilejit/core/error.h"
 #include "tilejit/ir/expr.h"
@@ -131,14 +131,9 @@ std::filesystem::path golden_dir() {
 }
 
 // Compares with the golden file, or rewrites it under TILEJIT_UPDATE_GOLDEN=1.
-// The prelude (cpu_prelude.h, the same text in every unit) must appear
-// verbatim; the golden file holds a marker in its place, so that it pins what
-// is particular to the kernel without a copy of the prelude.
-void check_golden(const std::string& name, std::string text) {
-  static const std::string kMarker = "// <the prelude: src/backend/cpu/cpu_prelude.h>";
-  const size_t at = text.find(cpu::kPrelude);
-  ASSERT_NE(at, std::string::npos) << "the generated source lacks the prelude";
-  text.replace(at, std::string(cpu::kPrelude).size(), kMarker);
+// The prelude is included by name, so the golden file pins only what is
+// particular to the kernel.
+void check_golden(const std::string& name, const std::string& text) {
   const std::filesystem::path path = golden_dir() / name;
   const char* update = std::getenv("TILEJIT_UPDATE_GOLDEN");
   if (update != nullptr && std::string(update) == "1") {
@@ -254,7 +249,7 @@ TEST(CpuCompile, CompilerFailuresOfEveryKind) {
     ScopedEnv env("TILEJIT_CXX", cxx.path().c_str());
     std::string msg = error_message([&] { build(f); }, ErrorKind::kCompileError);
     EXPECT_EQ(msg.rfind("copy_static: the CPU compiler failed (exit code 3)\ncommand: " +
-                            cxx.path() + " -O3 -march=native -std=c++17 -fPIC -shared -x c++ ",
+                            cxx.path() + " -O3 -march=native -std=c++17 -fPIC -shared -I",
                         0),
               0u)
         << msg;
@@ -304,7 +299,7 @@ TEST(CpuCompile, SyntaxErrorShowsCommandLogAndBodyLine) {
                        .build();
   std::string msg = error_message([&] { build(f, {}, {{"-O0"}, {}}); }, ErrorKind::kCompileError);
   EXPECT_EQ(msg.rfind("broken: the CPU compiler failed (exit code 1)\ncommand: ", 0), 0u) << msg;
-  EXPECT_NE(msg.find(" -O0 -std=c++17 -fPIC -shared -x c++ "), std::string::npos) << msg;
+  EXPECT_NE(msg.find(" -O0 -std=c++17 -fPIC -shared -I"), std::string::npos) << msg;
   EXPECT_NE(msg.find("broken_body:2:"), std::string::npos) << msg;
   EXPECT_NE(msg.find("error"), std::string::npos) << msg;
   // Only the body's own lines are numbered; the wrapper's lines after it
@@ -456,6 +451,10 @@ TEST(CpuCompile, ToolchainKey) {
   EXPECT_NE(o1.find("flags -O1 -DX=1 -std=c++17 -fPIC -shared"), std::string::npos) << o1;
   EXPECT_EQ(o1.find("; cpu "), std::string::npos) << o1;  // no -march=native
   EXPECT_NE(o1, be.toolchain_key({{"-O2"}, {"-DX=1"}}, Device::cpu()));
+  // The device headers are not in the source, so their hash is in the key.
+  const std::string headers =
+      "; device headers " + backend::device_files_digest(backend::cpu_device_files());
+  EXPECT_EQ(o1.substr(o1.size() - headers.size()), headers) << o1;
 }
 
 // --- loading ----------------------------------------------------------------

@@ -252,7 +252,7 @@ TEST_F(CompilerFaults, FailingCompilerGivesItsLog) {
       "failing-cc", "echo 'fakecc: internal compiler error: out of cheese' >&2\n"
       "echo 'second line of the log'\nexit 3\n", "bad_cc");
   EXPECT_EQ(message, "bad_cc: the CPU compiler failed (exit code 3)\ncommand: " + cc_ +
-                         " -O1 -std=c++17 -fPIC -shared -x c++ /T/bad_cc.cpp -o /T/bad_cc.so\n"
+                         " -O1 -std=c++17 -fPIC -shared -I/T/include -x c++ /T/bad_cc.cpp -o /T/bad_cc.so\n"
                          "(its files are removed; set TILEJIT_KEEP_FAILED=1 to keep them and run "
                          "it again)\n"
                          "fakecc: internal compiler error: out of cheese\nsecond line of the log");
@@ -262,7 +262,7 @@ TEST_F(CompilerFaults, CompilerKilledBySignal) {
   const std::string message = fake_compiler_error(
       "killed-cc", "echo 'about to die'\nkill -9 $$\n", "killed_cc");
   EXPECT_EQ(message, "killed_cc: the CPU compiler failed (killed by signal 9)\ncommand: " + cc_ +
-                         " -O1 -std=c++17 -fPIC -shared -x c++ /T/killed_cc.cpp -o /T/killed_cc.so\n"
+                         " -O1 -std=c++17 -fPIC -shared -I/T/include -x c++ /T/killed_cc.cpp -o /T/killed_cc.so\n"
                          "(its files are removed; set TILEJIT_KEEP_FAILED=1 to keep them and run "
                          "it again)\n"
                          "about to die");
@@ -272,7 +272,7 @@ TEST_F(CompilerFaults, CompilerThatWritesNothing) {
   const std::string message = fake_compiler_error(
       "lazy-cc", "echo 'did nothing'\nexit 0\n", "lazy_cc");
   EXPECT_EQ(message, "lazy_cc: the CPU compiler exited with 0 but wrote no shared object\ncommand: " +
-                         cc_ + " -O1 -std=c++17 -fPIC -shared -x c++ /T/lazy_cc.cpp -o /T/lazy_cc.so\n"
+                         cc_ + " -O1 -std=c++17 -fPIC -shared -I/T/include -x c++ /T/lazy_cc.cpp -o /T/lazy_cc.so\n"
                          "did nothing\n");
 }
 

@@ -1,7 +1,9 @@
-// The fixed text at the top of every translation unit the CUDA backend
-// generates: what a body can use besides its parameters (cuda_codegen.cpp
-// writes the kernel that follows it). It mirrors the CPU prelude
-// (backend/cpu/cpu_prelude.h) name for name, so that a body reads the same
+// The header every translation unit the CUDA backend generates includes
+// first: what a body can use besides its parameters
+// (src/backend/cuda/cuda_codegen.cpp writes the kernel that follows it). It is
+// embedded into libtilejit and handed to NVRTC by name
+// (src/backend/common/device_files.h). It mirrors the CPU prelude
+// (tilejit/cpu/prelude.h) name for name, so that a body reads the same
 // on both targets: tilejit::View with Q(i, j), Q.shape(d), Q.stride(d),
 // Q.size(), Q.data(); tilejit::Dim3; floordiv, floormod, ceildiv, min, max;
 // tilejit::bfloat16 and tilejit::float16.
@@ -13,9 +15,7 @@
 // same type is allowed, so a body compiled with CCCL included still builds).
 #pragma once
 
-namespace tilejit::cuda {
-
-inline constexpr const char* kPrelude = R"tilejit_prelude(#include <cuda_fp16.h>
+#include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
 // <math.h>'s constants, which NVRTC's built-in math functions come without
@@ -148,6 +148,3 @@ __device__ __forceinline__ T scalar_arg(const void* const& slot) {
 }
 
 }  // namespace tilejit
-)tilejit_prelude";
-
-}  // namespace tilejit::cuda

@@ -1,6 +1,8 @@
-// The fixed text at the top of every translation unit the CPU backend
-// generates: what a body can use besides its parameters (see
-// cpu_codegen.cpp for the entry point that follows it).
+// The header every translation unit the CPU backend generates includes
+// first: what a body can use besides its parameters (see
+// src/backend/cpu/cpu_codegen.cpp for the entry point that follows it). It is
+// embedded into libtilejit and written beside the unit at each compile
+// (src/backend/common/device_files.h).
 //
 // It is C++17 (the generated unit is compiled with -std=c++17, whatever the
 // library itself is built with) and includes only a few standard headers, so
@@ -14,9 +16,7 @@
 // no STB_GNU_UNIQUE symbol can make a kernel impossible to unload).
 #pragma once
 
-namespace tilejit::cpu {
-
-inline constexpr const char* kPrelude = R"tilejit_prelude(#include <algorithm>
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -207,6 +207,3 @@ struct View {
 }  // namespace tilejit
 
 #pragma GCC visibility pop
-)tilejit_prelude";
-
-}  // namespace tilejit::cpu
