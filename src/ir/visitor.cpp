@@ -121,7 +121,9 @@ namespace {
 bool same(const Expr& a, const Expr& b) { return a.get() == b.get(); }
 bool same(const Stmt& a, const Stmt& b) { return a.get() == b.get(); }
 bool same(const Region& a, const Region& b) {
-  if (a.buffer != b.buffer || a.ranges.size() != b.ranges.size()) return false;
+  // The node, not the id: a mutation may swap a buffer for the same buffer
+  // with more set (Buffer::with_layout), and the op must then be rebuilt.
+  if (a.buffer.get() != b.buffer.get() || a.ranges.size() != b.ranges.size()) return false;
   for (size_t i = 0; i < a.ranges.size(); ++i) {
     if (!same(a.ranges[i].min, b.ranges[i].min) || !same(a.ranges[i].extent, b.ranges[i].extent)) {
       return false;
