@@ -6,8 +6,10 @@
 #pragma once
 
 #include <memory>
+#include <ostream>
 #include <string>
 
+#include "backend/common/cxx_source.h"
 #include "tilejit/runtime/backend.h"
 
 namespace tilejit::cpu {
@@ -46,8 +48,19 @@ using EntryFn = int64_t (*)(void* const* args, const int64_t* syms, const int64_
 /// for, which the errors of its launches begin with.
 using KernelNameFn = const char* (*)();
 
-/// The translation unit for `request` (see cpu_codegen.cpp for its shape).
-/// Throws ValueError when the PrimFunc has no "cpu" body.
+/// The generated entry as backend/common/cxx_source.h sees it.
+extern const backend::CxxEntry kCpuEntry;
+
+/// Writes the head every generated unit starts with, source body or tile
+/// body alike: the comment naming the kernel (`what` after it), the
+/// prelude, the fault handler (Note [Exceptions from a body] in
+/// cpu_codegen.cpp), tilejit_abi_version() and tilejit_kernel_name(). The
+/// entry, tilejit_entry with EntryFn's signature, follows.
+void emit_entry_head(std::ostream& os, const ir::PrimFunc& f, const char* what);
+
+/// The translation unit for `request` (see cpu_codegen.cpp for its shape;
+/// tile_codegen.cpp for a tile body). Throws ValueError when the PrimFunc
+/// has neither a tile body nor a "cpu" source body.
 std::string generate_source(const runtime::SourceRequest& request);
 
 /// Compiler identity, version, flags and (with -march=native) the host CPU.

@@ -12,6 +12,8 @@
 // plus <type_traits>: each kernel compiles in a fraction of a second.
 #pragma once
 
+#include <cstdlib>
+#include <new>
 #include <type_traits>
 
 #include "tilejit/cpu/prelude.h"
@@ -87,6 +89,35 @@ inline void widen_row(const S* __restrict src, float* __restrict dst, int n) {
 #endif
   for (; i < n; ++i) dst[i] = to_float(src[i]);
 }
+
+/// The per-worker memory of a launch's large tiles: one aligned heap block
+/// per call of the entry (a chunk of blocks on one thread), reused by every
+/// block of the chunk and freed on the way out, exceptions included. Large
+/// tiles stay off the stack (a 128 x 512 f32 accumulator is 256 KiB).
+class Arena {
+ public:
+  Arena() = default;
+  /// Throws std::bad_alloc when the memory is not there.
+  void allocate(size_t bytes) {
+    std::free(data_);
+    data_ = nullptr;
+    if (bytes == 0) return;
+    data_ = static_cast<char*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+    if (data_ == nullptr) throw std::bad_alloc();
+  }
+  ~Arena() { std::free(data_); }
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+
+  /// The tile at byte `offset` (a multiple of 64).
+  template <typename T>
+  T* at(size_t offset) const {
+    return reinterpret_cast<T*>(data_ + offset);
+  }
+
+ private:
+  char* data_ = nullptr;
+};
 
 }  // namespace tilejit::cpu
 

@@ -1,0 +1,572 @@
+// Tile ops as calls of the CPU tile library (tile_codegen.h). Regions are
+// normalised by transform::verify: one (min, extent) per dimension.
+//
+// Note [CPU tile op shapes]
+// A copy, fill or atomic add walks the region's non-unit dimensions (its
+// "iteration shape", the same on both sides of a copy once unit dimensions
+// are dropped, as TileLang matches A[bx, 0:n] with a 1-D tile). The last two
+// become the library's ROWS x COLS rectangle when the column dimension is
+// each operand's contiguous last dimension; dimensions before them become
+// loops. A rectangle of a tensor carries bounds (copy.h: elements outside
+// are not read, read as 0, or not written); the unit dimensions and loop
+// indices outside the tensor make it empty. Any other shape (a column of a
+// matrix, say) is copied element by element with the same bounds, which is
+// slower but has the same meaning. gemm takes each operand's last two
+// dimensions (the leading ones of extent 1: a stage of a multi-buffered
+// tile), reduce a 1-D or 2-D source.
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "backend/cpu/tile_codegen.h"
+#include "tilejit/core/error.h"
+#include "tilejit/ir/buffer.h"
+#include "tilejit/ir/stmt.h"
+
+namespace tilejit::cpu {
+namespace {
+
+using ir::Expr;
+
+// One side of a tile op, as the generated code reaches it.
+struct Side {
+  const BufferAccess* access = nullptr;
+  std::vector<std::string> mins;     // C++ of each dimension's start
+  std::vector<int64_t> extents;      // each dimension's extent (constant)
+  std::vector<std::string> strides;  // C++ of each dimension's stride (elements)
+  std::vector<int> iter_dims;        // the non-unit dimensions, in order
+  const char* type = nullptr;        // storage type
+};
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// `r` as a full slice (Note [Region operands] in buffer.h): a whole buffer
+// spans its shape; a start corner takes `other`'s extents, aligned to its
+// last dimensions (the others of extent 1), as TileLang reads
+// T.copy(A[bx, k * 64], A_s). transform::verify does the same; doing it here
+// too keeps the lowering whole for bodies that skip it.
+ir::Region resolve(TileCodegen& cg, const ir::Region& r, const std::vector<Expr>* other,
+                   const ir::Span& span, const std::string& op) {
+  if (r.is_whole()) {
+    ir::Region out{r.buffer, {}};
+    for (const Expr& d : r.buffer.shape()) out.ranges.push_back({Expr(0), d});
+    return out;
+  }
+  if (!r.is_corner()) return r;
+  if (other == nullptr) {
+    cg.fail(ErrorKind::kValueError, span, op,
+            ir::to_string(r) + " is a start corner, and no other operand gives its extents");
+  }
+  std::vector<Expr> extents = *other;
+  const size_t rank = r.ranges.size();
+  while (extents.size() > rank && extents.front().is_const() && extents.front().int_value() == 1) {
+    extents.erase(extents.begin());
+  }
+  if (extents.size() > rank) {
+    cg.fail(ErrorKind::kValueError, span, op,
+            ir::to_string(r) + " has " + str(int64_t(rank)) + " dimensions; the other operand has " +
+                str(int64_t(extents.size())) + " of extent above 1");
+  }
+  while (extents.size() < rank) extents.insert(extents.begin(), Expr(1));
+  ir::Region out{r.buffer, {}};
+  for (size_t d = 0; d < rank; ++d) out.ranges.push_back({r.ranges[d].min, extents[d]});
+  return out;
+}
+
+std::vector<Expr> extents_of(const ir::Region& r) {
+  std::vector<Expr> e;
+  for (const ir::Range& range : r.ranges) e.push_back(range.extent);
+  return e;
+}
+
+// Both operands of a copy-like op resolved: a corner takes the other's extents.
+std::pair<ir::Region, ir::Region> resolve_pair(TileCodegen& cg, const ir::Region& a,
+                                               const ir::Region& b, const ir::Span& span,
+                                               const std::string& op) {
+  if (a.is_corner()) {
+    ir::Region rb = resolve(cg, b, nullptr, span, op);
+    const std::vector<Expr> eb = extents_of(rb);
+    return {resolve(cg, a, &eb, span, op), rb};
+  }
+  ir::Region ra = resolve(cg, a, nullptr, span, op);
+  const std::vector<Expr> ea = extents_of(ra);
+  return {ra, resolve(cg, b, &ea, span, op)};
+}
+
+Side make_side(TileCodegen& cg, const ir::Region& r, const ir::Span& span, const std::string& op,
+               const char* role) {
+  Side s;
+  s.access = &cg.access(r.buffer, span, op.c_str());
+  s.type = cg.storage_type(r.buffer.dtype(), span, op);
+  const int rank = r.buffer.rank();
+  TILEJIT_ICHECK(int(r.ranges.size()) == rank)
+      << cg.func().name << ": " << op << ": region of " << r.buffer.name() << " not normalised";
+  for (int d = 0; d < rank; ++d) {
+    const ir::Range& range = r.ranges[size_t(d)];
+    if (!range.extent.is_const()) {
+      cg.fail(ErrorKind::kValueError, span, op,
+              std::string(role) + " " + ir::to_string(r) +
+                  " has a dynamic extent; the CPU backend needs constant tile extents");
+    }
+    s.mins.push_back(range.min.is_const() ? std::to_string(range.min.int_value())
+                                          : "int64_t(" + cg.expr(range.min) + ")");
+    s.extents.push_back(range.extent.int_value());
+    if (range.extent.int_value() != 1) s.iter_dims.push_back(d);
+  }
+  // Row-major strides.
+  s.strides.assign(size_t(rank), "1");
+  std::string acc;
+  for (int d = rank - 1; d >= 0; --d) {
+    s.strides[size_t(d)] = acc.empty() ? "1" : acc;
+    const std::string& dim = s.access->shape[size_t(d)];
+    acc = acc.empty() ? dim : "(" + acc + " * " + dim + ")";
+  }
+  return s;
+}
+
+bool is_last_dim(const Side& s, int d) { return d == int(s.extents.size()) - 1; }
+
+// C++ of the offset of the element at `pos` (one C++ index per dimension).
+std::string offset_of(const Side& s, const std::vector<std::string>& pos) {
+  std::string out;
+  for (size_t d = 0; d < pos.size(); ++d) {
+    if (pos[d] == "0") continue;
+    const std::string term = s.strides[d] == "1" ? pos[d] : pos[d] + " * " + s.strides[d];
+    out = out.empty() ? term : out + " + " + term;
+  }
+  return out.empty() ? "0" : out;
+}
+
+// C++ of "every index of `pos` in `dims` lies inside the tensor" ("" when
+// the side is a tile, or nothing to check).
+std::string inside(const Side& s, const std::vector<std::string>& pos, const std::vector<int>& dims) {
+  if (!s.access->global) return "";
+  std::string out;
+  for (int d : dims) {
+    const std::string c = "(" + pos[size_t(d)] + " >= 0 && " + pos[size_t(d)] + " < " +
+                          s.access->shape[size_t(d)] + ")";
+    out = out.empty() ? c : out + " && " + c;
+  }
+  return out;
+}
+
+// Loops over the leading iteration dimensions of a copy / fill / atomic add.
+// Returns the loop variables (C++), one per leading dimension.
+std::vector<std::string> open_loops(TileCodegen& cg, const std::vector<int64_t>& extents,
+                                    size_t count) {
+  std::vector<std::string> vars;
+  for (size_t k = 0; k < count; ++k) {
+    const std::string v = cg.fresh("tilejit_i");
+    cg.line("for (int64_t " + v + " = 0; " + v + " < " + str(extents[k]) + "; ++" + v + ") {");
+    cg.indent();
+    vars.push_back(v);
+  }
+  return vars;
+}
+
+void close_loops(TileCodegen& cg, size_t count) {
+  for (size_t k = 0; k < count; ++k) {
+    cg.dedent();
+    cg.line("}");
+  }
+}
+
+// The position of every dimension of `s` for iteration indices `it` (C++,
+// one per iteration dimension): min + index on iteration dimensions, min on
+// unit ones.
+std::vector<std::string> position(const Side& s, const std::vector<std::string>& it) {
+  std::vector<std::string> pos = s.mins;
+  for (size_t k = 0; k < it.size() && k < s.iter_dims.size(); ++k) {
+    const size_t d = size_t(s.iter_dims[k]);
+    if (it[k] != "0") pos[d] = "(" + s.mins[d] + " + " + it[k] + ")";
+  }
+  return pos;
+}
+
+// A pointer to the element at `pos`.
+std::string pointer_at(const Side& s, const std::vector<std::string>& pos) {
+  const std::string off = offset_of(s, pos);
+  return off == "0" ? s.access->data : "(" + s.access->data + " + " + off + ")";
+}
+
+// The element reference at `pos`.
+std::string element(const Side& s, const std::vector<std::string>& pos) {
+  if (s.access->global) {
+    std::string out = s.access->name + "(";
+    for (size_t d = 0; d < pos.size(); ++d) out += (d ? ", " : "") + pos[d];
+    return out + ")";
+  }
+  return s.access->data + "[" + offset_of(s, pos) + "]";
+}
+
+// The Rect (copy.h) of `s` at leading iteration indices `lead`, over its
+// last one or two iteration dimensions (rows, cols).
+std::string rect(const Side& s, const std::vector<std::string>& lead, bool constant) {
+  const size_t q = s.iter_dims.size();
+  std::vector<std::string> it = lead;
+  while (it.size() < q) it.push_back("0");
+  const std::vector<std::string> pos = position(s, it);
+  const int col = q >= 1 ? s.iter_dims[q - 1] : -1;
+  const int row = q >= 2 ? s.iter_dims[q - 2] : -1;
+  const std::string type = std::string("tilejit::cpu::Rect<") + (constant ? "const " : "") + s.type + ">";
+  const std::string origin = offset_of(s, pos);
+  const std::string stride = row >= 0 ? s.strides[size_t(row)] : "0";
+  std::string bounds;
+  if (!s.access->global) {
+    bounds = "0, " + str(row >= 0 ? s.extents[size_t(row)] : 1) + ", 0, " +
+             str(col >= 0 ? s.extents[size_t(col)] : 1);
+  } else {
+    const std::string r_lo = row >= 0 ? "-" + pos[size_t(row)] : "0";
+    const std::string r_hi =
+        row >= 0 ? s.access->shape[size_t(row)] + " - " + pos[size_t(row)] : "1";
+    const std::string c_lo = col >= 0 ? "-" + pos[size_t(col)] : "0";
+    const std::string c_hi =
+        col >= 0 ? s.access->shape[size_t(col)] + " - " + pos[size_t(col)] : "1";
+    bounds = r_lo + ", " + r_hi + ", " + c_lo + ", " + c_hi;
+  }
+  std::string out = type + "{" + s.access->data + ", " + origin + ", " + stride + ", " + bounds + "}";
+  if (s.access->global) {
+    // Every other dimension (unit or a loop's) must lie inside the tensor.
+    std::vector<int> fixed;
+    for (int d = 0; d < int(s.extents.size()); ++d) {
+      if (d != row && d != col) fixed.push_back(d);
+    }
+    const std::string cond = inside(s, pos, fixed);
+    if (!cond.empty()) out = "(" + cond + " ? " + out + " : tilejit::cpu::empty_rect(" + out + "))";
+  }
+  return out;
+}
+
+// The rectangle path applies: the column dimension is contiguous on each side.
+bool rect_path(const std::vector<const Side*>& sides) {
+  for (const Side* s : sides) {
+    if (!s->iter_dims.empty() && !is_last_dim(*s, s->iter_dims.back())) return false;
+  }
+  return true;
+}
+
+std::vector<int64_t> iteration_shape(const Side& s) {
+  std::vector<int64_t> shape;
+  for (int d : s.iter_dims) shape.push_back(s.extents[size_t(d)]);
+  return shape;
+}
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+// ROWS, COLS of the rectangle over the last two iteration dimensions.
+std::pair<int64_t, int64_t> rows_cols(const std::vector<int64_t>& shape) {
+  const size_t q = shape.size();
+  return {q >= 2 ? shape[q - 2] : 1, q >= 1 ? shape[q - 1] : 1};
+}
+
+// Element by element over the whole iteration shape: `body(dst_pos, src_pos)`
+// writes the statement for one element; the bounds of global sides guard it.
+template <typename Body>
+void elementwise(TileCodegen& cg, const std::vector<int64_t>& shape, const Side& dst,
+                 const Side* src, Body body) {
+  const std::vector<std::string> it = open_loops(cg, shape, shape.size());
+  const std::vector<std::string> dpos = position(dst, it);
+  std::vector<int> all_dst(dst.extents.size());
+  for (size_t d = 0; d < all_dst.size(); ++d) all_dst[d] = int(d);
+  const std::string guard = inside(dst, dpos, all_dst);
+  if (!guard.empty()) {
+    cg.line("if (" + guard + ") {");
+    cg.indent();
+  }
+  std::string src_ok;
+  std::vector<std::string> spos;
+  if (src != nullptr) {
+    spos = position(*src, it);
+    std::vector<int> all_src(src->extents.size());
+    for (size_t d = 0; d < all_src.size(); ++d) all_src[d] = int(d);
+    src_ok = inside(*src, spos, all_src);
+  }
+  body(dpos, spos, src_ok);
+  if (!guard.empty()) {
+    cg.dedent();
+    cg.line("}");
+  }
+  close_loops(cg, shape.size());
+}
+
+}  // namespace
+
+void lower_copy(TileCodegen& cg, const ir::CopyOp& op) {
+  const std::string name = "T.copy";
+  const auto [src_r, dst_r] = resolve_pair(cg, op.src, op.dst, op.span, name);
+  const Side src = make_side(cg, src_r, op.span, name, "source");
+  const Side dst = make_side(cg, dst_r, op.span, name, "destination");
+  const std::vector<int64_t> shape = iteration_shape(dst);
+  if (shape != iteration_shape(src)) {
+    cg.fail(ErrorKind::kValueError, op.span, name,
+            "source " + ir::to_string(op.src) + " and destination " + ir::to_string(op.dst) +
+                " differ in shape (" + shape_str(iteration_shape(src)) + " vs " +
+                shape_str(shape) + ")");
+  }
+  cg.line("// T.copy(" + ir::to_string(op.src) + ", " + ir::to_string(op.dst) + ")");
+  cg.line("{");
+  cg.indent();
+  if (rect_path({&src, &dst})) {
+    const size_t lead = shape.size() > 2 ? shape.size() - 2 : 0;
+    const std::vector<std::string> it = open_loops(cg, shape, lead);
+    const auto [rows, cols] = rows_cols(shape);
+    cg.line("tilejit::cpu::copy<" + str(rows) + ", " + str(cols) + ">(" + rect(dst, it, false) +
+            ", " + rect(src, it, true) + ");");
+    close_loops(cg, lead);
+  } else {
+    elementwise(cg, shape, dst, &src,
+                [&](const std::vector<std::string>& dpos, const std::vector<std::string>& spos,
+                    const std::string& src_ok) {
+                  std::string value = "tilejit::cpu::convert<" + std::string(dst.type) + ">(" +
+                                      element(src, spos) + ")";
+                  if (!src_ok.empty()) {
+                    value = "(" + src_ok + " ? " + value + " : tilejit::cpu::convert<" +
+                            std::string(dst.type) + ">(0.f))";
+                  }
+                  cg.line(element(dst, dpos) + " = " + value + ";");
+                });
+  }
+  cg.dedent();
+  cg.line("}");
+}
+
+void lower_fill(TileCodegen& cg, const ir::FillOp& op) {
+  const std::string name = "T.fill";
+  const std::vector<Expr> one(op.dst.ranges.size(), Expr(1));
+  const Side dst = make_side(cg, resolve(cg, op.dst, &one, op.span, name), op.span, name,
+                             "destination");
+  const std::vector<int64_t> shape = iteration_shape(dst);
+  const std::string value = cg.expr(op.value);
+  cg.line("// T.fill(" + ir::to_string(op.dst) + ", " + ir::to_string(op.value) + ")");
+  cg.line("{");
+  cg.indent();
+  if (rect_path({&dst})) {
+    const size_t lead = shape.size() > 2 ? shape.size() - 2 : 0;
+    const std::vector<std::string> it = open_loops(cg, shape, lead);
+    const auto [rows, cols] = rows_cols(shape);
+    cg.line("tilejit::cpu::fill<" + str(rows) + ", " + str(cols) + ">(" + rect(dst, it, false) +
+            ", " + value + ");");
+    close_loops(cg, lead);
+  } else {
+    elementwise(cg, shape, dst, nullptr,
+                [&](const std::vector<std::string>& dpos, const std::vector<std::string>&,
+                    const std::string&) {
+                  cg.line(element(dst, dpos) + " = tilejit::cpu::convert<" +
+                          std::string(dst.type) + ">(" + value + ");");
+                });
+  }
+  cg.dedent();
+  cg.line("}");
+}
+
+void lower_atomic_add(TileCodegen& cg, const ir::AtomicAddOp& op) {
+  const std::string name = "T.atomic_add";
+  ir::Region dst_r, src_r;
+  if (op.src.buffer.defined()) {
+    std::tie(dst_r, src_r) = resolve_pair(cg, op.dst, op.src, op.span, name);
+  } else {
+    const std::vector<Expr> one(op.dst.ranges.size(), Expr(1));
+    dst_r = resolve(cg, op.dst, &one, op.span, name);
+  }
+  const Side dst = make_side(cg, dst_r, op.span, name, "destination");
+  const std::vector<int64_t> shape = iteration_shape(dst);
+  cg.line("// T.atomic_add(" + ir::to_string(op.dst) + ", " +
+          (op.src.buffer.defined() ? ir::to_string(op.src) : ir::to_string(op.value)) + ")");
+  cg.line("{");
+  cg.indent();
+  if (!op.src.buffer.defined()) {
+    const std::string value = cg.expr(op.value);
+    elementwise(cg, shape, dst, nullptr,
+                [&](const std::vector<std::string>& dpos, const std::vector<std::string>&,
+                    const std::string&) {
+                  cg.line("tilejit::cpu::atomic_add(&" + element(dst, dpos) + ", " + value + ");");
+                });
+  } else {
+    const Side src = make_side(cg, src_r, op.span, name, "source");
+    if (shape != iteration_shape(src)) {
+      cg.fail(ErrorKind::kValueError, op.span, name,
+              "source " + ir::to_string(op.src) + " and destination " + ir::to_string(op.dst) +
+                  " differ in shape (" + shape_str(iteration_shape(src)) + " vs " +
+                  shape_str(shape) + ")");
+    }
+    // An element outside the source tensor adds nothing.
+    elementwise(cg, shape, dst, &src,
+                [&](const std::vector<std::string>& dpos, const std::vector<std::string>& spos,
+                    const std::string& src_ok) {
+                  const std::string add =
+                      "tilejit::cpu::atomic_add(&" + element(dst, dpos) + ", " + element(src, spos) + ");";
+                  cg.line(src_ok.empty() ? add : "if (" + src_ok + ") " + add);
+                });
+  }
+  cg.dedent();
+  cg.line("}");
+}
+
+namespace {
+
+// A gemm or reduce operand: a tile whose last two dimensions are the matrix
+// (Note [CPU tile op shapes]); rows = 1 for a 1-D operand when allowed.
+struct Matrix {
+  std::string ptr;  // C++ pointer to element (0, 0)
+  int64_t rows = 1, cols = 1, ld = 1;
+};
+
+Matrix matrix(TileCodegen& cg, const ir::Region& region, const ir::Span& span,
+              const std::string& op, const char* role, bool allow_1d) {
+  const ir::Region r = resolve(cg, region, nullptr, span, op);
+  const Side s = make_side(cg, r, span, op, role);
+  const std::string what = std::string(role) + " " + ir::to_string(region);
+  if (s.access->global) {
+    cg.fail(ErrorKind::kValueError, span, op,
+            what + " is a global tensor; on the CPU the operands are shared, fragment or local "
+                   "buffers (T.copy it into one first)");
+  }
+  const int rank = int(s.extents.size());
+  if (rank < (allow_1d ? 1 : 2)) {
+    cg.fail(ErrorKind::kValueError, span, op, what + " is not a 2-D tile");
+  }
+  for (int d = 0; d + 2 < rank; ++d) {
+    if (s.extents[size_t(d)] != 1) {
+      cg.fail(ErrorKind::kValueError, span, op,
+              what + " spans more than its last two dimensions");
+    }
+  }
+  Matrix m;
+  m.ptr = pointer_at(s, s.mins);
+  m.cols = s.extents[size_t(rank - 1)];
+  if (rank >= 2) {
+    m.rows = s.extents[size_t(rank - 2)];
+    m.ld = s.access->static_shape[size_t(rank - 1)];
+  } else {
+    m.ld = m.cols;
+  }
+  return m;
+}
+
+}  // namespace
+
+void lower_gemm(TileCodegen& cg, const ir::GemmOp& op) {
+  const std::string name = "T.gemm";
+  const Matrix a = matrix(cg, op.a, op.span, name, "A", false);
+  const Matrix b = matrix(cg, op.b, op.span, name, "B", false);
+  const Matrix c = matrix(cg, op.c, op.span, name, "C", false);
+  const int64_t m = op.trans_a ? a.cols : a.rows, k = op.trans_a ? a.rows : a.cols;
+  const int64_t kb = op.trans_b ? b.cols : b.rows, n = op.trans_b ? b.rows : b.cols;
+  if (k != kb || c.rows != m || c.cols != n) {
+    cg.fail(ErrorKind::kValueError, op.span, name,
+            "A " + ir::to_string(op.a) + ", B " + ir::to_string(op.b) + " and C " +
+                ir::to_string(op.c) + " do not multiply (M, N, K = " + str(m) + ", " + str(n) +
+                ", " + str(k) + " from A; B gives K = " + str(kb) + ", C is " + str(c.rows) +
+                " x " + str(c.cols) + ")");
+  }
+  if (!op.c.buffer.dtype().is_float()) {
+    cg.fail(ErrorKind::kTypeError, op.span, name,
+            "C " + ir::to_string(op.c) + " has dtype " + op.c.buffer.dtype().name() +
+                "; the CPU gemm accumulates in floating point");
+  }
+  cg.line("// T.gemm(" + ir::to_string(op.a) + ", " + ir::to_string(op.b) + ", " +
+          ir::to_string(op.c) + ")");
+  cg.line("tilejit::cpu::gemm<" + str(m) + ", " + str(n) + ", " + str(k) + ", " +
+          (op.trans_a ? "true" : "false") + ", " + (op.trans_b ? "true" : "false") + ", " +
+          str(a.ld) + ", " + str(b.ld) + ", " + str(c.ld) + ">(" + a.ptr + ", " + b.ptr + ", " +
+          c.ptr + ", " + (op.clear_accum ? "true" : "false") + ");");
+}
+
+void lower_reduce(TileCodegen& cg, const ir::ReduceOp& op) {
+  const std::string name = std::string("T.reduce_") + ir::reduce_kind_name(op.reduce_kind);
+  if (op.src.buffer.rank() > 2) {
+    cg.fail(ErrorKind::kValueError, op.span, name,
+            "source " + ir::to_string(op.src) + " has " + str(op.src.buffer.rank()) +
+                " dimensions; the CPU backend reduces dimension 0 or 1 of a 1-D or 2-D tile");
+  }
+  const Matrix src = matrix(cg, op.src, op.span, name, "source", true);
+  const Side dst = make_side(cg, resolve(cg, op.dst, nullptr, op.span, name), op.span, name,
+                             "destination");
+  const int src_rank = op.src.buffer.rank();
+  // The library's (ROWS, COLS, dim): a 1-D source is one row.
+  int dim = op.dim;
+  if (src_rank == 1) {
+    if (dim != 0) {
+      cg.fail(ErrorKind::kValueError, op.span, name,
+              "dim " + str(dim) + " of the 1-D source " + ir::to_string(op.src));
+    }
+    dim = 1;
+  } else {
+    if (dim != 0 && dim != 1) {
+      cg.fail(ErrorKind::kValueError, op.span, name,
+              "dim " + str(op.dim) + " of " + ir::to_string(op.src) +
+                  "; the CPU backend reduces dimension 0 or 1 of a 1-D or 2-D tile");
+    }
+  }
+  const int64_t count = dim == 1 ? src.rows : src.cols;
+  int64_t dst_count = 1;
+  for (int64_t e : dst.extents) dst_count *= e;
+  // dst's elements must be consecutive: one iteration dimension at most, of stride 1.
+  const bool contiguous =
+      dst.iter_dims.size() <= 1 && (dst.iter_dims.empty() || dst.strides[size_t(dst.iter_dims[0])] == "1");
+  if (dst.access->global || dst_count != count || !contiguous) {
+    cg.fail(ErrorKind::kValueError, op.span, name,
+            "destination " + ir::to_string(op.dst) + " is not " + str(count) +
+                " consecutive elements of a tile (the source " + ir::to_string(op.src) +
+                " reduced over dim " + str(op.dim) + ")");
+  }
+  static const char* const kKinds[] = {"kSum", "kMax", "kMin", "kAbsSum", "kAbsMax"};
+  cg.line("// " + name + "(" + ir::to_string(op.src) + ", " + ir::to_string(op.dst) + ", dim=" +
+          str(op.dim) + ", clear=" + (op.clear ? "True" : "False") + ")");
+  cg.line(std::string("tilejit::cpu::reduce<tilejit::cpu::ReduceKind::") +
+          kKinds[int(op.reduce_kind)] + ", " + str(src.rows) + ", " + str(src.cols) + ", " +
+          str(dim) + ", " + str(src.ld) + ">(" + src.ptr + ", " + pointer_at(dst, dst.mins) + ", " +
+          (op.clear ? "true" : "false") + ");");
+}
+
+void lower_print(TileCodegen& cg, const ir::PrintOp& op) {
+  std::string block_args = "{";
+  for (size_t d = 0; d < 3; ++d) {
+    block_args += (d ? ", " : "") + (d < cg.block_names.size() ? cg.block_names[d] : std::string("0"));
+  }
+  block_args += "}";
+  std::string msg;
+  for (char ch : op.message) {
+    if (ch == '"' || ch == '\\') msg += '\\';
+    if (ch == '\n') {
+      msg += "\\n";
+      continue;
+    }
+    msg += ch;
+  }
+  if (!op.region.buffer.defined()) {
+    cg.line("tilejit::cpu::print_value(\"" + msg + "\", " + block_args + ", " + cg.expr(op.value) +
+            ");");
+    return;
+  }
+  const std::vector<Expr> one(op.region.ranges.size(), Expr(1));
+  const Side s = make_side(cg, resolve(cg, op.region, &one, op.span, "T.print"), op.span,
+                           "T.print", "buffer");
+  std::vector<int64_t> shape = s.extents;
+  cg.line("{");
+  cg.indent();
+  std::vector<int> dims(shape.size());
+  for (size_t d = 0; d < dims.size(); ++d) dims[d] = int(d);
+  const std::vector<std::string> it = open_loops(cg, shape, shape.size());
+  std::vector<std::string> pos = s.mins;
+  for (size_t d = 0; d < pos.size(); ++d) pos[d] = "(" + s.mins[d] + " + " + it[d] + ")";
+  const std::string guard = inside(s, pos, dims);
+  std::string index = "{";
+  for (size_t d = 0; d < pos.size(); ++d) index += (d ? ", " : "") + pos[d];
+  index += "}";
+  const std::string call = "tilejit::cpu::print_element(\"" + msg + "\", " + block_args + ", \"" +
+                           op.region.buffer.name() + "\", " + index + ", " + str(int64_t(pos.size())) +
+                           ", " + element(s, pos) + ");";
+  cg.line(guard.empty() ? call : "if (" + guard + ") " + call);
+  close_loops(cg, shape.size());
+  cg.dedent();
+  cg.line("}");
+}
+
+}  // namespace tilejit::cpu

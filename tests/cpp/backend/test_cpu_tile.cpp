@@ -1,0 +1,195 @@
+// The CPU lowering of tile IR (src/backend/cpu/tile_codegen.cpp,
+// lower_tile_ops.cpp): where tiles live, how loops are written, the
+// element-by-element paths, atomics, T.print, and the errors it raises.
+// The examples (tests/cpp/examples/test_tile_examples.cpp) check whole
+// kernels against references.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "backend/cpu_test_util.h"
+#include "tile/tile_kernels.h"
+#include "tilejit/ir/tile_builder.h"
+
+namespace tilejit::cpu::testing {
+namespace {
+
+using ir::Buffer;
+using ir::corner;
+using ir::Expr;
+using ir::ForKind;
+using ir::load;
+using ir::Scope;
+using ir::TileBuilder;
+using ir::whole;
+
+std::string source_of(const ir::PrimFunc& f, std::vector<std::string> symbols = {}) {
+  return cpu_backend().generate_source({&f, symbols});
+}
+
+JitOptions options(IndexSpec out_idx) {
+  JitOptions o;
+  o.out_idx = std::move(out_idx);
+  o.target = "cpu";
+  return o;
+}
+
+TEST(CpuTile, SmallTilesOnTheStackLargeOnesOnTheArena) {
+  const std::string gemm = source_of(examples::tile::gemm({}), {"M", "K", "N"});
+  EXPECT_NE(gemm.find("  tilejit::cpu::Arena tilejit_arena(131072);\n"), std::string::npos) << gemm;
+  EXPECT_NE(gemm.find("float* const A_s = tilejit_arena.at<float>(0);  // shared, 32768 bytes\n"),
+            std::string::npos);
+  EXPECT_NE(gemm.find("float* const C_l = tilejit_arena.at<float>(65536);  // fragment, 65536 bytes\n"),
+            std::string::npos);
+  const std::string add = source_of(examples::tile::elementwise_add(DataType::float32()), {"M", "N"});
+  EXPECT_NE(add.find("alignas(64) float A_s[2048];  // shared\n"), std::string::npos) << add;
+  EXPECT_EQ(add.find("tilejit_arena"), std::string::npos) << add;
+  EXPECT_NE(add.find("#include \"tilejit/cpu/prelude.h\"\n#include \"tilejit/cpu/tile_ops.h\"\n"),
+            std::string::npos);
+}
+
+TEST(CpuTile, TheInnermostParallelLoopCarriesIvdep) {
+  const std::string src = source_of(examples::tile::softmax(77), {"M"});
+  EXPECT_NE(src.find("        #pragma GCC ivdep\n        for (int64_t j = 0; j < 77; ++j) {"),
+            std::string::npos)
+      << src;
+  EXPECT_EQ(src.find("#pragma GCC ivdep\n      for (int64_t i = 0;"), std::string::npos) << src;
+  const std::string gemm = source_of(examples::tile::gemm({}), {"M", "K", "N"});
+  EXPECT_NE(gemm.find("// T.Pipelined(num_stages=3): a plain loop on the CPU\n"), std::string::npos);
+  EXPECT_NE(gemm.find("tilejit::cpu::gemm<128, 128, 64, false, false, 64, 128, 128>(A_s, B_s, C_l, "
+                      "false);"),
+            std::string::npos)
+      << gemm;
+}
+
+// A column of a matrix is not contiguous: copied element by element, with
+// the same bounds (rows past M read as 0, and are not written).
+TEST(CpuTile, ColumnCopiesGoElementByElement) {
+  TileBuilder b("column");
+  const Expr M = ir::symbolic("M");
+  const Buffer X = b.tensor_param("X", {M, Expr(8)}, DataType::float32());
+  const Buffer Y = b.tensor_param("Y", {M}, DataType::float32());
+  const Expr bx = b.begin_kernel({ir::ceildiv(M, 16)}, {1})[0];
+  const Buffer s = b.alloc("s", {16}, DataType::float32(), Scope::kShared);
+  b.copy(ir::region(X, {{bx * 16, Expr(16)}, {Expr(3), Expr(1)}}), whole(s));
+  b.copy(whole(s), corner(Y, {bx * 16}));
+  b.end_kernel();
+  const Kernel k = jit(b.finish(), options({1}));
+  for (int64_t m : {5, 16, 37}) {
+    Tensor x = tilejit::testing::iota({m, 8});
+    Tensor y = k(x);
+    for (int64_t i = 0; i < m; ++i) ASSERT_EQ(y.data_as<float>()[i], float(i * 8 + 3)) << m;
+  }
+}
+
+// A tile loaded from before the start of a tensor reads zeros there.
+TEST(CpuTile, ACornerBeforeTheStartReadsZeros) {
+  TileBuilder b("shift");
+  const Expr N = ir::symbolic("N");
+  const Buffer X = b.tensor_param("X", {N}, DataType::float32());
+  const Buffer Y = b.tensor_param("Y", {N}, DataType::float32());
+  const Expr bx = b.begin_kernel({ir::ceildiv(N, 64)}, {1})[0];
+  const Buffer s = b.alloc("s", {64}, DataType::float32(), Scope::kShared);
+  b.copy(corner(X, {bx * 64 - 2}), whole(s));
+  b.copy(whole(s), corner(Y, {bx * 64}));
+  b.end_kernel();
+  const Kernel k = jit(b.finish(), options({1}));
+  Tensor x = tilejit::testing::iota({100}, 1.f);
+  Tensor y = k(x);
+  for (int64_t i = 0; i < 100; ++i) ASSERT_EQ(y.data_as<float>()[i], i < 2 ? 0.f : float(i - 1)) << i;
+}
+
+// Every block adds its tile into the same 16 elements, and 1 into a counter.
+TEST(CpuTile, AtomicAddsFromEveryBlockLand) {
+  TileBuilder b("atomics");
+  const Expr N = ir::symbolic("N");
+  const Buffer X = b.tensor_param("X", {N}, DataType::float32());
+  const Buffer Sum = b.tensor_param("Sum", {Expr(16)}, DataType::float32());
+  const Buffer Count = b.tensor_param("Count", {Expr(1)}, DataType::int32());
+  const Expr bx = b.begin_kernel({ir::ceildiv(N, 16)}, {1})[0];
+  const Buffer s = b.alloc("s", {16}, DataType::float32(), Scope::kFragment);
+  b.copy(corner(X, {bx * 16}), whole(s));
+  b.atomic_add(corner(Sum, {Expr(0)}), whole(s));
+  b.atomic_add(corner(Count, {Expr(0)}), ir::make_int(1, DataType::int32()));
+  b.end_kernel();
+  ScopedThreads threads(2);
+  const Kernel k = jit(b.finish(), options({}));
+  const int64_t n = 16 * 300 + 5;
+  Tensor x = tilejit::testing::iota({n}, 0.f, 0.f);
+  for (int64_t i = 0; i < n; ++i) x.data_as<float>()[i] = float(i % 16 + 1);
+  Tensor sum = tilejit::testing::iota({16}, 0.f, 0.f);
+  Tensor count = empty({1}, DataType::int32());
+  count.data_as<int32_t>()[0] = 0;
+  k(x, sum, count);
+  for (int64_t j = 0; j < 16; ++j) {
+    // 300 whole blocks, and the last one's first 5 elements.
+    EXPECT_EQ(sum.data_as<float>()[j], float((j + 1) * (300 + (j < 5 ? 1 : 0)))) << j;
+  }
+  EXPECT_EQ(count.data_as<int32_t>()[0], 301);
+}
+
+TEST(CpuTile, PrintWritesOneLinePerValue) {
+  TileBuilder b("printer");
+  const Buffer X = b.tensor_param("X", {Expr(2), Expr(2)}, DataType::float32());
+  const Expr bx = b.begin_kernel({Expr(1), Expr(1)}, {1})[0];
+  const Buffer s = b.alloc("s", {2}, DataType::float32(), Scope::kShared);
+  b.copy(corner(X, {Expr(1), Expr(0)}), whole(s));
+  b.print(bx + 7, "bx");
+  b.print(ir::region(s, {{Expr(1), Expr(1)}}), "s");
+  b.end_kernel();
+  const Kernel k = jit(b.finish(), options({}));
+  Tensor x = tilejit::testing::iota({2, 2}, 0.5f);
+  ::testing::internal::CaptureStdout();
+  k(x);
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(),
+            "msg='bx' BlockIdx=(0, 0, 0): value=7\n"
+            "msg='s' BlockIdx=(0, 0, 0): buffer=s, index=(1), value=3.5\n");
+}
+
+// --- errors ------------------------------------------------------------------
+
+TEST(CpuTile, GemmOnATensorIsAnError) {
+  TileBuilder b("gemm_global");
+  const Buffer A = b.tensor_param("A", {Expr(16), Expr(16)}, DataType::float32());
+  b.begin_kernel({Expr(1)}, {128});
+  const Buffer B_s = b.alloc("B_s", {16, 16}, DataType::float32(), Scope::kShared);
+  const Buffer C = b.alloc("C", {16, 16}, DataType::float32(), Scope::kFragment);
+  b.gemm(whole(A), whole(B_s), whole(C));
+  b.end_kernel();
+  const ir::PrimFunc f = b.finish();
+  EXPECT_EQ(error_message([&] { source_of(f); }, ErrorKind::kValueError),
+            "gemm_global: T.gemm: A A is a global tensor; on the CPU the operands are shared, "
+            "fragment or local buffers (T.copy it into one first)");
+}
+
+TEST(CpuTile, TwoKernelsAreAnError) {
+  TileBuilder b("two");
+  const Buffer A = b.tensor_param("A", {Expr(16)}, DataType::float32());
+  for (int k = 0; k < 2; ++k) {
+    b.begin_kernel({Expr(1)}, {1});
+    b.fill(whole(A), ir::make_float(1.0, DataType::float32()));
+    b.end_kernel();
+  }
+  const ir::PrimFunc f = b.finish();
+  EXPECT_EQ(error_message([&] { source_of(f); }, ErrorKind::kValueError),
+            "two: T.Kernel: the CPU backend runs one T.Kernel per function; this is the second");
+}
+
+TEST(CpuTile, ReduceOverAThirdDimensionIsAnError) {
+  TileBuilder b("reduce3");
+  const Buffer A = b.tensor_param("A", {Expr(2)}, DataType::float32());
+  b.begin_kernel({Expr(1)}, {1});
+  const Buffer s = b.alloc("s", {2, 2, 2}, DataType::float32(), Scope::kFragment);
+  const Buffer d = b.alloc("d", {2, 2}, DataType::float32(), Scope::kFragment);
+  b.reduce(ir::ReduceKind::kMax, whole(s), whole(d), 2);
+  b.copy(ir::region(d, {{Expr(0), Expr(1)}, {Expr(0), Expr(2)}}), whole(A));
+  b.end_kernel();
+  const ir::PrimFunc f = b.finish();
+  EXPECT_EQ(error_message([&] { source_of(f); }, ErrorKind::kValueError),
+            "reduce3: T.reduce_max: source s has 3 dimensions; the CPU backend reduces dimension 0 "
+            "or 1 of a 1-D or 2-D tile");
+}
+
+}  // namespace
+}  // namespace tilejit::cpu::testing
