@@ -95,6 +95,7 @@ class Kernel:
         # is_cpu: accepted for TileLang compatibility; the target decides.
         self.grid = list(grid)
         self.threads = threads
+        self._span = user_span()
         self._tracer: Any = None
 
     def __enter__(self) -> Any:
@@ -103,7 +104,7 @@ class Kernel:
             raise RuntimeError("T.Kernel is only valid inside a function decorated with "
                                "@T.prim_func")
         self._tracer = tr
-        return tr.enter_kernel(self.grid, self.threads, user_span())
+        return tr.enter_kernel(self.grid, self.threads, self._span)
 
     def __exit__(self, exc_type: Any, *exc: Any) -> None:
         self._tracer.exit_kernel(exc_type is not None)

@@ -66,13 +66,24 @@ class RewriteError(ValueError):
     pass
 
 
+def _at(new: ast.AST, node: ast.AST, width: int = 1) -> Any:
+    """`new` placed at the start of `node`, `width` columns wide on its first
+    line. (A method call's instruction takes its position from the end of
+    its attribute, so a synthesized call must not end where `node` ends.)"""
+    new.lineno = node.lineno
+    new.col_offset = node.col_offset
+    new.end_lineno = node.lineno
+    new.end_col_offset = node.col_offset + width
+    return new
+
+
 def _tj(attr: str, node: ast.AST) -> ast.expr:
-    return ast.copy_location(ast.Attribute(value=ast.copy_location(
-        ast.Name(id=TJ, ctx=ast.Load()), node), attr=attr, ctx=ast.Load()), node)
+    name = _at(ast.Name(id=TJ, ctx=ast.Load()), node, 0)
+    return _at(ast.Attribute(value=name, attr=attr, ctx=ast.Load()), node, len(attr))
 
 
 def _call(attr: str, args: list, node: ast.AST) -> ast.Call:
-    return ast.copy_location(ast.Call(func=_tj(attr, node), args=args, keywords=[]), node)
+    return _at(ast.Call(func=_tj(attr, node), args=args, keywords=[]), node, len(attr))
 
 
 def _const(value: Any, node: ast.AST) -> ast.Constant:
@@ -236,9 +247,11 @@ class _Rewriter(ast.NodeTransformer):
                      [_lambda(c) for c in node.comparators], node)
 
 
-def _target_names(target: ast.expr) -> Optional[tuple]:
+def _target_names(target: ast.expr) -> Any:
+    """A name (str) for a plain target, a tuple of names for a tuple target,
+    None otherwise."""
     if isinstance(target, ast.Name):
-        return (target.id,)
+        return target.id
     if isinstance(target, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name)
                                                          for e in target.elts):
         return tuple(e.id for e in target.elts)

@@ -183,6 +183,8 @@ class Tracer:
     """See the module docstring. `params` holds (name, dtype, shape or
     None); `make_builder(name)` makes the builder."""
 
+    UNSET = UNSET
+
     def __init__(self, name: str, params: List[Tuple[str, str, Any]],
                  make_builder: Callable[[str], Any]) -> None:
         self.name = name
@@ -465,7 +467,9 @@ class Tracer:
             return serial_range("range", "serial", *args)
         return rng(*args)
 
-    def for_(self, it: Any, names: Optional[Tuple[str, ...]]) -> Any:
+    def for_(self, it: Any, names: Any) -> Any:
+        """`for <target> in it`: names is the target's name (a str), the
+        names of a tuple target (a tuple), or None."""
         if isinstance(it, LoopRange):
             return self.ir_loop(it, names)
         if type(it) is range and self.in_kernel():
@@ -484,12 +488,15 @@ class Tracer:
         finally:
             del self.frames[depth - 1:]
 
-    def ir_loop(self, lr: LoopRange, names: Optional[Tuple[str, ...]]) -> Any:
+    def ir_loop(self, lr: LoopRange, names: Any) -> Any:
         span = user_span()
+        unpack = isinstance(names, tuple)
+        if isinstance(names, str):
+            names = (names,)
         b = self.tile(lr.what, span)
         kinds = {"serial": "serial", "unroll": "unroll", "parallel": "parallel",
                  "vectorized": "vectorized", "pipelined": "pipelined"}
-        if names is not None and len(lr.dims) > 1 and len(names) != len(lr.dims):
+        if unpack and len(names) != len(lr.dims):
             raise error(ValueError, f"{lr.what}: {len(lr.dims)} loop variables, unpacked into "
                                     f"{len(names)} names", span)
         defaults = ("i", "j", "k", "l", "m", "n")
@@ -504,7 +511,7 @@ class Tracer:
         if lr.step != 1:
             stepped = loop_vars[0] * lr.step
             loop_vars[0] = stepped if static_value(lr.offset) == 0 else stepped + lr.offset
-        yield loop_vars[0] if len(loop_vars) == 1 else tuple(loop_vars)
+        yield loop_vars[0] if len(loop_vars) == 1 and not unpack else tuple(loop_vars)
         end = user_span()
         for _ in lr.dims:
             b.end_for(end)
