@@ -40,7 +40,7 @@ import threading
 import types
 from typing import Any, Callable, Dict, Optional
 
-__all__ = ["rewritten", "RewriteError"]
+__all__ = ["rewritten"]
 
 TJ = "__tj"
 
@@ -60,10 +60,6 @@ if hasattr(ast, "TryStar"):
     _UNSUPPORTED[ast.TryStar] = "try"
 if hasattr(ast, "Match"):
     _UNSUPPORTED[ast.Match] = "match"
-
-
-class RewriteError(ValueError):
-    pass
 
 
 def _at(new: ast.AST, node: ast.AST, width: int = 1) -> Any:
@@ -114,8 +110,8 @@ class _Rewriter(ast.NodeTransformer):
         self.kernel = kernel
         self.count = 0
 
-    def fail(self, node: ast.AST, construct: str) -> RewriteError:
-        return RewriteError(f"{self.filename}:{node.lineno}:{node.col_offset + 1}: "
+    def fail(self, node: ast.AST, construct: str) -> ValueError:
+        return ValueError(f"{self.filename}:{node.lineno}:{node.col_offset + 1}: "
                             f"{self.kernel}: '{construct}' is not supported in a T.prim_func")
 
     def generic_visit(self, node: ast.AST) -> Any:

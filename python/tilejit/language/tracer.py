@@ -68,8 +68,8 @@ class LoopRange:
     def __iter__(self) -> Any:
         tr = active()
         if tr is None:
-            raise error(RuntimeError, f"{self.what} is only valid inside a function decorated "
-                                      f"with @T.prim_func")
+            raise RuntimeError(f"{self.what} is only valid inside a function decorated with "
+                               f"@T.prim_func")
         return tr.ir_loop(self, None)
 
     def __repr__(self) -> str:

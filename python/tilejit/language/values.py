@@ -31,8 +31,9 @@ def current_tracer(what: str = "this") -> Any:
     from . import tracer as _tracer
     tr = _tracer.active()
     if tr is None:
-        raise error(RuntimeError,
-                    f"{what} is only valid inside a function decorated with @T.prim_func")
+        # Called outside any prim_func: the traceback already ends at the
+        # author's line, and phase 1 words it so.
+        raise RuntimeError(f"{what} is only valid inside a function decorated with @T.prim_func")
     return tr
 
 
