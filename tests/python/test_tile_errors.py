@@ -412,8 +412,16 @@ def test_unknown_t_name_points_at_the_use():
         @T.prim_func
         def main(A: T.Tensor((4,), "float32")):
             with T.Kernel(1):
-                T.use_swizzle(10)
-    kernel_error(AttributeError, "T.use_swizzle is not supported by tilejit's tile language",
+                T.annotate_layout({})
+    kernel_error(AttributeError, "T.annotate_layout is not supported by tilejit's tile language",
+                 4, 17, make)
+
+    def make():
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1):
+                T.use_swizzle(panel_size=0)
+    kernel_error(ValueError, "T.use_swizzle: panel_size must be a positive int, got 0",
                  4, 17, make)
 
 

@@ -576,8 +576,76 @@ def test_loop_over_tile_ranges_without_the_rewrite():
     assert lines(f)[1:] == ["  for i in serial(0, +8):", "    A[i] = 1.0"]
 
 
-@pytest.mark.parametrize("name", ["use_swizzle", "annotate_layout"])
+@pytest.mark.parametrize("name", ["annotate_layout", "alloc_barrier"])
 def test_unsupported_names_are_attribute_errors(name):
     with pytest.raises(AttributeError, match=f"T.{name} is not supported by tilejit's tile "
                                              f"language"):
         getattr(T, name)
+
+
+# --- a TileLang program, unchanged but for the import ------------------------
+
+# The kernel of TileLang's README (tile-ai/tilelang, README.md, before its
+# switch to the eager style; MIT licence), as its users write it.
+def readme_matmul(M, N, K, block_M, block_N, block_K, dtype=T.float16, accum_dtype=T.float):
+
+    @T.prim_func
+    def matmul_relu_kernel(
+            A: T.Tensor((M, K), dtype),
+            B: T.Tensor((K, N), dtype),
+            C: T.Tensor((M, N), dtype),
+    ):
+        # Initialize Kernel Context
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+
+            # Enable rasterization for better L2 cache locality (Optional)
+            # T.use_swizzle(panel_size=10, enable=True)
+
+            # Clear local accumulation
+            T.clear(C_local)
+
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
+                # Copy tile of A
+                # This is a sugar syntax for parallelized copy
+                T.copy(A[by * block_M, ko * block_K], A_shared)
+
+                # Copy tile of B
+                T.copy(B[ko * block_K, bx * block_N], B_shared)
+
+                # Perform a tile-level GEMM on the shared buffers
+                # Currently we dispatch to the cute/hip on Nvidia/AMD GPUs
+                T.gemm(A_shared, B_shared, C_local)
+
+            # relu
+            for i, j in T.Parallel(block_M, block_N):
+                C_local[i, j] = T.max(C_local[i, j], 0)
+
+            # Copy result back to global memory
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return matmul_relu_kernel
+
+
+def test_tilelang_readme_gemm_traces():
+    with recording():
+        f = readme_matmul(1024, 512, T.symbolic("k"), 128, 128, 32)
+    assert f.params == ["A: float16[1024, k]", "B: float16[k, 512]", "C: float16[1024, 512]"]
+    assert lines(f) == [
+        "kernel(4, 8; threads=[128]) as bx, by:",
+        "  A_shared = alloc_shared(float16[128, 32])",
+        "  B_shared = alloc_shared(float16[32, 128])",
+        "  C_local = alloc_fragment(float32[128, 128])",
+        "  fill(C_local, 0.0)",
+        "  for ko in pipelined(0, +ceildiv(k, 32)) stages=3:",
+        "    copy(A@[(by * 128), (ko * 32)] -> A_shared)",
+        "    copy(B@[(ko * 32), (bx * 128)] -> B_shared)",
+        "    gemm(A_shared, B_shared, C_local, trans_a=False, trans_b=False, clear_accum=False, "
+        "policy=0)",
+        "  for i in parallel(0, +128):",
+        "    for j in parallel(0, +128):",
+        "      C_local[i, j] = max(C_local[i, j], 0.0)",
+        "  copy(C_local -> C@[(by * 128), (bx * 128)])",
+    ]

@@ -24,7 +24,7 @@ alloc_reducer / alloc_global``, ``T.copy``, ``T.gemm``, ``T.fill``,
 ``T.Cast`` / ``.astype``, ``T.max / min / abs / exp / exp2 / log / log2 /
 sqrt / rsqrt / tanh / sigmoid``, ``T.if_then_else``, ``T.infinity``,
 ``T.ceildiv``, dtype objects (``T.float16`` ...) and strings, ``T.symbolic``
-/ ``T.dynamic``. Anything else named ``T.x`` is an error naming it.
+/ ``T.dynamic``, and ``T.use_swizzle`` (accepted; no target uses it yet). Anything else named ``T.x`` is an error naming it.
 
 Phase 1 body spelling (``T.source``): each body is C++ (CUDA C++ for
 ``cuda=``) statements that run once per block of the grid. They see
@@ -65,9 +65,11 @@ from .ops import (Cast, GemmWarpPolicy, Parallel, Pipelined, abs, alloc_fragment
                   ceildiv, clear, copy, exp, exp2, fill, finalize_reducer, floordiv, floormod,
                   gemm, get_thread_binding, if_then_else, infinity, log, log2, max, min, ninf,
                   print, reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min,
-                  reduce_sum, rsqrt, serial, sigmoid, sqrt, tanh, unroll, vectorized)
+                  reduce_sum, rsqrt, Serial, serial, sigmoid, sqrt, tanh, unroll, use_swizzle,
+                  vectorized)
 from .spans import error as _error
 
+dtype = DType  # the annotation of a dtype argument: `dtype: T.dtype = T.float16`
 float = float32  # noqa: A001 (TileLang's alias)
 double = float64
 half = float16
@@ -75,12 +77,12 @@ bool = boolean  # noqa: A001
 
 __all__ = [
     "Expr", "PrimFunc", "symbolic", "dynamic", "Tensor", "Buffer", "TensorType", "ScalarType",
-    "DType", "dtype_name", "Kernel", "source", "prim_func",
+    "DType", "dtype", "dtype_name", "Kernel", "source", "prim_func",
     "float64", "float32", "float16", "bfloat16", "float", "double", "half", "int8", "int16",
     "int32", "int64", "uint8", "bool",
     "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_reducer",
     "alloc_global", "finalize_reducer", "get_thread_binding",
-    "serial", "unroll", "vectorized", "Pipelined", "Parallel",
+    "serial", "Serial", "unroll", "vectorized", "use_swizzle", "Pipelined", "Parallel",
     "copy", "gemm", "GemmWarpPolicy", "fill", "clear", "reduce", "reduce_sum", "reduce_max",
     "reduce_min", "reduce_abssum", "reduce_absmax", "atomic_add", "print",
     "cast", "Cast", "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh",

@@ -138,6 +138,9 @@ def serial(start: Any, stop: Any = None, step: Any = None, *, annotations: Any =
     return serial_range("T.serial", "serial", start, stop, 1 if step is None else step)
 
 
+Serial = serial  # TileLang's other spelling
+
+
 def unroll(start: Any, stop: Any = None, step: Any = None, *, explicit: bool = False,
            unroll_factor: Any = None, annotations: Any = None) -> LoopRange:
     return serial_range("T.unroll", "unroll", start, stop, 1 if step is None else step)
@@ -346,6 +349,20 @@ def print(obj: Any, msg: str = "", warp_group_id: int = 0, warp_id: int = 0) -> 
         b.print(_region_handle(tr, _region("T.print", "value", obj)), msg, span)
     else:
         b.print(to_handle(tr, obj, what="value"), msg, span)
+
+
+def use_swizzle(panel_size: int, order: str = "row", enable: bool = True) -> None:
+    """Block rasterisation (the order in which blocks run, for L2 reuse on
+    a GPU): accepted and checked; it never changes a kernel's results, and
+    no target of tilejit uses it yet."""
+    if not isinstance(panel_size, int) or isinstance(panel_size, bool) or panel_size <= 0:
+        raise error(ValueError, f"T.use_swizzle: panel_size must be a positive int, "
+                                f"got {panel_size!r}")
+    if order not in ("row", "col"):
+        raise error(ValueError, f"T.use_swizzle: order must be 'row' or 'col', got {order!r}")
+    tr = current_tracer("T.use_swizzle")
+    if not tr.in_kernel():
+        raise error(ValueError, "T.use_swizzle is only valid inside a T.Kernel block")
 
 
 def get_thread_binding(dim: int = 0) -> Value:
