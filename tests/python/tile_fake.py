@@ -88,7 +88,7 @@ class FakeBuilder:
         return E(f"{name}({', '.join(a.text for a in args)})", dtype,
                  any(a.loads for a in args))
 
-    def load(self, buf, indices, span):
+    def load(self, buf, indices):
         return E(f"{buf.name}[{', '.join(i.text for i in indices)}]", buf.dtype, True)
 
     def dtype(self, h):

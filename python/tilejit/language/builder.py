@@ -63,7 +63,7 @@ class CBuilder:
     def call(self, name: str, args: List[Any]) -> Any:
         return _C.call_intrinsic(name, args)
 
-    def load(self, buf: Any, indices: List[Any], span: Tuple[str, int, int]) -> Any:
+    def load(self, buf: Any, indices: List[Any]) -> Any:
         return _C.load(buf, indices)
 
     def dtype(self, h: Any) -> str:

@@ -11,11 +11,10 @@ frames from their traceback.
 
 from __future__ import annotations
 
-import itertools
 import os
 import sys
 import types
-from typing import Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 Span = Tuple[str, int, int]  # (file, line, 1-based column)
 
@@ -35,20 +34,25 @@ def user_frame() -> Optional[types.FrameType]:
     return f
 
 
+# (line, col) per instruction, per code object: walking co_positions()
+# up to the current instruction at each call would cost more than the call.
+_positions: Dict[types.CodeType, List[Tuple[Optional[int], Optional[int]]]] = {}
+
+
 def user_span() -> Span:
     """The author's file, line and column of the call being made now."""
     f = user_frame()
     if f is None:
         return _NO_SPAN
     code = f.f_code
-    line, col = f.f_lineno, 0
+    table = _positions.get(code)
+    if table is None:
+        table = [(p[0], p[2]) for p in code.co_positions()]
+        _positions[code] = table
     index = f.f_lasti // 2
-    for pos in itertools.islice(code.co_positions(), index, index + 1):
-        if pos[0] is not None:
-            line = pos[0]
-        if pos[2] is not None:
-            col = pos[2]
-    return (code.co_filename, line or 0, col + 1)
+    line, col = table[index] if index < len(table) else (None, None)
+    return (code.co_filename, line if line is not None else f.f_lineno,
+            (col if col is not None else 0) + 1)
 
 
 def span_text(span: Span) -> str:

@@ -347,7 +347,7 @@ class BufferProxy:
         self._check_rank(len(idx), "indexed")
         tr = current_tracer("indexing a buffer")
         handles = [to_handle(tr, k, what="index") for k in idx]
-        return Value(tr.b.load(self.buf, handles, user_span()), (self, list(idx)))
+        return Value(tr.b.load(self.buf, handles), (self, list(idx)))
 
     def region(self, idx: Tuple[Any, ...]) -> Region:
         self._check_rank(len(idx), "sliced")
