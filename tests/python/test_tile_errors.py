@@ -369,6 +369,15 @@ def test_kernel_structure():
     kernel_error(ValueError, "T.fill is only valid inside a T.Kernel block", 3, 13, make)
 
     def make():
+        n = T.symbolic("n")
+
+        @T.prim_func
+        def main(A: T.Tensor((n,), "float32")):
+            if n > 2:
+                pass
+    kernel_error(ValueError, "a symbolic if is only valid inside a T.Kernel block", 5, 13, make)
+
+    def make():
         @T.prim_func
         def main(A: T.Tensor((4,), "float32")):
             with T.Kernel(1):

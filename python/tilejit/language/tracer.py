@@ -441,7 +441,7 @@ class Tracer:
         if not is_symbolic(cond):
             return _IfState(False, bool(cond))
         span = user_span()
-        b = self.tile("if", span)
+        b = self.tile("a symbolic if", span)
         b.begin_if(as_bool_handle(self, cond), span)
         self.frames.append(IF)
         return _IfState(True, False)
@@ -521,7 +521,7 @@ class Tracer:
         c = cond()
         if is_symbolic(c):
             span = user_span()
-            b = self.tile("while", span)
+            b = self.tile("a symbolic while", span)
             b.begin_while(as_bool_handle(self, c), span)
             self.frames.append(WHILE)
             yield None
