@@ -649,3 +649,32 @@ def test_tilelang_readme_gemm_traces():
         "      C_local[i, j] = max(C_local[i, j], 0.0)",
         "  copy(C_local -> C@[(by * 128), (bx * 128)])",
     ]
+
+
+@T.macro
+def clamp_row(buf, i, n, limit):
+    """A helper at module level: traced (and rewritten) where it is called."""
+    for j in T.serial(n):
+        if buf[i, j] > limit:
+            buf[i, j] = limit
+        elif not buf[i, j] > -limit:
+            buf[i, j] = -limit
+
+
+def test_macros_are_rewritten_where_called():
+    with recording():
+        @T.prim_func
+        def main(A: T.Tensor((4, 8), "float32")):
+            with T.Kernel(4) as bx:
+                clamp_row(A, bx, 8, 1.5)
+    assert lines(main)[1:] == [
+        "  for j in serial(0, +8):",
+        "    if (A[bx, j] > 1.5):",
+        "      A[bx, j] = 1.5",
+        "    else:",
+        "      if (not (A[bx, j] > -1.5)):",
+        "        A[bx, j] = -1.5",
+    ]
+    with pytest.raises(RuntimeError, match="^the T.macro clamp_row is only callable inside a "
+                                           "function decorated with @T.prim_func$"):
+        clamp_row(None, 0, 1, 1.0)

@@ -24,7 +24,8 @@ alloc_reducer / alloc_global``, ``T.copy``, ``T.gemm``, ``T.fill``,
 ``T.Cast`` / ``.astype``, ``T.max / min / abs / exp / exp2 / log / log2 /
 sqrt / rsqrt / tanh / sigmoid``, ``T.if_then_else``, ``T.infinity``,
 ``T.ceildiv``, dtype objects (``T.float16`` ...) and strings, ``T.symbolic``
-/ ``T.dynamic``, and ``T.use_swizzle`` (accepted; no target uses it yet). Anything else named ``T.x`` is an error naming it.
+/ ``T.dynamic``, ``T.macro`` helpers, and ``T.use_swizzle`` (accepted; no
+target uses it yet). Anything else named ``T.x`` is an error naming it.
 
 Phase 1 body spelling (``T.source``): each body is C++ (CUDA C++ for
 ``cuda=``) statements that run once per block of the grid. They see
@@ -57,7 +58,7 @@ from .. import _C
 from . import dtypes
 from .builder import use_builder
 from .declare import (Buffer, Expr, Kernel, PrimFunc, Tensor, TensorType, _state, dynamic,
-                      prim_func, source, symbolic)
+                      macro, prim_func, source, symbolic)
 from .dtypes import (DType, ScalarType, bfloat16, boolean, dtype_name, float16, float32,
                      float64, int8, int16, int32, int64, uint8)
 from .ops import (Cast, GemmWarpPolicy, Parallel, Pipelined, abs, alloc_fragment,
@@ -77,7 +78,7 @@ bool = boolean  # noqa: A001
 
 __all__ = [
     "Expr", "PrimFunc", "symbolic", "dynamic", "Tensor", "Buffer", "TensorType", "ScalarType",
-    "DType", "dtype", "dtype_name", "Kernel", "source", "prim_func",
+    "DType", "dtype", "dtype_name", "Kernel", "source", "prim_func", "macro",
     "float64", "float32", "float16", "bfloat16", "float", "double", "half", "int8", "int16",
     "int32", "int64", "uint8", "bool",
     "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_reducer",
