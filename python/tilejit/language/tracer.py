@@ -354,7 +354,10 @@ class Tracer:
         if isinstance(old, VarBuffer) and not isinstance(value, BufferProxy):
             old.set(value)
             return old
-        if isinstance(value, Value) and self.in_kernel() and self.b.has_load(value.h):
+        # (No builder yet: no value reads a buffer, and a phase-1 body
+        # binding `i = bx` must not make one.)
+        if isinstance(value, Value) and self._b is not None and self.in_kernel() and \
+                self._b.has_load(value.h):
             span = user_span()
             self.tile("an assignment", span)
             return Value(self.b.let(name, value.h, span))
