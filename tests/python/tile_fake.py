@@ -94,9 +94,6 @@ class FakeBuilder:
     def dtype(self, h):
         return h.dtype
 
-    def has_load(self, h):
-        return h.loads
-
     def text(self, h):
         return h.text
 

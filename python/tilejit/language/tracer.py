@@ -25,10 +25,10 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import _C
-from . import dtypes
 from .spans import Span, error, span_text, user_span
-from .values import (PY_BINARY, PY_COMPARE, PY_INPLACE, BufferProxy, Region, Value,
-                     VarBuffer, as_bool_handle, binary, is_symbolic, static_value, to_handle)
+from .values import (PY_BINARY, PY_COMPARE, PY_INPLACE, BufferProxy, Value,
+                     VarBuffer, as_bool_handle, binary, is_symbolic, reads, static_value,
+                     to_handle)
 
 _state = threading.local()
 
@@ -354,10 +354,7 @@ class Tracer:
         if isinstance(old, VarBuffer) and not isinstance(value, BufferProxy):
             old.set(value)
             return old
-        # (No builder yet: no value reads a buffer, and a phase-1 body
-        # binding `i = bx` must not make one.)
-        if isinstance(value, Value) and self._b is not None and self.in_kernel() and \
-                self._b.has_load(value.h):
+        if isinstance(value, Value) and value._reads and self.in_kernel():
             span = user_span()
             self.tile("an assignment", span)
             return Value(self.b.let(name, value.h, span))
@@ -403,7 +400,7 @@ class Tracer:
                     continue
                 return other
             value = Value(self.b.binary("and", as_bool_handle(self, value),
-                                        as_bool_handle(self, other)))
+                                        as_bool_handle(self, other)), reads=reads(value, other))
         return value
 
     def or_(self, *thunks: Callable[[], Any]) -> Any:
@@ -420,13 +417,13 @@ class Tracer:
                     continue
                 return other
             value = Value(self.b.binary("or", as_bool_handle(self, value),
-                                        as_bool_handle(self, other)))
+                                        as_bool_handle(self, other)), reads=reads(value, other))
         return value
 
     def not_(self, value: Any) -> Any:
         if not is_symbolic(value):
             return not value
-        return Value(self.b.unary("not", as_bool_handle(self, value)))
+        return Value(self.b.unary("not", as_bool_handle(self, value)), reads=reads(value))
 
     def ifexp(self, cond: Any, then: Callable[[], Any], orelse: Callable[[], Any]) -> Any:
         if not is_symbolic(cond):
@@ -438,7 +435,8 @@ class Tracer:
             if isinstance(x, (Value, VarBuffer)):
                 dt = self.b.dtype(to_handle(self, x))
                 break
-        return Value(self.b.select(c, to_handle(self, t, dt), to_handle(self, f, dt)))
+        return Value(self.b.select(c, to_handle(self, t, dt), to_handle(self, f, dt)),
+                     reads=reads(cond, t, f))
 
     def if_(self, cond: Any) -> _IfState:
         if not is_symbolic(cond):

@@ -22,7 +22,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from .. import _C
 from . import dtypes
-from .spans import error, user_span
+from .spans import error
 
 __all__ = ["Value", "BufferProxy", "VarBuffer", "Region", "is_symbolic", "current_tracer"]
 
@@ -126,7 +126,7 @@ def binary(op: str, a: Any, b: Any) -> "Value":
     tr = current_tracer("an expression")
     ha = to_handle(tr, a, dtype_of(tr, b))
     hb = to_handle(tr, b, dtype_of(tr, a))
-    return Value(tr.b.binary(op, ha, hb))
+    return Value(tr.b.binary(op, ha, hb), reads=reads(a, b))
 
 
 def as_bool_handle(tr: Any, x: Any) -> Any:
@@ -143,18 +143,29 @@ def cast(x: Any, dtype: Any) -> Any:
     tr = current_tracer("T.cast")
     h = to_handle(tr, x, name)
     if tr.b.dtype(h) == name:
-        return Value(h)
-    return Value(tr.b.cast(name, h))
+        return Value(h, reads=reads(x))
+    return Value(tr.b.cast(name, h), reads=reads(x))
+
+
+def reads(*xs: Any) -> bool:
+    """Whether any of `xs` reads a buffer (then binding it to a name makes
+    a let, so that a later store cannot change its value)."""
+    for x in xs:
+        if isinstance(x, VarBuffer) or (isinstance(x, Value) and x._reads):
+            return True
+    return False
 
 
 class Value:
     """A scalar expression of a tile body (see the module docstring)."""
 
-    __slots__ = ("_h", "_load")
+    __slots__ = ("_h", "_load", "_reads")
 
-    def __init__(self, h: Any, load: Optional[Tuple["BufferProxy", List[Any]]] = None) -> None:
+    def __init__(self, h: Any, load: Optional[Tuple["BufferProxy", List[Any]]] = None,
+                 reads: bool = False) -> None:
         self._h = h
         self._load = load  # (buffer, indices) when this is buffer[indices]
+        self._reads = reads or load is not None
 
     @property
     def h(self) -> Any:
@@ -231,7 +242,7 @@ class Value:
         if tr.b.dtype(self.h) != "bool":
             raise error(TypeError, f"~ on the {tr.b.dtype(self.h)} expression '{self!r}': "
                                    f"bitwise operators are supported on bool masks only")
-        return Value(tr.b.unary("not", self.h))
+        return Value(tr.b.unary("not", self.h), reads=self._reads)
 
 
 def _logical(op: str, a: Any, b: Any) -> Value:
@@ -242,7 +253,8 @@ def _logical(op: str, a: Any, b: Any) -> Value:
             sym = '&' if op == 'and' else '|'
             raise error(TypeError, f"{sym} on a {d} expression: bitwise operators are "
                                    f"supported on bool masks only")
-    return Value(tr.b.binary(op, as_bool_handle(tr, a), as_bool_handle(tr, b)))
+    return Value(tr.b.binary(op, as_bool_handle(tr, a), as_bool_handle(tr, b)),
+                 reads=reads(a, b))
 
 
 _INTRINSICS = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "abs")
@@ -251,7 +263,7 @@ _INTRINSICS = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid",
 def call_intrinsic(name: str, x: Any) -> Value:
     tr = current_tracer(f"T.{name}")
     h = to_handle(tr, x, "float32" if name != "abs" else None)
-    return Value(tr.b.call(name, [h]))
+    return Value(tr.b.call(name, [h]), reads=reads(x))
 
 
 def _int_or_expr(x: Any) -> bool:
