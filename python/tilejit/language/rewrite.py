@@ -9,7 +9,7 @@ T.Kernel``) is plain Python that records by tracing. The rewrite turns
                                   __tj.endif_(s)
   for x, y in it: A           ->  for x, y in __tj.for_(it, ("x", "y")): A
   for i in range(a, b): A     ->  for i in __tj.for_(__tj.range_(range, a, b), ("i",)): A
-  while c: A                  ->  for _ in __tj.while_(lambda: c): A
+  while c: A                  ->  for __tj_w in __tj.while_(lambda: c): A
   break / continue            ->  if __tj.jump("break"): break
   return v                    ->  return __tj.ret(v)
   x = v                       ->  __tj.target = "x"; x = __tj.bind("x", v, <old x>)
@@ -157,7 +157,8 @@ class _Rewriter(ast.NodeTransformer):
         if node.orelse:
             raise self.fail(node, "while ... else")
         node = self.generic_visit(node)
-        target = ast.copy_location(ast.Name(id="_", ctx=ast.Store()), node)
+        self.count += 1
+        target = ast.copy_location(ast.Name(id=f"__tj_while{self.count}", ctx=ast.Store()), node)
         return ast.copy_location(ast.For(target=target,
                                          iter=_call("while_", [_lambda(node.test)], node),
                                          body=node.body, orelse=[], type_comment=None), node)
