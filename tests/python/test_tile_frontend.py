@@ -522,6 +522,7 @@ def test_spans_are_the_authors_file_line_and_column():
                         A[i] = A_s[i]
     file = __file__
     assert main.spans == [
+        ("param", (file, line + 3, 18)),
         ("kernel", (file, line + 4, 18)),
         ("alloc", (file, line + 5, 23)),
         ("copy", (file, line + 6, 17)),

@@ -108,6 +108,7 @@ class FakeBuilder:
         return E(name if n == 0 else f"{name}_{n}", dtype)
 
     def tensor_param(self, name, shape, dtype, span):
+        self.spans.append(("param", span))
         buf = Buf(name, shape, dtype, "global")
         self.params.append(f"{name}: {dtype}[{', '.join(s.text for s in shape)}]")
         return buf

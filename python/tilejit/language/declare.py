@@ -178,6 +178,7 @@ def prim_func(fn: Any = None, **options: Any) -> Any:
     tracer = _tracer.Tracer(name, params, _builder.make_builder)
     try:
         body = _rewrite.rewritten(fn, tracer, name)
+        tracer.param_spans = _rewrite.param_spans(fn)
         return _tracer.run(tracer, body)
     except Exception as e:
         strip_internal_frames(e)

@@ -40,7 +40,7 @@ import threading
 import types
 from typing import Any, Callable, Dict, Optional
 
-__all__ = ["rewritten"]
+__all__ = ["rewritten", "param_spans"]
 
 TJ = "__tj"
 
@@ -256,6 +256,8 @@ def _target_names(target: ast.expr) -> Any:
 
 
 _cache: Dict[types.CodeType, Callable[..., Any]] = {}
+# Where each parameter of a rewritten function is declared.
+_param_spans: Dict[types.CodeType, Dict[str, Any]] = {}
 _cache_lock = threading.Lock()
 _MAKER = "__tilejit_make__"
 
@@ -283,8 +285,11 @@ def _compile(fn: types.FunctionType, kernel: str) -> Optional[Callable[..., Any]
         return None
     stmt.decorator_list = []
     stmt.returns = None
+    spans = {}
     for a in stmt.args.posonlyargs + stmt.args.args + stmt.args.kwonlyargs:
+        spans[a.arg] = (filename, a.lineno, a.col_offset + 1)
         a.annotation = None  # the signature was read from the original function
+    _param_spans[fn.__code__] = spans
     body = _Rewriter(filename, kernel).visit(stmt)
     freevars = list(fn.__code__.co_freevars)
     args = [ast.arg(arg=TJ)] + [ast.arg(arg=n) for n in freevars]
@@ -322,3 +327,9 @@ def rewritten(fn: types.FunctionType, tracer: Any, kernel: str) -> Callable[...,
         except ValueError:  # a free variable not bound yet
             cells.append(None)
     return maker(tracer, *cells)
+
+
+def param_spans(fn: types.FunctionType) -> Dict[str, Any]:
+    """{parameter name: (file, line, col)} of a rewritten function; empty
+    when it was not rewritten."""
+    return _param_spans.get(fn.__code__, {})

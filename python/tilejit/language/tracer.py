@@ -203,6 +203,7 @@ class Tracer:
         self.names: Dict[str, int] = {p[0]: 1 for p in params}
         self.target: Optional[str] = None  # the name being assigned (rewrite.py)
         self.proxies: List[Any] = []
+        self.param_spans: Dict[str, Span] = {}  # set by prim_func from the rewrite
         for pname, dtype, shape in params:
             if shape is None:
                 self.proxies.append(ScalarParam(self, pname, dtype))
@@ -221,7 +222,7 @@ class Tracer:
             return self._b
         b = self.make_builder(self.name)
         for proxy in self.proxies:
-            span = ("", 0, 0)
+            span = self.param_spans.get(proxy.name, ("", 0, 0))
             if isinstance(proxy, ScalarParam):
                 proxy._h = b.scalar_param(proxy.name, proxy.dtype_name, span)
             else:
