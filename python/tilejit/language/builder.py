@@ -53,7 +53,9 @@ def _region(r: Tuple[Any, Optional[List[Tuple[Any, Any]]]]) -> Any:
         return _C.whole(buf)
     if all(extent is None for _, extent in ranges):
         return _C.corner(buf, [mn for mn, _ in ranges])
-    return _C.region(buf, list(ranges))
+    # A slice's extent is stop - start as written (A[i * 4:i * 4 + 4]):
+    # simplified, it is the constant the verifier and the lowering want.
+    return _C.region(buf, [(mn, _C.simplify(extent)) for mn, extent in ranges])
 
 
 class CBuilder:
