@@ -478,14 +478,14 @@ def test_assignments_let_bind_loads_only():
                 A[w] = v
                 u: T.float32 = A[1]   # annotated
                 a, b = A[2], bx       # tuple targets: Python's
-                A[a] = b
+                A[b] = a
                 A[0] += 1
     assert lines(main)[1:] == [
         "  let v = A[bx]",
         "  A[bx] = 0.0",
         "  A[((bx * 2) + 1)] = v",
         "  let u = A[1]",
-        "  A[A[2]] = float32(bx)",
+        "  A[bx] = A[2]",
         "  A[0] = (A[0] + 1.0)",
     ]
 
