@@ -462,3 +462,89 @@ def test_tracebacks_end_in_the_authors_code():
     # T.prim_func itself (which raises it); none of the tracer's.
     assert [f.name for f in frames[-3:]] == ["make", "prim_func", "main"]
     assert frames[-2].filename.startswith(package) and frames[-3].filename == F
+
+
+def test_more_value_and_buffer_errors():
+    def make():
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1) as bx:
+                A[0] = ~bx
+    kernel_error(TypeError, "~ on the int32 expression 'bx': bitwise operators are supported on "
+                            "bool masks only", 4, 24, make)
+
+    def make():
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1) as bx:
+                A[0] = float(bx)
+    kernel_error(TypeError, "the symbolic value 'bx' is used as a Python float; its value is "
+                            "known only when the kernel runs", 4, 24, make)
+
+    def make():
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1) as bx:
+                a, b = bx
+    kernel_error(TypeError, "the symbolic value 'bx' is not iterable", 4, 17, make)
+
+    def make():
+        @T.prim_func
+        def main(A: T.Tensor((4, 4), "float32")):
+            with T.Kernel(1):
+                T.copy(A[0:2], A)
+    kernel_error(IndexError, "A: sliced with 1 index; the buffer has 2 dimensions", 4, 24, make)
+
+
+def test_more_op_argument_errors():
+    def make():
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1):
+                T.alloc_shared(None, "float32")
+    kernel_error(TypeError, "T.alloc_shared: the shape must be a tuple of ints, got NoneType",
+                 4, 17, make)
+
+    def make():
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1):
+                T.alloc_var("int32", 1, 2)
+    kernel_error(TypeError, "T.alloc_var takes (dtype, init) or (dtype, init=...)", 4, 17, make)
+
+    def make():
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1):
+                T.finalize_reducer(3)
+    kernel_error(TypeError, "T.finalize_reducer: expected a buffer from T.alloc_reducer, got int",
+                 4, 17, make)
+
+    def make():
+        @T.prim_func
+        def main(A: T.Tensor((4, 4), "float32"), B: T.Tensor((4,), "float32")):
+            with T.Kernel(1) as bx:
+                T.reduce_sum(A, B, clear=bx > 0)
+    kernel_error(TypeError, "T.reduce_sum: clear must be a Python bool, got the expression "
+                            "'(bx > 0)'", 4, 17, make)
+
+    def make():
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1):
+                T.get_thread_binding(3)
+    kernel_error(ValueError, "T.get_thread_binding: dim must be 0, 1 or 2, got 3", 4, 17, make)
+
+    def make():
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1):
+                T.use_swizzle(4, order="diagonal")
+    kernel_error(ValueError, "T.use_swizzle: order must be 'row' or 'col', got 'diagonal'",
+                 4, 17, make)
+
+    def make():
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            T.use_swizzle(4)
+    kernel_error(ValueError, "T.use_swizzle is only valid inside a T.Kernel block", 3, 13, make)

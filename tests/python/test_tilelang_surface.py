@@ -301,3 +301,24 @@ def test_autotune_errors():
     with pytest.raises(RuntimeError, match=r"^g: no autotune config compiled and passed its "
                                            r"check \(2 tried\): ValueError: k=. does not build$"):
         g(1)
+
+
+def test_surface_argument_errors():
+    with raises_exact(TypeError, "tilejit.jit: a pass_configs key must be a str or a "
+                                 "PassConfigKey, got int"):
+        tilelang.jit(pass_configs={3: True})
+    with raises_exact(TypeError, "tilejit.autotune takes its configs by keyword: "
+                                 "@autotune(configs=[...]) above @jit(...)"):
+        tilelang.autotune(lambda: None, configs=[])
+
+    @tilelang.autotune(configs=[])
+    @tilelang.jit(target="cpu")
+    def h(n, k=0):
+        return None
+
+    with raises_exact(TypeError, "h: autotune configs must be a non-empty list of dicts of "
+                                 "argument values"):
+        h(1)
+    kernel = scale_kernel(2.0, 4)
+    with raises_exact(AssertionError, "scale: the kernel returned 1 outputs and the reference 2"):
+        kernel.get_profiler().assert_allclose(lambda X: (X, X))
