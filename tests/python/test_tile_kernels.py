@@ -67,6 +67,8 @@ def test_tilelang_readme_gemm_runs_unchanged_on_the_cpu():
     kernel(a, b, c)
     np.testing.assert_allclose(c, np.maximum(a @ b, 0), rtol=1e-4, atol=1e-4)
     assert kernel.get_kernel_source() == kernel.source
+    profiler = kernel.get_profiler(tensor_supply_type=tilelang.TensorSupplyType.Normal)
+    assert profiler.do_bench(n_warmup=1, n_repeat=2) > 0
 
 
 @needs_tile_cpu
