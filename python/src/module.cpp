@@ -137,6 +137,8 @@ NB_MODULE(_C, m) {
   m.def("set_cache_dir",
         [](const std::string& dir) { runtime::CompileCache::global().set_disk_dir(dir); },
         nb::arg("path"), "Points the disk cache of binaries at `path` ('' disables it).");
+  m.def("cache_dir", [] { return runtime::CompileCache::global().disk().dir(); },
+        "The disk cache's directory ('' when disabled).");
   m.def("set_num_threads", &cpu::set_num_threads, nb::arg("n"),
         "Threads that run the blocks of a CPU launch, counting the caller.");
   m.def("get_num_threads", &cpu::num_threads);

@@ -27,14 +27,41 @@ from ._C import CompileError, InternalError, Kernel, OutOfMemoryError, PrimFunc
 from . import language
 from .jit import JitFunction, compile, jit
 from .jit import _clear_all_factories, _kernel_count
+# TileLang's top-level surface (import tilejit as tilelang).
+from . import autotuner, cache, math, profiler, testing, transform
+from .autotuner import autotune
+from .cache import disable_cache, enable_cache, is_cache_enabled
+from .language.dtypes import DataType
+from .math import cdiv, next_power_of_2
+from .profiler import Profiler, TensorSupplyType
+from .transform import PassConfigKey
 
 __version__ = "0.1.0"
 
 # The seed API's name for a compiled kernel.
 JITKernel = Kernel
 
+
+def _get_kernel_source(self: Kernel) -> str:
+    """The generated translation unit (TileLang's name for Kernel.source)."""
+    return self.source
+
+
+def _get_profiler(self: Kernel, tensor_supply_type: TensorSupplyType = TensorSupplyType.Auto) \
+        -> Profiler:
+    """A profiler over inputs generated from this kernel's signature
+    (tilejit.profiler)."""
+    return Profiler(self, tensor_supply_type)
+
+
+Kernel.get_kernel_source = _get_kernel_source
+Kernel.get_profiler = _get_profiler
+
 __all__ = [
     "jit", "compile", "language", "Kernel", "JITKernel", "JitFunction", "PrimFunc",
+    "autotune", "autotuner", "cache", "disable_cache", "enable_cache", "is_cache_enabled",
+    "DataType", "cdiv", "next_power_of_2", "math", "profiler", "Profiler", "TensorSupplyType",
+    "testing", "transform", "PassConfigKey",
     "CompileError", "OutOfMemoryError", "InternalError",
     "pool_stats", "cache_stats", "empty_cache", "set_num_threads", "get_num_threads",
     "set_workspace_limit", "set_cache_dir",

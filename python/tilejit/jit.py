@@ -16,7 +16,9 @@ import weakref
 from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 from . import _C
+from . import cache as _cache
 from . import language as _language
+from . import transform as _transform
 
 __all__ = ["jit", "compile", "JitFunction"]
 
@@ -36,12 +38,24 @@ def _copy_index(value: Any) -> Any:
     return value
 
 
+def _target_name(target: Any) -> Any:
+    """TileLang's spellings of a target: "llvm" and "c" are the CPU, a dict
+    names its kind ({"kind": "cuda", "arch": "sm_90"})."""
+    if isinstance(target, dict):
+        target = target.get("kind", target)
+    if target in ("llvm", "c"):
+        return "cpu"
+    return target
+
+
 def compile(prim_func: _C.PrimFunc, out_idx: IndexArg = None,  # noqa: A001 (the seed's name)
             workspace_idx: IndexArg = None, target: str = "auto",
             workspace_init: Optional[Dict[str, str]] = None,
             compile_flags: Optional[Sequence[str]] = None,
             extra_compile_flags: Optional[Sequence[str]] = None,
-            disk_cache: bool = True) -> _C.Kernel:
+            disk_cache: bool = True, pass_configs: Optional[Dict[Any, Any]] = None,
+            execution_backend: Any = None, target_host: Any = None, verbose: Any = None,
+            debug_root_path: Any = None) -> _C.Kernel:
     """Compiles a PrimFunc into a Kernel (no in-memory cache: every call
     builds a Kernel, though the disk cache spares the compiler).
 
@@ -50,8 +64,15 @@ def compile(prim_func: _C.PrimFunc, out_idx: IndexArg = None,  # noqa: A001 (the
     target: "auto" (cuda when available and the PrimFunc has a cuda body),
     "cpu" or "cuda". workspace_init: {workspace name: "empty" | "zero" |
     "zero_once"}. compile_flags replace the backend's default flags;
-    extra_compile_flags are appended.
+    extra_compile_flags are appended. pass_configs (tilejit.PassConfigKey
+    names) are accepted and have no effect, an unknown key is warned about
+    once; execution_backend, target_host, verbose and debug_root_path are
+    accepted for TileLang's programs and ignored. tilejit.disable_cache()
+    turns the disk cache off for every compile.
     """
+    _transform.check_pass_configs(pass_configs, getattr(prim_func, "name", "tilejit.compile"))
+    target = _target_name(target)
+    disk_cache = bool(disk_cache) and _cache.is_cache_enabled()
     if not isinstance(prim_func, _C.PrimFunc):
         raise TypeError(f"tilejit.compile expects a T.prim_func, got {type(prim_func).__name__}")
     if not isinstance(target, str):
@@ -161,7 +182,9 @@ class JitFunction:
 def jit(func: Any = None, *, out_idx: IndexArg = None, workspace_idx: IndexArg = None,
         target: str = "auto", workspace_init: Optional[Dict[str, str]] = None,
         compile_flags: Optional[Sequence[str]] = None,
-        extra_compile_flags: Optional[Sequence[str]] = None, disk_cache: bool = True) -> Any:
+        extra_compile_flags: Optional[Sequence[str]] = None, disk_cache: bool = True,
+        pass_configs: Optional[Dict[Any, Any]] = None, execution_backend: Any = None,
+        target_host: Any = None, verbose: Any = None, debug_root_path: Any = None) -> Any:
     """Decorates a kernel factory (a function returning a T.prim_func):
 
         @tilejit.jit(out_idx=[3], workspace_idx=[4, 5, 6, 7])
@@ -178,7 +201,8 @@ def jit(func: Any = None, *, out_idx: IndexArg = None, workspace_idx: IndexArg =
                    target=target, workspace_init=dict(workspace_init) if isinstance(
                        workspace_init, dict) else workspace_init,
                    compile_flags=_copy_index(compile_flags),
-                   extra_compile_flags=_copy_index(extra_compile_flags), disk_cache=disk_cache)
+                   extra_compile_flags=_copy_index(extra_compile_flags), disk_cache=disk_cache,
+                   pass_configs=_transform.check_pass_configs(pass_configs, "tilejit.jit"))
 
     def wrap(f: Any) -> Any:
         if isinstance(f, _C.PrimFunc):

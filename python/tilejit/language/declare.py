@@ -1,0 +1,205 @@
+"""Declaring a kernel: symbols, parameter types, ``T.prim_func``, ``T.Kernel``
+and phase 1's ``T.source``.
+
+``T.prim_func`` reads the signature from the annotations, rewrites the body
+(rewrite.py) and runs it once with parameter proxies (tracer.py). The body
+is then either phase 1's source text per target (``T.source``) or a tile
+body recorded into the builder (builder.py); either way the result is a
+``tilejit.PrimFunc``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from typing import Any, Dict, Optional, Tuple, Union
+
+from .. import _C
+from . import builder as _builder
+from . import rewrite as _rewrite
+from . import tracer as _tracer
+from .dtypes import DType, dtype_name
+from .spans import strip_internal_frames, user_span
+
+Expr = _C.Expr
+PrimFunc = _C.PrimFunc
+_state = _tracer._state
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def symbolic(name: str, dtype: Any = "int64") -> Any:
+    """A dynamic dimension, bound at each call from the inputs' shapes.
+
+    Symbols are identified by name: ``T.symbolic("b")`` twice is one symbol.
+    ``dtype`` is accepted for compatibility with TileLang; symbols are int64.
+    Several names at once (``T.symbolic("m, n")``) give a tuple.
+    """
+    if "," in name or " " in name.strip():
+        names = [n for n in name.replace(",", " ").split() if n]
+        return tuple(Expr.var(n) for n in names)
+    return Expr.var(name)
+
+
+def dynamic(name: str, dtype: Any = "int32") -> Any:
+    """TileLang's newer name of T.symbolic."""
+    return symbolic(name, dtype)
+
+
+def _shape_tuple(shape: Any, what: str) -> Tuple[Union[int, Expr], ...]:
+    if _is_int(shape) or isinstance(shape, Expr):
+        shape = (shape,)
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise TypeError(f"{what}: the shape must be a list of ints and T.symbolic expressions, "
+                        f"got {type(shape).__name__}") from None
+    for d, dim in enumerate(dims):
+        if not (_is_int(dim) or isinstance(dim, Expr)):
+            raise TypeError(f"{what}: dimension {d} must be an int or a T.symbolic expression, "
+                            f"got {type(dim).__name__}")
+    return dims
+
+
+class TensorType:
+    """The annotation of a tensor parameter: a shape of ints and symbolic
+    expressions, and a dtype."""
+
+    def __init__(self, shape: Any, dtype: Any = "float32") -> None:
+        self.shape = _shape_tuple(shape, "T.Tensor")
+        self.dtype = dtype_name(dtype)
+
+    def __repr__(self) -> str:
+        dims = ", ".join(repr(d) for d in self.shape)
+        return f"T.Tensor([{dims}], {self.dtype!r})"
+
+
+def Tensor(shape: Any, dtype: Any = "float32") -> TensorType:  # noqa: N802 (TileLang's name)
+    """``T.Tensor([b, s, heads, dim], "bfloat16")``: a tensor parameter's type."""
+    return TensorType(shape, dtype)
+
+
+Buffer = Tensor
+
+
+class Kernel:
+    """``with T.Kernel(*grid, threads=128) as (bx, by):`` a launch: one to
+    three grid extents (ints or symbolic expressions) and the threads per
+    block, an int or a tuple of up to three (CUDA; the CPU runs a block on
+    one thread). Yields the block indices, one per grid extent."""
+
+    def __init__(self, *grid: Any, threads: Any = 128, is_cpu: bool = False,
+                 prelude: Optional[str] = None) -> None:
+        # is_cpu: accepted for TileLang compatibility; the target decides.
+        self.grid = list(grid)
+        self.threads = threads
+        self._span = user_span()
+        self._tracer: Any = None
+
+    def __enter__(self) -> Any:
+        tr = _tracer.active()
+        if tr is None:
+            raise RuntimeError("T.Kernel is only valid inside a function decorated with "
+                               "@T.prim_func")
+        self._tracer = tr
+        return tr.enter_kernel(self.grid, self.threads, self._span)
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        self._tracer.exit_kernel(exc_type is not None)
+
+
+def source(cpu: Optional[str] = None, cuda: Optional[str] = None, **targets: str) -> None:
+    """Gives the body's source text per target (phase 1; see the package
+    docstring for what a body sees). Each target's body is given once."""
+    tr = _tracer.active()
+    if tr is None:
+        raise RuntimeError("T.source is only valid inside a function decorated with "
+                           "@T.prim_func")
+    given = dict(targets)
+    if cpu is not None:
+        given["cpu"] = cpu
+    if cuda is not None:
+        given["cuda"] = cuda
+    tr.source(given)
+
+
+def _resolve_annotation(ann: Any, fn: Any, caller_locals: Dict[str, Any], kernel: str,
+                        param: str) -> Any:
+    """Annotations are objects, unless the module has `from __future__ import
+    annotations`: then they are strings, evaluated here where the prim_func
+    was declared (the factory's locals hold the symbols)."""
+    if not isinstance(ann, str):
+        return ann
+    scope = dict(fn.__globals__)
+    scope.update(caller_locals)
+    if fn.__closure__:
+        for n, c in zip(fn.__code__.co_freevars, fn.__closure__):
+            try:
+                scope[n] = c.cell_contents
+            except ValueError:
+                pass
+    try:
+        return eval(ann, scope)  # noqa: S307: the author's own annotation text
+    except Exception as e:
+        raise TypeError(f"{kernel}: the annotation of parameter '{param}' is the string "
+                        f"{ann!r}, which cannot be evaluated where the prim_func is declared "
+                        f"({type(e).__name__}: {e})") from None
+
+
+def prim_func(fn: Any = None, **options: Any) -> Any:
+    """Declares a kernel: runs ``fn`` once (rewritten, see rewrite.py) with
+    parameter proxies and returns the PrimFunc (signature in annotation
+    order, and a tile body or phase 1's launch and source bodies). Under
+    ``tilejit.jit`` the PrimFunc takes the factory's name. TileLang's
+    keyword options (``private=``, ...) are accepted and ignored."""
+    if fn is None:
+        return lambda f: prim_func(f, **options)
+    name = getattr(_state, "factory_name", None) or fn.__name__
+    caller = sys._getframe(1)
+    caller_locals = dict(caller.f_locals)
+    del caller
+    params = []
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            raise TypeError(f"{name}: parameter '{p.name}' must be a plain positional parameter")
+        ann = _resolve_annotation(p.annotation, fn, caller_locals, name, p.name)
+        if isinstance(ann, TensorType):
+            params.append((p.name, ann.dtype, list(ann.shape)))
+        elif isinstance(ann, DType):
+            params.append((p.name, ann.name, None))
+        elif ann is inspect.Parameter.empty:
+            raise TypeError(f"{name}: parameter '{p.name}' has no annotation; annotate it with "
+                            f"T.Tensor(shape, dtype) or T.int32 / T.int64 / T.float32")
+        else:
+            raise TypeError(f"{name}: parameter '{p.name}' is annotated with {ann!r}; expected "
+                            f"T.Tensor(shape, dtype) or T.int32 / T.int64 / T.float32")
+    tracer = _tracer.Tracer(name, params, _builder.make_builder)
+    try:
+        body = _rewrite.rewritten(fn, tracer, name)
+        tracer.param_spans = _rewrite.param_spans(fn)
+        return _tracer.run(tracer, body)
+    except Exception as e:
+        strip_internal_frames(e)
+        raise e.with_traceback(e.__traceback__) from e.__cause__
+
+
+def macro(fn: Any = None, **options: Any) -> Any:
+    """``@T.macro``: a helper traced where a prim_func body calls it, with
+    the same rewrite as the body (so its ``if`` and ``for`` may be symbolic).
+    Its parameters are plain Python values: buffers, expressions, ints."""
+    if fn is None:
+        return lambda f: macro(f, **options)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        tr = _tracer.active()
+        if tr is None:
+            raise RuntimeError(f"the T.macro {fn.__name__} is only callable inside a function "
+                               f"decorated with @T.prim_func")
+        return _rewrite.rewritten(fn, tr, fn.__name__)(*args, **kwargs)
+
+    call.__name__ = getattr(fn, "__name__", "macro")
+    call.__doc__ = getattr(fn, "__doc__", None)
+    call.__wrapped__ = fn
+    return call

@@ -1,0 +1,147 @@
+"""Element types of the tile language: ``T.float16``, ``T.bfloat16``,
+``T.float32`` (also ``T.float``), ``T.int32`` ... and the dtype strings
+("float" is float32, "bf16" is bfloat16, as the C++ parser spells them).
+
+A dtype object is three things at once, as in TileLang: an annotation of a
+scalar parameter (``n: T.int32``), a dtype argument (``T.alloc_shared(shape,
+T.float16)``, equal to the string "float16"), and inside a kernel body a
+conversion (``T.float32(x)`` is ``T.cast(x, "float32")``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _C
+
+__all__ = ["DType", "ScalarType", "DataType", "dtype_name", "is_float", "is_int", "bits_of"]
+
+_BITS = {"float64": 64, "float32": 32, "float16": 16, "bfloat16": 16, "int8": 8, "int16": 16,
+         "int32": 32, "int64": 64, "uint8": 8, "bool": 1}
+
+
+class DType:
+    """A named element type: ``T.float16``. Compares equal to its name."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"T.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, DType):
+            return self.name == other.name
+        if isinstance(other, str):
+            try:
+                return self.name == dtype_name(other)
+            except ValueError:
+                return False
+        return NotImplemented
+
+    def __ne__(self, other: Any) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    @property
+    def bits(self) -> int:
+        return _BITS.get(self.name, 0)
+
+    def __call__(self, value: Any) -> Any:
+        """Inside a kernel body: the value converted to this dtype."""
+        from . import builder
+        return builder.cast(value, self.name)
+
+
+# Phase 1's name for the annotation of a scalar parameter.
+ScalarType = DType
+
+
+class DataType(str):
+    """``tilelang.DataType("float16")``: a dtype name with its properties
+    (``bits``, ``lanes``, ``is_float`` ...)."""
+
+    def __new__(cls, name: Any) -> "DataType":
+        return super().__new__(cls, dtype_name(name))
+
+    @property
+    def dtype(self) -> str:
+        return str(self)
+
+    @property
+    def bits(self) -> int:
+        return _BITS[str(self)]
+
+    @property
+    def lanes(self) -> int:
+        return 1
+
+    @property
+    def itemsize(self) -> int:
+        return max(1, self.bits // 8)
+
+    def is_float(self) -> bool:
+        return is_float(str(self))
+
+    def is_int(self) -> bool:
+        return is_int(str(self))
+
+    def is_bool(self) -> bool:
+        return str(self) == "bool"
+
+
+def dtype_name(dtype: Any) -> str:
+    """The canonical tilejit name of a dtype given as a string ("bf16",
+    "float"), a T dtype object, a numpy dtype or scalar type (np.float32,
+    ml_dtypes.bfloat16) or a torch dtype (torch.bfloat16). torch is never
+    imported: a torch dtype is recognised by its module."""
+    if isinstance(dtype, str):
+        return _C.parse_dtype(dtype)
+    if isinstance(dtype, DType):
+        return dtype.name
+    module = type(dtype).__module__ or ""
+    if module == "torch" or module.startswith("torch."):
+        return _C.parse_dtype(str(dtype).rpartition(".")[2])
+    try:
+        import numpy as np
+        name = np.dtype(dtype).name
+    except TypeError:
+        raise TypeError(f"unknown dtype {dtype!r}; expected a name such as 'float32', "
+                        f"a numpy dtype or a torch dtype") from None
+    return _C.parse_dtype(name)
+
+
+def is_float(name: str) -> bool:
+    return name in ("float64", "float32", "float16", "bfloat16")
+
+
+def is_int(name: str) -> bool:
+    return name in ("int8", "int16", "int32", "int64", "uint8")
+
+
+def bits_of(name: str) -> int:
+    return _BITS.get(name, 0)
+
+
+float64 = DType("float64")
+float32 = DType("float32")
+float16 = DType("float16")
+bfloat16 = DType("bfloat16")
+int8 = DType("int8")
+int16 = DType("int16")
+int32 = DType("int32")
+int64 = DType("int64")
+uint8 = DType("uint8")
+boolean = DType("bool")
+# TileLang's aliases.
+float = float32  # noqa: A001
+double = float64
+half = float16

@@ -1,0 +1,95 @@
+"""tilelang.transform: the names of TileLang's pass configurations.
+
+``pass_configs={tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True}`` is
+accepted by tilejit.jit and tilejit.compile so that TileLang programs run
+unchanged. They tune TVM passes that tilejit does not have, so none of them
+changes what tilejit generates; a key that is not one of these names is
+warned about once per process (a typo would otherwise go unnoticed).
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import warnings
+from typing import Any, Dict, Optional
+
+__all__ = ["PassConfigKey", "check_pass_configs"]
+
+
+class PassConfigKey(str, enum.Enum):
+    """TileLang's pass-configuration keys (tilelang/transform/pass_config.py)."""
+
+    TL_SIMPLIFY = "tl.Simplify"
+    TL_DISABLE_BUFFER_INIT_CHECK = "tl.disable_buffer_init_check"
+    TL_DISABLE_DATA_RACE_CHECK = "tl.disable_data_race_check"
+    TL_DISABLE_WARP_SPECIALIZED = "tl.disable_warp_specialized"
+    TL_ENABLE_FAST_MATH = "tl.enable_fast_math"
+    TL_PTXAS_REGISTER_USAGE_LEVEL = "tl.ptxas_register_usage_level"
+    TL_DEVICE_COMPILE_FLAGS = "tl.device_compile_flags"
+    TL_EMIT_LINE_DIRECTIVES = "tl.emit_line_directives"
+    TL_CONFIG_INDEX_BITWIDTH = "tl.config_index_bitwidth"
+    TL_LAYOUT_COST_MODEL = "tl.layout_cost_model"
+    TL_DISABLE_TMA_LOWER = "tl.disable_tma_lower"
+    TL_DISABLE_SAFE_MEMORY_ACCESS = "tl.disable_safe_memory_legalize"
+    TL_ENABLE_ASYNC_COPY = "tl.enable_async_copy"
+    TL_DISABLE_WGMMA = "tl.disable_wgmma"
+    TL_DEBUG_MERGE_SHARED_MEMORY_ALLOCATIONS = "tl.debug_merge_shared_memory_allocations"
+    TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE = "tl.enable_aggressive_shared_memory_merge"
+    TL_DISABLE_SHARED_MEMORY_REUSE = "tl.disable_shared_memory_reuse"
+    TL_DISABLE_SHUFFLE_ELECT = "tl.disable_shuffle_elect"
+    TL_DISABLE_LOOP_UNSWITCHING = "tl.disable_loop_unswitching"
+    TL_DISABLE_THREAD_STORAGE_SYNC = "tl.disable_thread_storage_sync"
+    TL_FORCE_LET_INLINE = "tl.force_let_inline"
+    TL_DISABLE_OUT_OF_BOUND_WARNING = "tl.disable_out_of_bound_warning"
+    TL_ENABLE_DUMP_IR = "tl.enable_dump_ir"
+    TL_DUMP_IR_DIR = "tl.dump_ir_path"
+    TL_PASS_PROFILE = "tl.pass_profile"
+    TIR_ENABLE_EQUIV_TERMS_IN_CSE = "tir.enable_equiv_terms_in_cse_tir"
+    TIR_DISABLE_CSE = "tirx.disable_cse_tir"
+    TIR_SIMPLIFY = "tirx.Simplify"
+    TIR_DISABLE_STORAGE_REWRITE = "tirx.disable_storage_rewrite"
+    TIR_DISABLE_VECTORIZE = "tirx.disable_vectorize"
+    TIR_USE_ASYNC_COPY = "tirx.use_async_copy"
+    TIR_ENABLE_DEBUG = "tirx.enable_debug"
+    TIR_MERGE_STATIC_SMEM = "tirx.merge_static_smem"
+    TIR_NOALIAS = "tirx.noalias"
+    CUDA_KERNELS_OUTPUT_DIR = "cuda.kernels_output_dir"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_KNOWN = {k.value for k in PassConfigKey} | {k.name for k in PassConfigKey}
+# Older TVM spellings of the same keys ("tir.disable_vectorize").
+_KNOWN |= {v.replace("tirx.", "tir.") for v in list(_KNOWN)}
+_warned: set = set()
+_lock = threading.Lock()
+
+
+def check_pass_configs(configs: Optional[Dict[Any, Any]], where: str) -> Optional[Dict[str, Any]]:
+    """The configs with str keys; warns once per unknown key."""
+    if configs is None:
+        return None
+    if not isinstance(configs, dict):
+        raise TypeError(f"{where}: pass_configs must be a dict, got {type(configs).__name__}")
+    out = {}
+    for key, value in configs.items():
+        name = key.value if isinstance(key, PassConfigKey) else key
+        if not isinstance(name, str):
+            raise TypeError(f"{where}: a pass_configs key must be a str or a PassConfigKey, "
+                            f"got {type(key).__name__}")
+        if name not in _KNOWN:
+            with _lock:
+                first = name not in _warned
+                _warned.add(name)
+            if first:
+                from .language.spans import user_frame
+                frame = user_frame()
+                warnings.warn_explicit(
+                    f"{where}: unknown pass config {name!r} (not a tilejit.PassConfigKey); it "
+                    f"is ignored", UserWarning,
+                    frame.f_code.co_filename if frame else "<unknown>",
+                    frame.f_lineno if frame else 0)
+        out[name] = value
+    return out

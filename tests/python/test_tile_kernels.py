@@ -1,0 +1,248 @@
+"""Tile-language kernels end to end on the CPU: the Python front end, the C++
+builder, the verifier and the CPU lowering, checked against numpy."""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import tilejit
+import tilejit as tilelang
+import tilejit.language as T
+from support import raises_exact
+from test_tile_frontend import readme_matmul
+
+def _why_tile_bodies_cannot_run():
+    """Why this build cannot run a tile body on the CPU, or "" when it can."""
+    if not hasattr(tilejit._C, "TileBuilder"):
+        return "this build has no tile builder"
+
+    @T.prim_func
+    def probe(A: T.Tensor((4,), "float32")):
+        with T.Kernel(1):
+            A[0] = 1
+
+    try:
+        tilejit.compile(probe, target="cpu")
+    except ValueError as e:
+        if "does not compile tile-IR bodies" in str(e):
+            return str(e)
+    return ""
+
+
+_WHY = _why_tile_bodies_cannot_run()
+needs_tile_cpu = pytest.mark.skipif(bool(_WHY), reason=_WHY)
+needs_tile_builder = pytest.mark.skipif(not hasattr(tilejit._C, "TileBuilder"),
+                                        reason="this build has no tile builder")
+
+
+@needs_tile_builder
+def test_the_readme_gemm_records_into_the_cpp_builder():
+    f = readme_matmul(1024, 512, T.symbolic("K"), 128, 128, 32)
+    assert isinstance(f, tilejit.PrimFunc) and f.is_tile
+    # As the verifier normalises it: every region a full slice.
+    assert f.script().splitlines() == [
+        "func matmul_relu_kernel(A: float16[1024, K], B: float16[K, 512], C: float16[1024, 512])",
+        "kernel(bx, by in [4, 8], threads tx in [128]):",
+        "  alloc A_shared: shared float16[128, 32]",
+        "  alloc B_shared: shared float16[32, 128]",
+        "  alloc C_local: fragment float32[128, 128]",
+        "  fill(C_local[0:128, 0:128], 0.0)",
+        "  for ko in pipelined(0, ceildiv(K, 32), stages=3):",
+        "    copy(A[by * 128:by * 128 + 128, ko * 32:ko * 32 + 32], A_shared[0:128, 0:32])",
+        "    copy(B[ko * 32:ko * 32 + 32, bx * 128:bx * 128 + 128], B_shared[0:32, 0:128])",
+        "    gemm(A_shared[0:128, 0:32], B_shared[0:32, 0:128], C_local[0:128, 0:128])",
+        "  for i in parallel(0, 128):",
+        "    for j in parallel(0, 128):",
+        "      C_local[i, j] = max(C_local[i, j], 0.0)",
+        "  copy(C_local[0:128, 0:128], C[by * 128:by * 128 + 128, bx * 128:bx * 128 + 128])",
+    ]
+
+RNG = np.random.default_rng(0)
+
+
+def rand(*shape, dtype=np.float32):
+    return RNG.uniform(-1, 1, size=shape).astype(dtype)
+
+
+@needs_tile_cpu
+def test_tilelang_readme_gemm_runs_unchanged_on_the_cpu():
+    # As the README runs it: compile through tilelang.jit, call with A, B, C.
+    kernel = tilelang.jit(readme_matmul, target="cpu")(256, 256, 128, 128, 128, 32,
+                                                       "float32", "float32")
+    a, b = rand(256, 128), rand(128, 256)
+    c = np.empty((256, 256), np.float32)
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, np.maximum(a @ b, 0), rtol=1e-4, atol=1e-4)
+    assert kernel.get_kernel_source() == kernel.source
+    profiler = kernel.get_profiler(tensor_supply_type=tilelang.TensorSupplyType.Normal)
+    assert profiler.do_bench(n_warmup=1, n_repeat=2) > 0
+
+
+@needs_tile_cpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_readme_gemm_low_precision(dtype):
+    if dtype == "bfloat16":
+        ml_dtypes = pytest.importorskip("ml_dtypes")
+        np_dtype = ml_dtypes.bfloat16
+    else:
+        np_dtype = np.float16
+    kernel = tilelang.jit(readme_matmul, out_idx=[-1], target="cpu")(128, 128, 64, 64, 64, 32,
+                                                                      dtype)
+    a, b = rand(128, 64).astype(np_dtype), rand(64, 128).astype(np_dtype)
+    c = kernel(a, b)
+    ref = np.maximum(a.astype(np.float32) @ b.astype(np.float32), 0)
+    np.testing.assert_allclose(c.astype(np.float32), ref, rtol=2e-2, atol=2e-2)
+
+
+@tilelang.jit(out_idx=[-1], target="cpu")
+def elementwise_add(n, block=64, dtype="float32"):
+    @T.prim_func
+    def main(A: T.Tensor((n,), dtype), B: T.Tensor((n,), dtype), C: T.Tensor((n,), dtype)):
+        with T.Kernel(T.ceildiv(n, block), threads=128) as bx:
+            for i in T.Parallel(block):
+                if bx * block + i < n:
+                    C[bx * block + i] = A[bx * block + i] + B[bx * block + i]
+    return main
+
+
+@needs_tile_cpu
+@pytest.mark.parametrize("n", [64, 100, 1000])
+def test_elementwise_add(n):
+    a, b = rand(n), rand(n)
+    np.testing.assert_allclose(elementwise_add(n)(a, b), a + b, rtol=1e-6)
+
+
+@tilelang.jit(out_idx=[-1], target="cpu")
+def symbolic_gemm(block_M=32, block_N=32, block_K=16):
+    M, N, K = T.symbolic("M"), T.symbolic("N"), T.symbolic("K")
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float32"), B: T.Tensor((K, N), "float32"),
+             C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M)) as (bx, by):
+            A_s = T.alloc_shared((block_M, block_K), "float32")
+            B_s = T.alloc_shared((block_K, block_N), "float32")
+            C_f = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
+                T.copy(A[by * block_M, k * block_K], A_s)
+                T.copy(B[k * block_K, bx * block_N], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C[by * block_M, bx * block_N])
+    return main
+
+
+@needs_tile_cpu
+@pytest.mark.parametrize("m, n, k", [(32, 32, 16), (50, 70, 30), (100, 33, 17)])
+def test_gemm_with_symbolic_shapes_and_partial_tiles(m, n, k):
+    kernel = symbolic_gemm()
+    a, b = rand(m, k), rand(k, n)
+    np.testing.assert_allclose(kernel(a, b), a @ b, rtol=1e-4, atol=1e-4)
+
+
+@tilelang.jit(out_idx=[-1], target="cpu")
+def softmax_rows(m, n, block_m=4):
+    @T.prim_func
+    def main(X: T.Tensor((m, n), "float32"), Y: T.Tensor((m, n), "float32")):
+        with T.Kernel(T.ceildiv(m, block_m)) as bx:
+            x = T.alloc_fragment((block_m, n), "float32")
+            row_max = T.alloc_fragment((block_m,), "float32")
+            row_sum = T.alloc_fragment((block_m,), "float32")
+            T.copy(X[bx * block_m, 0], x)
+            T.reduce_max(x, row_max, dim=1)
+            for i, j in T.Parallel(block_m, n):
+                x[i, j] = T.exp(x[i, j] - row_max[i])
+            T.reduce_sum(x, row_sum, dim=1)
+            for i, j in T.Parallel(block_m, n):
+                x[i, j] = x[i, j] / row_sum[i]
+            T.copy(x, Y[bx * block_m, 0])
+    return main
+
+
+@needs_tile_cpu
+def test_softmax_rows():
+    x = rand(10, 24) * 4
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(softmax_rows(10, 24)(x), e / e.sum(axis=1, keepdims=True),
+                               rtol=1e-5, atol=1e-6)
+
+
+@tilelang.jit(out_idx=[-1], target="cpu")
+def rms_norm(m, n, block_m=2, eps=1e-6):
+    @T.prim_func
+    def main(X: T.Tensor((m, n), "float32"), Y: T.Tensor((m, n), "float32")):
+        with T.Kernel(T.ceildiv(m, block_m)) as bx:
+            x = T.alloc_fragment((block_m, n), "float32")
+            sq = T.alloc_fragment((block_m, n), "float32")
+            ss = T.alloc_fragment((block_m,), "float32")
+            T.copy(X[bx * block_m:(bx + 1) * block_m, :], x)
+            for i, j in T.Parallel(block_m, n):
+                sq[i, j] = x[i, j] * x[i, j]
+            T.reduce_sum(sq, ss, dim=1)
+            for i in T.Parallel(block_m):
+                ss[i] = T.rsqrt(ss[i] / n + eps)
+            for i, j in T.Parallel(block_m, n):
+                x[i, j] *= ss[i]
+            T.copy(x, Y[bx * block_m:(bx + 1) * block_m, :])
+    return main
+
+
+@needs_tile_cpu
+def test_rms_norm():
+    x = rand(6, 32)
+    ref = x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-6)
+    np.testing.assert_allclose(rms_norm(6, 32)(x), ref, rtol=1e-5, atol=1e-5)
+
+
+@tilelang.jit(target="cpu")
+def splitk_gemm(M, N, K, split_k, block=32, block_k=16):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float32"), B: T.Tensor((K, N), "float32"),
+             C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, block), T.ceildiv(M, block), split_k) as (bx, by, bz):
+            A_s = T.alloc_shared((block, block_k), "float32")
+            B_s = T.alloc_shared((block_k, block), "float32")
+            C_f = T.alloc_fragment((block, block), "float32")
+            T.clear(C_f)
+            for k in T.serial(T.ceildiv(K // split_k, block_k)):
+                T.copy(A[by * block, bz * (K // split_k) + k * block_k], A_s)
+                T.copy(B[bz * (K // split_k) + k * block_k, bx * block], B_s)
+                T.gemm(A_s, B_s, C_f)
+            for i, j in T.Parallel(block, block):
+                T.atomic_add(C[by * block + i, bx * block + j], C_f[i, j])
+    return main
+
+
+@needs_tile_cpu
+def test_splitk_gemm_with_atomic_add():
+    a, b = rand(64, 128), rand(128, 64)
+    c = np.zeros((64, 64), np.float32)
+    splitk_gemm(64, 64, 128, 4)(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+@needs_tile_cpu
+def test_front_end_errors_from_the_builder_carry_the_span():
+    def make():
+        @T.prim_func
+        def main(A: T.Tensor((64, 64), "float32")):
+            with T.Kernel(1):
+                A_s = T.alloc_shared((32, 32), "float32")
+                T.copy(A[0:64, 0:64], A_s)
+        return main
+
+    line = inspect.getsourcelines(make)[1] + 5
+    with raises_exact(ValueError, f"{__file__}:{line}:17: T.copy: source A[0:64, 0:64] and "
+                                  f"destination A_s[0:32, 0:32] differ in shape ([64, 64] vs "
+                                  f"[32, 32])"):
+        make()
+
+
+@needs_tile_cpu
+def test_profiler_on_a_tile_kernel():
+    kernel = elementwise_add(256)
+    profiler = kernel.get_profiler(tilelang.TensorSupplyType.Normal)
+    profiler.assert_allclose(lambda a, b: a + b, rtol=1e-6, atol=1e-6)
+    assert profiler.do_bench(n_warmup=1, n_repeat=3) > 0
+
