@@ -392,7 +392,7 @@ TEST(CpuCompile, FailedSourceIsCarriedAndKeptOnlyWhenAsked) {
               std::string::npos)
         << e.message();
     // The command compiles the kept file: it can be run again as it is.
-    EXPECT_NE(e.message().find(" -O0 -std=c++17 -fPIC -shared -x c++ " + path + " -o "),
+    EXPECT_NE(e.message().find(" -O0 -std=c++17 -fPIC -shared -I" + dir_of(path) + "/include -x c++ " + path + " -o "),
               std::string::npos)
         << e.message();
     std::filesystem::remove_all(dir_of(path));
