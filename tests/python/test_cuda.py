@@ -438,7 +438,7 @@ def test_cpu_and_mixed_device_errors():
     with raises_exact(TypeError, "add_one: argument #0 'X': expected float32, got float64"):
         k(x.double(), 0)
     with raises_exact(ValueError, "add_one: argument #0 'X': expected a contiguous tensor, got "
-                                  "strides [2] for shape [4]"):
+                                  "strides [2] in elements ([8] in bytes) for shape [4]"):
         k(torch.zeros(8, device="cuda")[::2], 0)
     # A failed call leaves nothing behind, and the next one works.
     assert torch.cuda.memory_allocated() == base

@@ -169,7 +169,7 @@ def test_cupy_errors():
     with raises_exact(TypeError, "affine: argument #0 'X': expected float32, got float64"):
         k(cupy.zeros(4, dtype=cupy.float64), 1.0, 0)
     with raises_exact(ValueError, "affine: argument #0 'X': expected a contiguous tensor, got "
-                                  "strides [2] for shape [4]"):
+                                  "strides [2] in elements ([8] in bytes) for shape [4]"):
         k(cupy.zeros(8, dtype=cupy.float32)[::2], 1.0, 0)
     with raises_exact(ValueError, "affine: argument #0 'X': expected a tensor on cuda "
                                   "(target 'cuda'), got one on cpu"):

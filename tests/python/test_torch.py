@@ -58,7 +58,7 @@ def test_torch_errors_name_the_argument():
     with raises_exact(TypeError, "add_one: argument #0 'X': expected float32, got float64"):
         k(torch.zeros(4, dtype=torch.float64))
     with raises_exact(ValueError, "add_one: argument #0 'X': expected a contiguous tensor, got "
-                                  "strides [2] for shape [4]"):
+                                  "strides [2] in elements ([8] in bytes) for shape [4]"):
         k(torch.zeros(8)[::2])
     with raises_exact(ValueError, "add_one: argument #0 'X': expected 1 dimensions [n], got 2 "
                                   "[2, 2]"):
