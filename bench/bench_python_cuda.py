@@ -90,7 +90,11 @@ def bare_launcher(source, pointers):
     for src, what in ((source, note),
                       (FALLBACK_SOURCE, "an empty kernel of the same ABI compiled by cupy (NVRTC)")):
         try:
-            raw = cupy.RawKernel(src, "tilejit_kernel", options=("-std=c++17",))
+            # The generated source includes tilejit's device headers by name.
+            device_headers = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir,
+                                          "device", "cuda")
+            raw = cupy.RawKernel(src, "tilejit_kernel",
+                                 options=("-std=c++17", "-I" + os.path.normpath(device_headers)))
             func = raw.kernel.ptr  # compiles and loads in the current (primary) context
             kernel, note = raw, what
             break
