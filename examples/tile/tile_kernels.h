@@ -146,16 +146,22 @@ inline tilejit::PrimFunc gemm(const GemmConfig& cfg) {
 /// A slice's last K tile may reach into the next slice: the copies mask at
 /// the slice's end with `if` on the k index, so each K element is summed in
 /// exactly one slice.
-inline tilejit::PrimFunc splitk_gemm(int64_t split_k, int64_t bm = 64, int64_t bn = 64,
-                                     int64_t bk = 32) {
-  TileBuilder b("splitk_gemm");
+///
+/// With `alloc_global`, Partial is not a parameter but
+/// `Partial = T.alloc_global((split_k, M, N), "float32")`: a workspace the
+/// signature does not show, leased from the same pool (jit options then
+/// have no workspace_idx).
+inline tilejit::PrimFunc splitk_gemm(int64_t split_k, bool alloc_global = false,
+                                     int64_t bm = 64, int64_t bn = 64, int64_t bk = 32) {
+  TileBuilder b(alloc_global ? "splitk_gemm_global" : "splitk_gemm");
   const Expr M = tilejit::ir::symbolic("M"), N = tilejit::ir::symbolic("N"),
              K = tilejit::ir::symbolic("K");
   const DataType f32 = DataType::float32();
   const Buffer A = b.tensor_param("A", {M, K}, f32);
   const Buffer B = b.tensor_param("B", {K, N}, f32);
   const Buffer C = b.tensor_param("C", {M, N}, f32);
-  const Buffer P = b.tensor_param("Partial", {Expr(split_k), M, N}, f32);
+  const Buffer P = alloc_global ? b.alloc_global("Partial", {Expr(split_k), M, N}, f32)
+                                : b.tensor_param("Partial", {Expr(split_k), M, N}, f32);
   const auto blk = b.begin_kernel({tilejit::ir::ceildiv(N, bn), tilejit::ir::ceildiv(M, bm)}, {128});
   const Expr bx = blk[0], by = blk[1];
   const Buffer A_s = b.alloc("A_s", {bm, bk}, f32, Scope::kShared);

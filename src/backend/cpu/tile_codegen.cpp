@@ -293,15 +293,22 @@ void TileCodegen::fail(ErrorKind kind, const ir::Span& span, const std::string& 
 const BufferAccess& TileCodegen::access(const ir::Buffer& b, const ir::Span& span, const char* op) {
   auto it = buffers_.find(b.id());
   if (it != buffers_.end()) return it->second;
-  TILEJIT_CHECK(b.scope() == ir::Scope::kGlobal && b.param() >= 0, kInternalError)
-      << func_.name << ": CPU tile codegen: buffer '" << b.name() << "' used before its allocation";
   (void)span;
   (void)op;
+  // A tensor parameter, or a T.alloc_global buffer: the hidden parameter
+  // transform::plan_workspaces made of it, a View the entry declares.
+  std::string view = b.scope() == ir::Scope::kGlobal && b.param() >= 0 ? b.name() : "";
+  const ir::TileBody& tile = *func_.tile();
+  for (size_t i = 0; view.empty() && i < tile.globals.size() && i < tile.global_params.size(); ++i) {
+    if (tile.globals[i] == b) view = func_.params[size_t(tile.global_params[i])].name;
+  }
+  TILEJIT_CHECK(!view.empty(), kInternalError)
+      << func_.name << ": CPU tile codegen: buffer '" << b.name() << "' used before its allocation";
   BufferAccess a;
-  a.name = b.name();
+  a.name = view;
   a.dtype = b.dtype();
   a.global = true;
-  a.data = b.name() + ".data()";
+  a.data = view + ".data()";
   for (const Expr& d : b.shape()) {
     a.shape.push_back("int64_t(" + expr(d) + ")");
     a.static_shape.push_back(d.is_const() ? d.int_value() : -1);
@@ -457,11 +464,11 @@ std::string generate_tile_source(const runtime::SourceRequest& request) {
                 ir::diagnostic_prefix(kernels[1]->span, f.name, "T.Kernel") +
                     "the CPU backend runs one T.Kernel per function; this is the second");
   }
-  if (!tile.globals.empty()) {
+  if (tile.globals.size() != tile.global_params.size()) {
     throw Error(ErrorKind::kValueError,
                 ir::diagnostic_prefix(tile.globals[0]->span, f.name, "T.alloc_global") +
-                    "the CPU backend does not lower T.alloc_global yet (buffer " +
-                    tile.globals[0].name() + ")");
+                    "buffer " + tile.globals[0].name() +
+                    " has no workspace: run transform::plan_workspaces first (jit() does)");
   }
   const ir::KernelStmt& kernel = *kernels[0];
   const std::vector<std::string> symbols(request.symbols.begin(), request.symbols.end());

@@ -152,6 +152,15 @@ TEST(TileExamples, SplitKGemmWithPartialsInAWorkspace) {
   }
 }
 
+TEST(TileExamples, SplitKGemmWithPartialsInAnAllocGlobalWorkspace) {
+  const Kernel k = jit(examples::tile::splitk_gemm(3, /*alloc_global=*/true), options({2}));
+  std::mt19937 rng(9);
+  for (const auto& s : kGemmShapes) check_gemm(k, DataType::float32(), s[0], s[1], s[2], rng);
+  // The hidden workspace: split_k x M x N floats, listed like a declared one.
+  Tensor a = empty({70, 20}, DataType::float32()), b = empty({20, 30}, DataType::float32());
+  EXPECT_EQ(k.workspace_bytes_of(a, b), size_t((3 * 70 * 30 * 4 + 255) / 256 * 256));
+}
+
 TEST(TileExamples, RmsNorm) {
   for (int64_t n : {64, 100}) {
     const Kernel k = jit(examples::tile::rms_norm(n), options({1}));
