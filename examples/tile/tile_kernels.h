@@ -207,6 +207,93 @@ inline tilejit::PrimFunc splitk_gemm(int64_t split_k, bool alloc_global = false,
   return b.finish();
 }
 
+/// Split-K GEMM with the partial sums in a workspace the compiler makes,
+/// T.alloc_global((split_k, M, N)), and a per-tile counter in a zero_once
+/// workspace: each slice's partial is written, then counted with
+/// T.atomic_add; the block that sees the count reach split_k reduces the
+/// partials into C and re-arms the counter to 0, so the next call finds it
+/// zeroed without the arena being cleared again.
+///
+///   Partial = T.alloc_global((split_k, M, N), "float32")
+///   Count = T.alloc_global((T.ceildiv(M, bm), T.ceildiv(N, bn)), "int32", init="zero_once")
+///   with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm)) as (bx, by):
+///       ...
+///       for s in T.serial(split_k):
+///           T.clear(C_l)
+///           for ko in T.Pipelined(chunk // bk):   # chunk: ceildiv(K, split_k) rounded up to bk
+///               T.copy(A[by * bm, s * chunk + ko * bk], A_s)
+///               T.copy(B[s * chunk + ko * bk, bx * bn], B_s)
+///               T.gemm(A_s, B_s, C_l)
+///           T.copy(C_l, Partial[s, by * bm, bx * bn])
+///           T.atomic_add(Count[by, bx], 1)
+///       if Count[by, bx] == split_k:
+///           T.clear(C_l)
+///           for s in T.serial(split_k):
+///               T.copy(Partial[s, by * bm, bx * bn], P_s)
+///               for i, j in T.Parallel(bm, bn):
+///                   C_l[i, j] += P_s[i, j]
+///           T.copy(C_l, C[by * bm, bx * bn])
+///           Count[by, bx] = 0
+///
+/// One block walks all the slices of its tile: the tile language has no
+/// atomic that returns the previous value with acquire/release ordering, and
+/// the CPU backend runs one T.Kernel per function, so the slices cannot yet
+/// be spread over blocks that hand their partials to the last one. The slices
+/// are whole K tiles (chunk is a multiple of bk), so no tile straddles two
+/// slices and the copies' bounds checks alone mask K's end.
+inline tilejit::PrimFunc splitk_gemm_counted(int64_t split_k, int64_t bm = 64, int64_t bn = 64,
+                                             int64_t bk = 32) {
+  TileBuilder b("splitk_gemm_counted");
+  const Expr M = tilejit::ir::symbolic("M"), N = tilejit::ir::symbolic("N"),
+             K = tilejit::ir::symbolic("K");
+  const DataType f32 = DataType::float32();
+  const Buffer A = b.tensor_param("A", {M, K}, f32);
+  const Buffer B = b.tensor_param("B", {K, N}, f32);
+  const Buffer C = b.tensor_param("C", {M, N}, f32);
+  const Buffer P = b.alloc_global("Partial", {Expr(split_k), M, N}, f32);
+  const Buffer count = b.alloc_global(
+      "Count", {tilejit::ir::ceildiv(M, bm), tilejit::ir::ceildiv(N, bn)}, DataType::int32(),
+      tilejit::WorkspaceInit::kZeroOnce);
+  const auto blk = b.begin_kernel({tilejit::ir::ceildiv(N, bn), tilejit::ir::ceildiv(M, bm)}, {128});
+  const Expr bx = blk[0], by = blk[1];
+  const Buffer A_s = b.alloc("A_s", {bm, bk}, f32, Scope::kShared);
+  const Buffer B_s = b.alloc("B_s", {bk, bn}, f32, Scope::kShared);
+  const Buffer P_s = b.alloc("P_s", {bm, bn}, f32, Scope::kShared);
+  const Buffer C_l = b.alloc("C_l", {bm, bn}, f32, Scope::kFragment);
+  const Expr chunk =
+      b.let("chunk", tilejit::ir::ceildiv(tilejit::ir::ceildiv(K, split_k), bk) * bk);
+  const Expr s = b.begin_for("s", 0, split_k);
+  b.fill(whole(C_l), 0);
+  const Expr ko = b.begin_for("ko", 0, tilejit::ir::ceildiv(chunk, bk), ForKind::kPipelined, 2);
+  const Expr k0 = b.let("k0", s * chunk + ko * bk);
+  b.copy(corner(A, {by * bm, k0}), whole(A_s));
+  b.copy(corner(B, {k0, bx * bn}), whole(B_s));
+  b.gemm(whole(A_s), whole(B_s), whole(C_l));
+  b.end_for();
+  b.copy(whole(C_l), corner(P, {s, by * bm, bx * bn}));
+  b.atomic_add(tilejit::ir::region(count, {Range{by, Expr(1)}, Range{bx, Expr(1)}}),
+               tilejit::ir::make_int(1, DataType::int32()));
+  b.end_for();
+  b.begin_if(
+      tilejit::ir::eq(load(count, {by, bx}), tilejit::ir::make_int(split_k, DataType::int32())));
+  {
+    b.fill(whole(C_l), 0);
+    const Expr s2 = b.begin_for("s", 0, split_k);
+    b.copy(corner(P, {s2, by * bm, bx * bn}), whole(P_s));
+    const Expr i = b.begin_for("i", 0, bm, ForKind::kParallel);
+    const Expr j = b.begin_for("j", 0, bn, ForKind::kParallel);
+    b.store(C_l, {i, j}, load(C_l, {i, j}) + load(P_s, {i, j}));
+    b.end_for();
+    b.end_for();
+    b.end_for();
+    b.copy(whole(C_l), corner(C, {by * bm, bx * bn}));
+    b.store(count, {by, bx}, tilejit::ir::make_int(0, DataType::int32()));
+  }
+  b.end_if();
+  b.end_kernel();
+  return b.finish();
+}
+
 /// B = A * rsqrt(mean(A^2, axis=1) + eps) on [M, N] rows (N fixed), TileLang's
 /// rms_norm example:
 ///

@@ -161,6 +161,39 @@ TEST(TileExamples, SplitKGemmWithPartialsInAnAllocGlobalWorkspace) {
   EXPECT_EQ(k.workspace_bytes_of(a, b), size_t((3 * 70 * 30 * 4 + 255) / 256 * 256));
 }
 
+TEST(TileExamples, SplitKGemmWithCompilerMadeWorkspacesAndATileCounter) {
+  for (int64_t split_k : {1, 3, 4}) {
+    const Kernel k = jit(examples::tile::splitk_gemm_counted(split_k), options({2}));
+    std::mt19937 rng(7);
+    for (const auto& s : kGemmShapes) {
+      // Twice at each shape: the second call finds the counters the first
+      // re-armed (zero_once is zeroed only when the arena is first leased).
+      check_gemm(k, DataType::float32(), s[0], s[1], s[2], rng);
+      check_gemm(k, DataType::float32(), s[0], s[1], s[2], rng);
+    }
+  }
+}
+
+TEST(TileExamples, SplitKGemmListsItsCompilerMadeWorkspaces) {
+  const Kernel k = jit(examples::tile::splitk_gemm_counted(3), options({2}));
+  const ShapeArg shapes[] = {{130, 65}, {65, 129}};
+  const auto layout = k.workspace_layout_for_shapes(shapes);
+  ASSERT_EQ(layout.size(), 2u);
+  EXPECT_EQ(layout[0].name, "Partial");
+  EXPECT_EQ(layout[0].offset, 0u);
+  EXPECT_EQ(layout[0].shape, (std::vector<int64_t>{3, 130, 129}));
+  EXPECT_EQ(layout[0].dtype, DataType::float32());
+  EXPECT_EQ(layout[0].bytes, 3u * 130 * 129 * 4);
+  EXPECT_EQ(layout[0].init, WorkspaceInit::kEmpty);
+  EXPECT_EQ(layout[1].name, "Count");
+  EXPECT_EQ(layout[1].offset, 201472u);  // 201240 rounded up to 256
+  EXPECT_EQ(layout[1].shape, (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(layout[1].dtype, DataType::int32());
+  EXPECT_EQ(layout[1].bytes, 36u);
+  EXPECT_EQ(layout[1].init, WorkspaceInit::kZeroOnce);
+  EXPECT_EQ(k.workspace_bytes_for_shapes(shapes), 201472u + 256u);
+}
+
 TEST(TileExamples, RmsNorm) {
   for (int64_t n : {64, 100}) {
     const Kernel k = jit(examples::tile::rms_norm(n), options({1}));
