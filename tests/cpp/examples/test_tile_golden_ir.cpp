@@ -1,0 +1,59 @@
+// The printed IR (ir::print) of the GEMM and split-K examples, against golden
+// files in golden/ next to this file. After an intended change to the
+// printer, the builder or an example, rewrite them with
+//
+//   TILEJIT_UPDATE_GOLDEN=1 ctest --test-dir build -R TileGoldenIr
+//
+// and review the diff.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tile/tile_kernels.h"
+#include "tilejit/ir/printer.h"
+
+namespace {
+
+// __FILE__ is absolute, or (ccache with CCACHE_BASEDIR) relative to the
+// directory the compile ran in, which is where ctest runs the tests.
+std::filesystem::path golden_dir() {
+  return std::filesystem::path(__FILE__).parent_path() / "golden";
+}
+
+void check_golden(const std::string& name, const tilejit::PrimFunc& f) {
+  const std::string text = tilejit::ir::print(f);
+  const std::filesystem::path path = golden_dir() / name;
+  const char* update = std::getenv("TILEJIT_UPDATE_GOLDEN");
+  if (update != nullptr && std::string(update) == "1") {
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+    ASSERT_TRUE(out.good()) << "cannot write " << path;
+    GTEST_SKIP() << "rewrote " << path;
+  }
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in.good()) << "missing " << path << "; run with TILEJIT_UPDATE_GOLDEN=1";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(ss.str(), text) << "printed IR differs from " << path
+                            << "; run with TILEJIT_UPDATE_GOLDEN=1 if the change is intended";
+}
+
+TEST(TileGoldenIr, Gemm) {
+  examples::tile::GemmConfig cfg;
+  cfg.in = tilejit::DataType::bfloat16();
+  check_golden("gemm_bf16.txt", examples::tile::gemm(cfg));
+}
+
+TEST(TileGoldenIr, SplitKGemmWithAWorkspaceParameter) {
+  check_golden("splitk_gemm.txt", examples::tile::splitk_gemm(4));
+}
+
+TEST(TileGoldenIr, SplitKGemmWithACounter) {
+  check_golden("splitk_gemm_counted.txt", examples::tile::splitk_gemm_counted(4));
+}
+
+}  // namespace
