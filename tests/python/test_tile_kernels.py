@@ -222,6 +222,65 @@ def test_splitk_gemm_with_atomic_add():
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
 
 
+@tilelang.jit(out_idx=[-1], target="cpu")
+def splitk_gemm_counted(M, N, K, split_k, block=32, block_k=16):
+    # The slices are whole K tiles, so none straddles two slices; the copies'
+    # bounds checks alone mask K's end. One block walks the slices of its
+    # tile: with no atomic returning the previous value, the count is read by
+    # the block that made it (see examples/tile/tile_kernels.h).
+    chunk = tilelang.cdiv(tilelang.cdiv(K, split_k), block_k) * block_k
+    tiles_m, tiles_n = tilelang.cdiv(M, block), tilelang.cdiv(N, block)
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float32"), B: T.Tensor((K, N), "float32"),
+             C: T.Tensor((M, N), "float32")):
+        Partial = T.alloc_global((split_k, M, N), "float32")
+        Count = T.alloc_global((tiles_m, tiles_n), "int32", init="zero_once")
+        with T.Kernel(tiles_n, tiles_m) as (bx, by):
+            A_s = T.alloc_shared((block, block_k), "float32")
+            B_s = T.alloc_shared((block_k, block), "float32")
+            P_s = T.alloc_shared((block, block), "float32")
+            C_f = T.alloc_fragment((block, block), "float32")
+            for s in T.serial(split_k):
+                T.clear(C_f)
+                for k in T.Pipelined(chunk // block_k, num_stages=2):
+                    T.copy(A[by * block, s * chunk + k * block_k], A_s)
+                    T.copy(B[s * chunk + k * block_k, bx * block], B_s)
+                    T.gemm(A_s, B_s, C_f)
+                T.copy(C_f, Partial[s, by * block, bx * block])
+                T.atomic_add(Count[by, bx], 1)
+            if Count[by, bx] == split_k:
+                T.clear(C_f)
+                for s in T.serial(split_k):
+                    T.copy(Partial[s, by * block, bx * block], P_s)
+                    for i, j in T.Parallel(block, block):
+                        C_f[i, j] += P_s[i, j]
+                T.copy(C_f, C[by * block, bx * block])
+                Count[by, bx] = 0
+    return main
+
+
+@needs_tile_cpu
+@pytest.mark.parametrize("m, n, k, split_k", [(64, 64, 128, 4), (50, 70, 45, 3), (33, 17, 100, 2)])
+def test_splitk_gemm_with_compiler_made_workspaces_and_a_tile_counter(m, n, k, split_k):
+    kernel = splitk_gemm_counted(m, n, k, split_k)
+    # Twice with new inputs: the second call finds the counters re-armed
+    # (a zero_once workspace is zeroed only when its arena is first leased).
+    for _ in range(2):
+        a, b = rand(m, k), rand(k, n)
+        np.testing.assert_allclose(kernel(a, b), a @ b, rtol=1e-4, atol=1e-4)
+    tiles = (-(-m // 32), -(-n // 32))
+    partial = split_k * m * n * 4
+    count_offset = (partial + 255) // 256 * 256
+    assert kernel.workspace_layout(a, b) == [
+        {"name": "Partial", "offset": 0, "bytes": partial, "shape": (split_k, m, n),
+         "dtype": "float32", "init": "empty"},
+        {"name": "Count", "offset": count_offset, "bytes": tiles[0] * tiles[1] * 4,
+         "shape": tiles, "dtype": "int32", "init": "zero_once"},
+    ]
+    assert kernel.workspace_bytes(a, b) == count_offset + 256
+
+
 @needs_tile_cpu
 def test_front_end_errors_from_the_builder_carry_the_span():
     def make():
