@@ -169,6 +169,47 @@ def test_softmax_rows():
 
 
 @tilelang.jit(out_idx=[-1], target="cpu")
+def softmax_symbolic_rows(n, block_m=4):
+    m = T.symbolic("m")
+
+    @T.prim_func
+    def main(X: T.Tensor((m, n), "float32"), Y: T.Tensor((m, n), "float32")):
+        with T.Kernel(T.ceildiv(m, block_m)) as bx:
+            x = T.alloc_fragment((block_m, n), "float32")
+            row_max = T.alloc_fragment((block_m,), "float32")
+            row_sum = T.alloc_fragment((block_m,), "float32")
+            T.copy(X[bx * block_m, 0], x)
+            T.reduce_max(x, row_max, dim=1)
+            for i, j in T.Parallel(block_m, n):
+                x[i, j] = T.exp(x[i, j] - row_max[i])
+            T.reduce_sum(x, row_sum, dim=1)
+            for i, j in T.Parallel(block_m, n):
+                x[i, j] = x[i, j] / row_sum[i]
+            T.copy(x, Y[bx * block_m, 0])
+    return main
+
+
+@needs_tile_cpu
+def test_random_shapes_against_numpy():
+    # One compile per kernel (the shapes are symbolic), a few shapes each, so
+    # the test stays quick; the seed is fixed so a failure reproduces.
+    rng = np.random.default_rng(2026)
+    gemm = symbolic_gemm()
+    for _ in range(5):
+        m, n, k = (int(v) for v in rng.integers(1, 97, size=3))
+        a, b = rand(m, k), rand(k, n)
+        np.testing.assert_allclose(gemm(a, b), a @ b, rtol=1e-4, atol=1e-4,
+                                   err_msg=f"gemm M={m} N={n} K={k}")
+    softmax = softmax_symbolic_rows(37)
+    for _ in range(5):
+        m = int(rng.integers(1, 50))
+        x = rand(m, 37) * 4
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        np.testing.assert_allclose(softmax(x), e / e.sum(axis=1, keepdims=True), rtol=1e-5,
+                                   atol=1e-6, err_msg=f"softmax M={m}")
+
+
+@tilelang.jit(out_idx=[-1], target="cpu")
 def rms_norm(m, n, block_m=2, eps=1e-6):
     @T.prim_func
     def main(X: T.Tensor((m, n), "float32"), Y: T.Tensor((m, n), "float32")):
