@@ -106,8 +106,12 @@ class JitFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> _C.Kernel:
         # Typed, as functools.lru_cache(typed=True): 2 and 2.0 (or 1 and
         # True) are equal keys but may format into different kernel source.
-        key = (args, tuple(map(type, args)), tuple(sorted(kwargs.items())),
-               tuple(type(v) for v in kwargs.values()))
+        # Positional calls (the common case) skip the keyword half.
+        if kwargs:
+            key = (args, tuple(map(type, args)), tuple(sorted(kwargs.items())),
+                   tuple(type(v) for v in kwargs.values()))
+        else:
+            key = (args, tuple(map(type, args)))
         try:
             return self._kernels[key]
         except KeyError:
