@@ -456,6 +456,7 @@ Outputs::operator Tensor() const {
 
 const std::string& Kernel::name() const { return impl_->func.name; }
 const std::string& Kernel::target() const { return impl_->backend->target(); }
+Device Kernel::default_device() const { return impl_->primary_device; }
 const std::string& Kernel::source() const { return impl_->source; }
 const ir::PrimFunc& Kernel::prim_func() const { return impl_->func; }
 const CallPlan& Kernel::plan() const { return impl_->plan; }
@@ -477,20 +478,17 @@ Kernel jit(const ir::PrimFunc& func, const JitOptions& options) {
   impl->options = options;
   impl->plan = build_call_plan(impl->func, indices, options);
 
-  std::string target = options.target;
-  if (target == "auto") {
-    runtime::Backend* cuda = runtime::find_backend(DeviceType::kCUDA);
-    target = (cuda && cuda->available() && func.sources().count(cuda->target())) ? cuda->target()
-                                                                              : "cpu";
-  }
-  impl->backend = &runtime::get_backend(target);
+  // Which target, and what it limits, is the backends' to say.
+  impl->backend = options.target == "auto" ? &runtime::auto_backend(func)
+                                           : &runtime::get_backend(options.target);
+  impl->backend->validate(func);
   TILEJIT_CHECK(impl->backend->available(), kRuntimeError)
-      << func.name << ": target '" << target << "' is not available on this machine";
+      << func.name << ": target '" << options.target << "' is not available on this machine";
   runtime::SourceRequest request;
   request.func = &impl->func;
   request.symbols = impl->plan.symbols;
   impl->source = impl->backend->generate_source(request);
-  impl->primary_device = Device{impl->backend->device_type(), 0};
+  impl->primary_device = impl->backend->default_device();
   impl->primary_pool = &runtime::WorkspacePool::get(*impl->backend, impl->primary_device);
   impl->primary_module = runtime::CompileCache::global().get(
       *impl->backend, impl->source, func.name, options.compile, impl->primary_device,

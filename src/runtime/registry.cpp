@@ -42,6 +42,22 @@ std::string target_list_locked(const Registry& r) {
   return out;
 }
 
+// Why target="auto" found nothing: what the function has bodies for, and
+// which targets could have run it.
+[[noreturn, gnu::cold, gnu::noinline]] void throw_no_auto_backend(
+    const ir::PrimFunc& func, const std::vector<Backend*>& backends) {
+  std::string bodies = func.is_tile() ? "tile IR" : "";
+  for (const auto& [target, _] : func.sources()) bodies += (bodies.empty() ? "" : ", ") + target;
+  std::string available;
+  for (const Backend* b : backends) {
+    if (b->available()) available += (available.empty() ? "" : ", ") + b->target();
+  }
+  TILEJIT_THROW(kValueError) << func.name << ": target 'auto' found no available target that "
+                             << "can run it (bodies given: " << (bodies.empty() ? "none" : bodies)
+                             << "; available targets: "
+                             << (available.empty() ? "none" : available) << ")";
+}
+
 }  // namespace
 
 Backend& get_backend(std::string_view target) {
@@ -52,6 +68,29 @@ Backend& get_backend(std::string_view target) {
   }
   TILEJIT_THROW(kValueError) << "unknown target '" << target
                              << "'; registered targets: " << target_list_locked(r);
+}
+
+Backend& auto_backend(const ir::PrimFunc& func) {
+  // The ranks are asked outside the lock: available() may load a driver.
+  // Backends are never removed, so the pointers stay valid.
+  std::vector<Backend*> backends;
+  {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    for (const auto& b : r.backends) backends.push_back(b.get());
+  }
+  Backend* best = nullptr;
+  int best_rank = -1;
+  for (Backend* b : backends) {
+    if (!b->available()) continue;
+    const int rank = b->auto_rank(func);
+    if (rank > best_rank) {
+      best = b;
+      best_rank = rank;
+    }
+  }
+  if (best == nullptr) [[unlikely]] throw_no_auto_backend(func, backends);
+  return *best;
 }
 
 Backend* find_backend(DeviceType type) {

@@ -118,6 +118,8 @@ class FuzzBackend final : public runtime::Backend {
   const std::string& target() const override { return target_; }
   DeviceType device_type() const override { return DeviceType::kCPU; }
   bool available() const override { return true; }
+  Device default_device() const override { return Device::cpu(); }
+  int auto_rank(const ir::PrimFunc&) const override { return -1; }  // only by name
   std::string generate_source(const runtime::SourceRequest&) const override {
     return "// fuzz\n";
   }

@@ -48,8 +48,9 @@ struct JitOptions {
   IndexSpec workspace_idx;
   /// Init policy per workspace parameter name; unnamed workspaces are kEmpty.
   std::map<std::string, WorkspaceInit> workspace_init;
-  /// "cpu", "cuda", or "auto" (cuda when it is available and the PrimFunc
-  /// has a cuda body, else cpu).
+  /// "cpu", "cuda", or "auto": the available backend that ranks the
+  /// PrimFunc highest (runtime::auto_backend(); cuda before cpu, each when
+  /// the PrimFunc has a body for it).
   std::string target = "auto";
   runtime::CompileOptions compile;
   /// Read and write the disk cache of binaries.

@@ -180,6 +180,9 @@ class Kernel {
   bool defined() const noexcept { return impl_ != nullptr; }
   const std::string& name() const;
   const std::string& target() const;
+  /// Where a call runs when no tensor argument says: the target backend's
+  /// Backend::default_device() (the CPU, CUDA device 0).
+  Device default_device() const;
   /// The generated translation unit.
   const std::string& source() const;
   const ir::PrimFunc& prim_func() const;

@@ -71,6 +71,21 @@ class Backend {
   /// is present, compiles.
   virtual bool available() const = 0;
 
+  // What the target knows of a PrimFunc, so that jit/ and ir/ know nothing
+  // of any target (DESIGN.md, "Layers").
+
+  /// The device a kernel of this target runs on when nothing in its call
+  /// names one (no tensor argument): the CPU, CUDA device 0.
+  virtual Device default_device() const = 0;
+  /// Checks what this target alone limits in a PrimFunc that ir::validate()
+  /// accepted (CUDA: 1 to 1024 threads per block). Throws ValueError naming
+  /// the function; jit() calls it once the target is chosen.
+  virtual void validate(const ir::PrimFunc& /*func*/) const {}
+  /// How much target="auto" prefers this backend for `func`: below 0 when it
+  /// cannot run it (no body for this target), otherwise higher is preferred.
+  /// auto_backend() asks only available backends.
+  virtual int auto_rank(const ir::PrimFunc& func) const = 0;
+
   /// The complete translation unit for `request`: the body of the target
   /// wrapped in the entry point. Throws ValueError when the PrimFunc has no
   /// body for this target.
@@ -127,6 +142,10 @@ void copy(const Tensor& src, const Tensor& dst);
 
 /// The backend for `target`; throws ValueError naming the registered targets.
 Backend& get_backend(std::string_view target);
+/// The backend target="auto" means for `func`: of the available backends,
+/// the one of highest auto_rank(), the first registered among equals.
+/// Throws ValueError naming the function when none ranks it at 0 or above.
+Backend& auto_backend(const ir::PrimFunc& func);
 /// The backend whose device type is `type`, or nullptr.
 Backend* find_backend(DeviceType type);
 /// Registered target names, in registration order.

@@ -70,6 +70,15 @@ class CpuBackend final : public runtime::Backend {
   DeviceType device_type() const override { return DeviceType::kCPU; }
   bool available() const override { return true; }
 
+  Device default_device() const override { return Device::cpu(); }
+  // The host runs a tile body or a "cpu" source body, behind every other
+  // target that can run the function (rank 0; CUDA's is 1). It limits
+  // nothing beyond ir::validate(): a block runs on one thread whatever
+  // `threads` is.
+  int auto_rank(const ir::PrimFunc& func) const override {
+    return func.is_tile() || func.sources().count(target_) ? 0 : -1;
+  }
+
   std::string generate_source(const runtime::SourceRequest& request) const override {
     return cpu::generate_source(request);
   }

@@ -25,6 +25,14 @@ class CudaBackend final : public runtime::Backend {
   // never asks pays nothing.
   bool available() const override { return driver_or_null() != nullptr; }
 
+  Device default_device() const override { return Device::cuda(0); }
+  void validate(const ir::PrimFunc& func) const override { validate_func(func); }
+  // A GPU is preferred to the host for a function with a body for both.
+  // Tile bodies are not lowered for CUDA yet.
+  int auto_rank(const ir::PrimFunc& func) const override {
+    return func.sources().count(target_) ? 1 : -1;
+  }
+
   std::string generate_source(const runtime::SourceRequest& request) const override {
     return cuda::generate_source(request);
   }

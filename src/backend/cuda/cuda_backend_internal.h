@@ -54,8 +54,13 @@ struct ArgLayout {
 /// The marker generate_source() writes before the layout.
 inline constexpr const char* kAbiMarker = "// tilejit-cuda-abi: ";
 
+/// What CUDA limits in a PrimFunc beyond ir::validate(): 1 to 1024 threads
+/// per block. ValueError naming the function otherwise (cuda_codegen.cpp).
+void validate_func(const ir::PrimFunc& func);
+
 /// The translation unit for `request` (see cuda_codegen.cpp for its shape).
-/// Throws ValueError when the PrimFunc has no "cuda" body.
+/// Throws ValueError when the PrimFunc has no "cuda" body, and as
+/// validate_func() does.
 std::string generate_source(const runtime::SourceRequest& request);
 
 /// NVRTC version, target architecture for `device` and flags.

@@ -48,6 +48,11 @@ constexpr backend::CxxEntry kEntry{.target = "cuda",
 
 }  // namespace
 
+void validate_func(const ir::PrimFunc& f) {
+  TILEJIT_CHECK(f.launch.threads >= 1 && f.launch.threads <= 1024, kValueError)
+      << f.name << ": " << f.launch.threads << " threads per block; CUDA allows 1 to 1024";
+}
+
 std::string generate_source(const runtime::SourceRequest& request) {
   TILEJIT_ICHECK(request.func != nullptr) << "SourceRequest without a PrimFunc";
   const ir::PrimFunc& f = *request.func;
@@ -57,8 +62,7 @@ std::string generate_source(const runtime::SourceRequest& request) {
   TILEJIT_CHECK(num_params + symbols.size() <= size_t(kMaxArgSlots), kValueError)
       << f.name << ": " << num_params << " parameters and " << symbols.size()
       << " dynamic symbols exceed the CUDA backend's " << kMaxArgSlots << " argument slots";
-  TILEJIT_CHECK(f.launch.threads >= 1 && f.launch.threads <= 1024, kValueError)
-      << f.name << ": " << f.launch.threads << " threads per block; CUDA allows 1 to 1024";
+  validate_func(f);
 
   ArgLayout layout;
   layout.num_symbols = int(symbols.size());

@@ -38,6 +38,18 @@ TEST(CpuBackend, IsRegistered) {
   EXPECT_EQ(be.record_event(Device::cpu(), nullptr), nullptr);
 }
 
+TEST(CpuBackend, DefaultDeviceRankAndValidation) {
+  runtime::Backend& be = cpu_backend();
+  EXPECT_EQ(be.default_device(), Device::cpu());
+  const ir::PrimFunc both = ir::prim_func("both").body("cpu", "").body("cuda", "").build();
+  const ir::PrimFunc gpu_only = ir::prim_func("gpu_only").body("cuda", "").build();
+  EXPECT_EQ(be.auto_rank(both), 0);
+  EXPECT_EQ(be.auto_rank(gpu_only), -1);
+  // A block runs on one thread: the CPU limits no thread count.
+  const ir::PrimFunc wide = ir::prim_func("wide").threads(1 << 20).body("cpu", "").build();
+  EXPECT_NO_THROW(be.validate(wide));
+}
+
 TEST(CpuBackend, AllocatorAlignsAndFrees) {
   runtime::Allocator& a = cpu_backend().allocator();
   for (size_t bytes : {size_t(0), size_t(1), size_t(255), size_t(256), size_t(1000)}) {

@@ -55,6 +55,20 @@ TEST(CudaBackend, IsRegistered) {
   EXPECT_EQ(runtime::find_backend(DeviceType::kCUDA), &be);
 }
 
+// Needs no GPU: what the backend says of a PrimFunc is declaration-level.
+TEST(CudaBackend, DefaultDeviceRankAndValidation) {
+  runtime::Backend& be = cuda_backend();
+  EXPECT_EQ(be.default_device(), Device::cuda(0));
+  const ir::PrimFunc both = ir::prim_func("both").body("cpu", "").body("cuda", "").build();
+  const ir::PrimFunc cpu_only = ir::prim_func("cpu_only").body("cpu", "").build();
+  EXPECT_EQ(be.auto_rank(both), 1);  // above the CPU's 0
+  EXPECT_EQ(be.auto_rank(cpu_only), -1);
+  EXPECT_NO_THROW(be.validate(ir::prim_func("k").threads(1024).body("cuda", "").build()));
+  const ir::PrimFunc wide = ir::prim_func("wide").threads(1025).body("cuda", "").build();
+  EXPECT_EQ(error_message([&] { be.validate(wide); }, ErrorKind::kValueError),
+            "wide: 1025 threads per block; CUDA allows 1 to 1024");
+}
+
 TEST(CudaBackend, AvailabilityMatchesTheDriver) {
   runtime::Backend& be = cuda_backend();
   void* libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
@@ -186,8 +200,7 @@ TEST(CudaCodegen, Errors) {
             "mixed: symbol 'm' in the shape of parameter 'Y' is not among the request's symbols "
             "(n)");
 
-  ir::PrimFunc wide = ir::prim_func("wide").threads(1024).body("cuda", "").build();
-  wide.launch.threads = 2048;  // past what the builder checks
+  const ir::PrimFunc wide = ir::prim_func("wide").threads(2048).body("cuda", "").build();
   EXPECT_EQ(error_message([&] { be.generate_source({&wide, {}}); }, ErrorKind::kValueError),
             "wide: 2048 threads per block; CUDA allows 1 to 1024");
 }

@@ -138,7 +138,19 @@ class FakeBackend : public runtime::Backend {
 
   const std::string& target() const override { return target_; }
   DeviceType device_type() const override { return type_; }
-  bool available() const override { return true; }
+  bool available() const override { return is_available.load(); }
+
+  Device default_device() const override { return Device{type_, default_device_id}; }
+  void validate(const ir::PrimFunc& func) const override {
+    TILEJIT_CHECK(func.launch.threads <= max_threads, kValueError)
+        << func.name << ": " << func.launch.threads << " threads; " << target_ << " allows "
+        << max_threads;
+  }
+  /// `rank` when the PrimFunc has a body for this target, else -1, as the
+  /// real backends rank.
+  int auto_rank(const ir::PrimFunc& func) const override {
+    return func.sources().count(target_) ? rank.load() : -1;
+  }
 
   std::string generate_source(const runtime::SourceRequest&) const override {
     return "// fake source\n";
@@ -236,6 +248,10 @@ class FakeBackend : public runtime::Backend {
   FakeTensorAllocator& fake_tensor_allocator() { return tensor_allocator_; }
 
   // Steering and counters, read and written by the tests.
+  std::atomic<bool> is_available{true};
+  std::atomic<int> rank{0};        // auto_rank() for a PrimFunc with a body for us
+  int32_t default_device_id = 0;  // default_device() is {the device type, this}
+  int max_threads = 1 << 30;      // validate() rejects more threads
   std::atomic<bool> use_events{false};          // record_event returns nullptr when false
   std::atomic<bool> complete_on_record{false};  // new events start complete
   std::atomic<bool> fail_record{false};         // record_event throws

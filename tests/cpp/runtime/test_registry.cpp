@@ -79,6 +79,69 @@ TEST(Registry, FindBackendForAnUnservedType) {
   EXPECT_EQ(find_backend(static_cast<DeviceType>(99)), nullptr);
 }
 
+// ---- target="auto" -------------------------------------------------------------
+
+// Fakes that rank only PrimFuncs with a body for them, so that no other
+// test's "auto" changes. Registered once for the process (--gtest_repeat).
+struct AutoFakes {
+  FakeBackend* low;
+  FakeBackend* high;
+  FakeBackend* tie;  // the same rank as `high`, registered after it
+  FakeBackend* off;  // the highest rank, but not available
+};
+
+const AutoFakes& auto_fakes() {
+  static const AutoFakes fakes = [] {
+    auto make = [](const char* target, int rank, bool available) {
+      auto b = std::make_unique<FakeBackend>(target, kFakeDeviceType);
+      b->rank = rank;
+      b->is_available = available;
+      FakeBackend* raw = b.get();
+      register_backend(std::move(b));
+      return raw;
+    };
+    AutoFakes f;
+    f.low = make("auto_low", 5, true);
+    f.high = make("auto_high", 7, true);
+    f.tie = make("auto_tie", 7, true);
+    f.off = make("auto_off", 100, false);
+    return f;
+  }();
+  return fakes;
+}
+
+ir::PrimFunc with_bodies(std::initializer_list<const char*> targets) {
+  ir::PrimFuncBuilder b = ir::prim_func("k");
+  for (const char* t : targets) b.body(t, "");
+  return b.build();
+}
+
+TEST(AutoBackend, PicksTheHighestRankOfTheAvailableFirstAmongEquals) {
+  const AutoFakes& fakes = auto_fakes();
+  EXPECT_EQ(&auto_backend(with_bodies({"auto_low", "auto_high", "auto_tie", "auto_off"})),
+            fakes.high);
+  EXPECT_EQ(&auto_backend(with_bodies({"auto_tie", "auto_low"})), fakes.tie);
+  // A fake ranked 5 is preferred to the CPU (0) when both have a body.
+  EXPECT_EQ(&auto_backend(with_bodies({"cpu", "auto_low"})), fakes.low);
+  // The unavailable one is never asked to run, whatever its rank.
+  EXPECT_EQ(&auto_backend(with_bodies({"cpu", "auto_off"})), &get_backend("cpu"));
+  EXPECT_EQ(&auto_backend(with_bodies({"cpu"})), &get_backend("cpu"));
+}
+
+TEST(AutoBackend, NoneCanRunItIsAValueError) {
+  auto_fakes();
+  std::string available;
+  for (const std::string& t : registered_targets()) {
+    if (get_backend(t).available()) available += (available.empty() ? "" : ", ") + t;
+  }
+  expect_error([] { auto_backend(with_bodies({"auto_off", "tpu"})); }, ErrorKind::kValueError,
+               "k: target 'auto' found no available target that can run it (bodies given: "
+               "auto_off, tpu; available targets: " + available + ")");
+  expect_error([] { auto_backend(with_bodies({})); }, ErrorKind::kValueError,
+               "k: target 'auto' found no available target that can run it (bodies given: "
+               "none; available targets: " + available + ")");
+}
+
 TEST(Allocator, EmptyUsesTheBackendsTensorAllocator) {
   auto& fake = static_cast<FakeBackend&>(get_backend("fake_static"));
   int before = fake.fake_tensor_allocator().calls.load();
