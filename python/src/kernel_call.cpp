@@ -146,8 +146,8 @@ Device first_device(const ArgStorage& storage, size_t nargs, const Kernel& kerne
   for (size_t i = 0; i < nargs; ++i) {
     if (storage.args[i].kind() == Arg::Kind::kTensor) return storage.args[i].tensor().device();
   }
-  // Only out= or workspace= carried a tensor: the kernel's own device type.
-  return kernel.target() == "cpu" ? Device::cpu() : Device::cuda(0);
+  // Only out= or workspace= carried a tensor: the backend's default device.
+  return kernel.default_device();
 }
 
 }  // namespace

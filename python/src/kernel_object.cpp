@@ -102,7 +102,7 @@ std::vector<std::string> param_names(const Kernel& k, const std::vector<BufferSp
 
 // Read-only attributes; `which` selects one (the getset closure).
 enum Attr : intptr_t {
-  kName, kTarget, kSource, kPrimFunc, kInputNames, kOutputNames, kWorkspaceNames, kSymbols,
+  kName, kTarget, kDevice, kSource, kPrimFunc, kInputNames, kOutputNames, kWorkspaceNames, kSymbols,
 };
 
 PyObject* get_attr(PyObject* self, void* closure) {
@@ -111,6 +111,7 @@ PyObject* get_attr(PyObject* self, void* closure) {
     switch (Attr(reinterpret_cast<intptr_t>(closure))) {
       case kName: return nb::cast(k.name()).release().ptr();
       case kTarget: return nb::cast(k.target()).release().ptr();
+      case kDevice: return nb::cast(k.default_device().str()).release().ptr();
       case kSource: return nb::cast(k.source()).release().ptr();
       case kPrimFunc: return nb::cast(k.prim_func()).release().ptr();
       case kInputNames: return nb::cast(k.input_names()).release().ptr();
@@ -128,6 +129,9 @@ PyObject* get_attr(PyObject* self, void* closure) {
 PyGetSetDef kernel_getset[] = {
     TILEJIT_ATTR("name", kName, "The kernel's name (the jit factory's, or the prim_func's)."),
     TILEJIT_ATTR("target", kTarget, "'cpu' or 'cuda'."),
+    TILEJIT_ATTR("device", kDevice,
+                 "Where a call runs when no tensor argument says: the target's default device "
+                 "('cpu', 'cuda:0')."),
     TILEJIT_ATTR("source", kSource, "The generated translation unit."),
     TILEJIT_ATTR("prim_func", kPrimFunc, "The declared PrimFunc."),
     TILEJIT_ATTR("input_names", kInputNames, "Names of the inputs, in call order."),

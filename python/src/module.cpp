@@ -96,14 +96,14 @@ nb::dict cache_stats() {
 }
 
 // Frees the cached (unleased) workspace blocks of every available backend's
-// first device and drops loaded modules that no kernel holds. Returns the
+// default device and drops loaded modules that no kernel holds. Returns the
 // workspace bytes freed.
 size_t empty_cache() {
   size_t freed = 0;
   for (const std::string& target : runtime::registered_targets()) {
     runtime::Backend& backend = runtime::get_backend(target);
     if (!backend.available()) continue;
-    freed += runtime::WorkspacePool::get(backend, Device{backend.device_type(), 0}).empty_cache();
+    freed += runtime::WorkspacePool::get(backend, backend.default_device()).empty_cache();
   }
   runtime::CompileCache::global().clear_memory();
   return freed;

@@ -61,8 +61,9 @@ def compile(prim_func: _C.PrimFunc, out_idx: IndexArg = None,  # noqa: A001 (the
 
     out_idx / workspace_idx: None, an int or a list of ints, negatives
     counting from the end of the signature; outputs return in out_idx order.
-    target: "auto" (cuda when available and the PrimFunc has a cuda body),
-    "cpu" or "cuda". workspace_init: {workspace name: "empty" | "zero" |
+    target: "auto" (the available backend that ranks the PrimFunc highest:
+    cuda, then cpu, each when the PrimFunc has a body for it), "cpu" or
+    "cuda". workspace_init: {workspace name: "empty" | "zero" |
     "zero_once"}. compile_flags replace the backend's default flags;
     extra_compile_flags are appended. pass_configs (tilejit.PassConfigKey
     names) are accepted and have no effect, an unknown key is warned about

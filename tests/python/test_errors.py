@@ -232,9 +232,27 @@ def test_target_that_is_not_available():
         with raises_exact(RuntimeError, "gpu_only: target 'cuda' is not available on this "
                                         "machine"):
             tilejit.compile(gpu_only, target="cuda")
-    # "auto" then means the CPU, which has no body for this kernel.
-    with raises_exact(ValueError, "gpu_only: no body for target 'cpu' (bodies given: cuda)"):
+    # "auto" asks the available backends: the CPU has no body for this kernel.
+    available = ", ".join(t for t in targets if tilejit._C.target_available(t))
+    with raises_exact(ValueError, "gpu_only: target 'auto' found no available target that can "
+                                  f"run it (bodies given: cuda; available targets: {available})"):
         tilejit.compile(gpu_only)
+
+
+def test_thread_limit_is_the_cuda_backends():
+    # The declaration and the CPU accept 2000 threads (a CPU block runs on
+    # one thread); only the CUDA backend's validation rejects them.
+    @T.prim_func
+    def wide(X: T.Tensor([4], "int32")):
+        with T.Kernel(4, threads=2000):
+            T.source(cpu="X(bx) = int32_t(bx);", cuda="")
+
+    out = tilejit.compile(wide, out_idx=[0], target="cpu")()
+    assert out.tolist() == [0, 1, 2, 3]
+    if "cuda" not in tilejit._C.registered_targets():
+        pytest.skip("tilejit was built without its CUDA backend")
+    with raises_exact(ValueError, "wide: 2000 threads per block; CUDA allows 1 to 1024"):
+        tilejit.compile(wide, out_idx=[0], target="cuda")
 
 
 def test_exception_types():

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import tilejit
 from tilejit import language as T
@@ -127,3 +128,16 @@ def test_kernel_repr_and_attributes():
     assert k.workspace_bytes(np.zeros(3, np.float32)) == 0
     assert k.workspace_layout(np.zeros(3, np.float32)) == []
     assert "Y(i) = X(i) + 1.0f;" in k.get_source()
+    # The device is the backend's answer, not a guess from the target name.
+    assert k.device == "cpu"
+
+
+def test_kernel_device_is_the_backends_default():
+    if "cuda" not in tilejit._C.registered_targets() or not tilejit._C.target_available("cuda"):
+        pytest.skip("tilejit's cuda target is not available")
+
+    @T.prim_func
+    def noop(X: T.Tensor([4], "float32")):
+        T.source(cuda="")
+
+    assert tilejit.compile(noop, target="cuda").device == "cuda:0"
