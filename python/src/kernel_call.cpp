@@ -264,7 +264,8 @@ PyObject* framework_arena(const Origin& origin, Device device, int64_t bytes) {
     Outputs outputs;
     outputs.push_back(std::move(t));
     nb::object whole = nb::steal(maker.wrap(outputs, nullptr));
-    if (offset == 0) return whole.release().ptr();
+    // The larger arena may come aligned: it is still cut to `bytes`.
+    if (offset == 0 && extra == 0) return whole.release().ptr();
     nb::object start = nb::steal(PyLong_FromLongLong(offset));
     nb::object stop = nb::steal(PyLong_FromLongLong(offset + bytes));
     nb::object range = nb::steal(PySlice_New(start.ptr(), stop.ptr(), nullptr));
