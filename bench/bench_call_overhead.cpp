@@ -24,11 +24,16 @@
 namespace {
 
 using namespace tilejit;
-// The CPU entry point (backend/cpu/cpu_backend_internal.h): the last two
-// arguments receive a block's exception, which the no-op body never throws.
+// The generated entry (backend/cpu/cpu_backend_internal.h): the argument
+// block (Note [Slot layout]: a pointer per parameter, then the symbols), the
+// grid, the blocks to run, and where a block's exception goes, which the
+// no-op body never throws.
 using FaultFn = void (*)(void*, int, const char*, const char*) noexcept;
-using Entry = int64_t (*)(void* const*, const int64_t*, const int64_t*, int64_t, int64_t, FaultFn,
-                          void*);
+using Entry = int64_t (*)(const void*, const int64_t*, int64_t, int64_t, FaultFn, void*);
+struct Block {
+  void* ptrs[8];
+  int64_t syms[2];
+};
 
 using bench::kM;
 using bench::kN;
@@ -67,18 +72,17 @@ void Direct(benchmark::State& state) {
   Tensor d = empty({kM, kN}, DataType::float32());
   Tensor arena = empty({1 << 16}, DataType::uint8());
   char* ws = static_cast<char*>(arena.data());
-  void* args[8] = {f.a.data(), f.b.data(), f.c.data(), d.data(), ws, ws + 256, ws + 512, ws + 8704};
-  const int64_t syms[2] = {kM, kN};
+  const Block block{{f.a.data(), f.b.data(), f.c.data(), d.data(), ws, ws + 256, ws + 512, ws + 8704},
+                    {kM, kN}};
   const int64_t grid[3] = {1, 1, 1};
   for (auto _ : state) {
-    f.entry(args, syms, grid, 0, 1, nullptr, nullptr);
+    f.entry(&block, grid, 0, 1, nullptr, nullptr);
     benchmark::ClobberMemory();
   }
 }
 
 void SeedApproach(benchmark::State& state) {
   Fixture& f = fixture();
-  const int64_t syms[2] = {kM, kN};
   const int64_t grid[3] = {1, 1, 1};
   for (auto _ : state) {
     Tensor d = empty({kM, kN}, DataType::float32());
@@ -86,9 +90,10 @@ void SeedApproach(benchmark::State& state) {
     Tensor w2 = empty({kN}, DataType::float32());
     Tensor w3 = empty({kM, kN}, DataType::float32());
     Tensor w4 = empty({64}, DataType::int32());
-    void* args[8] = {f.a.data(), f.b.data(), f.c.data(), d.data(),
-                     w1.data(),  w2.data(),  w3.data(),  w4.data()};
-    f.entry(args, syms, grid, 0, 1, nullptr, nullptr);
+    const Block block{{f.a.data(), f.b.data(), f.c.data(), d.data(), w1.data(), w2.data(),
+                       w3.data(), w4.data()},
+                      {kM, kN}};
+    f.entry(&block, grid, 0, 1, nullptr, nullptr);
     benchmark::DoNotOptimize(d.data());
   }
 }

@@ -184,8 +184,8 @@ runtime::Module* Kernel::Impl::module_for(Device device) const {
   for (auto& [d, m] : other_modules) {
     if (d == device) return m.get();
   }
-  auto module = runtime::CompileCache::global().get(*backend, source, func.name, options.compile,
-                                                    device, options.disk_cache);
+  auto module = runtime::CompileCache::global().get(*backend, source, abi, func.name,
+                                                    options.compile, device, options.disk_cache);
   other_modules.emplace_back(device, module);
   return module.get();
 }
@@ -300,14 +300,21 @@ Outputs Kernel::call(std::span<const Arg> inputs, const CallOptions& options) co
     args[plan.inputs[i].param] = input_arg(k, int(i), inputs[i], &call);
   }
 
+  // Each launch's extents, read at the KernelAbi's result indices (only as
+  // many constructed as there are launches: one, in phase 1).
+  SmallArray<runtime::LaunchDims, runtime::KernelAbi::kMaxLaunches> dims;
+  for (const runtime::AbiLaunch& a : k.abi.launches) {
+    runtime::LaunchDims& d = dims.emplace_back();
+    for (int g = 0; g < 3; ++g) d.grid[g] = call.results[a.grid[g]];
+    d.dynamic_smem_bytes = call.results[a.smem];
+  }
   runtime::LaunchParams launch;
   launch.args = args;
   launch.num_args = int(k.func.params.size());
   launch.symbols = call.symbols;
   launch.num_symbols = int(plan.symbols.size());
-  for (int d = 0; d < 3; ++d) launch.grid[d] = call.results[plan.grid_result + d];
-  launch.threads = k.func.launch.threads;
-  launch.dynamic_smem_bytes = call.results[plan.smem_result];
+  launch.launches = dims.data();
+  launch.num_launches = int(dims.size());
   launch.device = call.device;
   launch.stream = stream;
   k.module_for(call.device)->launch(launch);
@@ -484,14 +491,34 @@ Kernel jit(const ir::PrimFunc& func, const JitOptions& options) {
   impl->backend->validate(func);
   TILEJIT_CHECK(impl->backend->available(), kRuntimeError)
       << func.name << ": target '" << options.target << "' is not available on this machine";
+  // The plan evaluates the one launch's grid and shared memory; the
+  // KernelAbi records where (Note [Kernel ABI]).
+  runtime::LaunchResults results;
+  for (int d = 0; d < 3; ++d) results.grid[d] = impl->plan.grid_result + d;
+  results.smem = impl->plan.smem_result;
   runtime::SourceRequest request;
   request.func = &impl->func;
   request.symbols = impl->plan.symbols;
-  impl->source = impl->backend->generate_source(request);
+  request.launches = std::span<const runtime::LaunchResults>(&results, 1);
+  runtime::GeneratedSource generated = impl->backend->generate(request);
+  impl->source = std::move(generated.source);
+  impl->abi = std::move(generated.abi);
+  for (const runtime::AbiLaunch& l : impl->abi.launches) {
+    // Every index must be one of the plan's results: the call reads there.
+    for (int r : {l.grid[0], l.grid[1], l.grid[2], l.smem}) {
+      TILEJIT_CHECK(r >= 0 && r < int(impl->plan.program.num_results()), kInternalError)
+          << func.name << ": the " << impl->backend->target()
+          << " backend's KernelAbi reads result " << r << " of a plan with "
+          << impl->plan.program.num_results();
+    }
+  }
+  TILEJIT_CHECK(impl->abi.problem().empty(), kInternalError)
+      << func.name << ": the " << impl->backend->target()
+      << " backend made a KernelAbi that is not well formed: " << impl->abi.problem();
   impl->primary_device = impl->backend->default_device();
   impl->primary_pool = &runtime::WorkspacePool::get(*impl->backend, impl->primary_device);
   impl->primary_module = runtime::CompileCache::global().get(
-      *impl->backend, impl->source, func.name, options.compile, impl->primary_device,
+      *impl->backend, impl->source, impl->abi, func.name, options.compile, impl->primary_device,
       options.disk_cache);
   Kernel kernel;
   kernel.impl_ = std::move(impl);

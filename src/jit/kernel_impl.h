@@ -21,6 +21,9 @@ struct Kernel::Impl {
   CallPlan plan;
   runtime::Backend* backend = nullptr;
   std::string source;
+  /// What the compiled kernel takes; its launches' grids and shared memory
+  /// are indices into the plan's results (Note [Kernel ABI]).
+  runtime::KernelAbi abi;
   Device primary_device;
   std::shared_ptr<runtime::Module> primary_module;
   runtime::WorkspacePool* primary_pool = nullptr;  // the pool of primary_device

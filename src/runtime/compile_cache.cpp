@@ -18,22 +18,24 @@ CompileCache& CompileCache::global() {
   return *instance;
 }
 
-std::string CompileCache::key(Backend& backend, const std::string& source,
+std::string CompileCache::key(Backend& backend, const std::string& source, const KernelAbi& abi,
                               const CompileOptions& options, Device device) {
   std::string text = backend.target();
   text += '\0';
   text += backend.toolchain_key(options, device);
+  text += '\0';
+  text += abi.serialize();
   text += '\0';
   text += source;
   return hash_hex(text);
 }
 
 std::shared_ptr<Module> CompileCache::get(Backend& backend, const std::string& source,
-                                          const std::string& kernel_name,
+                                          const KernelAbi& abi, const std::string& kernel_name,
                                           const CompileOptions& options, Device device,
                                           bool use_disk) {
   // A binary is per target and toolchain; a loaded module is per device too.
-  const std::string binary_key = key(backend, source, options, device);
+  const std::string binary_key = key(backend, source, abi, options, device);
   const std::string module_key = binary_key + "@" + device.str();
 
   std::shared_ptr<std::mutex> build_mutex;
@@ -77,14 +79,21 @@ std::shared_ptr<Module> CompileCache::get(Backend& backend, const std::string& s
   bool from_disk = false;
   const bool disk_on = use_disk && disk && disk->enabled();
   if (disk_on) {
-    if (std::optional<std::string> binary = disk->load(binary_key)) {
-      try {
-        module = backend.load(*binary, device);
-        from_disk = true;
-      } catch (const Error&) {
-        // Bytes that passed the checksum but do not load (a stale or foreign
-        // binary): never run them; the recompiled binary below replaces the
-        // entry.
+    if (std::optional<std::string> entry = disk->load(binary_key)) {
+      // Note [ABI beside the binary].
+      size_t abi_bytes = 0;
+      const std::optional<KernelAbi> stored = KernelAbi::deserialize(*entry, &abi_bytes);
+      if (!stored || *stored != abi) {
+        disk->discard(binary_key);
+      } else {
+        try {
+          module = backend.load(entry->substr(abi_bytes), *stored, device);
+          from_disk = true;
+        } catch (const Error&) {
+          // Bytes that passed the checksum but do not load (a stale or
+          // foreign binary): never run them; the recompiled binary below
+          // replaces the entry.
+        }
       }
     }
   }
@@ -95,8 +104,8 @@ std::shared_ptr<Module> CompileCache::get(Backend& backend, const std::string& s
       ++stats_.compiles;
     }
     // A failed store has already warned and counted; the binary still loads.
-    if (disk_on) disk->store(binary_key, binary);
-    module = backend.load(binary, device);
+    if (disk_on) disk->store(binary_key, abi.serialize() + binary);
+    module = backend.load(binary, abi, device);
   }
 
   std::lock_guard<std::mutex> lock(mutex_);

@@ -354,6 +354,14 @@ bool DiskCache::store(const std::string& key, std::string_view payload) {
   return true;
 }
 
+void DiskCache::discard(const std::string& key) {
+  if (!enabled()) return;
+  TILEJIT_CHECK(valid_key(key), kInternalError) << "disk cache: invalid key '" << key << "'";
+  ::unlink((dir_ + "/" + key + ".bin").c_str());
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.corrupt;
+}
+
 DiskCacheStats DiskCache::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return stats_;

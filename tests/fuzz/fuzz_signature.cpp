@@ -108,7 +108,8 @@ class NoOpModule final : public runtime::Module {
   void launch(const runtime::LaunchParams& p) override {
     g_launch.happened = true;
     g_launch.args.assign(p.args, p.args + p.num_args);
-    for (int d = 0; d < 3; ++d) g_launch.grid[d] = p.grid[d];
+    FUZZ_CHECK(p.num_launches == 1);
+    for (int d = 0; d < 3; ++d) g_launch.grid[d] = p.launches[0].grid[d];
     g_launch.symbols.assign(p.symbols, p.symbols + p.num_symbols);
   }
 };
@@ -120,15 +121,24 @@ class FuzzBackend final : public runtime::Backend {
   bool available() const override { return true; }
   Device default_device() const override { return Device::cpu(); }
   int auto_rank(const ir::PrimFunc&) const override { return -1; }  // only by name
-  std::string generate_source(const runtime::SourceRequest&) const override {
-    return "// fuzz\n";
+  runtime::GeneratedSource generate(const runtime::SourceRequest& request) const override {
+    // One launch at the plan's result indices; no arguments (NoOpModule
+    // reads the values, not a block).
+    runtime::KernelAbi abi;
+    runtime::AbiLaunch launch;
+    launch.entry = "fuzz_entry";
+    for (int d = 0; d < 3; ++d) launch.grid[d] = request.launches[0].grid[d];
+    launch.smem = request.launches[0].smem;
+    abi.launches.push_back(launch);
+    return {"// fuzz\n", abi};
   }
   std::string toolchain_key(const runtime::CompileOptions&, Device) override { return "fuzz"; }
   std::string compile(const std::string&, const std::string&, const runtime::CompileOptions&,
                       Device) override {
     return "x";
   }
-  std::unique_ptr<runtime::Module> load(const std::string& binary, Device) override {
+  std::unique_ptr<runtime::Module> load(const std::string& binary, const runtime::KernelAbi&,
+                                        Device) override {
     FUZZ_CHECK(binary == "x");
     return std::make_unique<NoOpModule>();
   }

@@ -2,9 +2,10 @@
 // never includes a backend and a new target touches nothing outside its
 // directory (see DESIGN.md, "Layers").
 //
-// The stages are distinct (STYLE.md, after jitify2): generate_source() gives
-// source text, compile() gives binary bytes, load() gives a Module, and
-// Module::launch() runs it. The runtime caches binaries on disk and modules
+// The stages are distinct (STYLE.md, after jitify2): generate() gives
+// source text and the KernelAbi (Note [Kernel ABI] in kernel_abi.h),
+// compile() gives binary bytes, load() gives a Module from the bytes and the
+// KernelAbi, and Module::launch() runs it. The runtime caches binaries on disk and modules
 // in memory (compile_cache.h); a backend does no caching of its own.
 #pragma once
 
@@ -18,15 +19,33 @@
 #include "tilejit/core/device.h"
 #include "tilejit/ir/prim_func.h"
 #include "tilejit/runtime/allocator.h"
+#include "tilejit/runtime/kernel_abi.h"
 
 namespace tilejit::runtime {
+
+/// Where the call plan evaluates one launch's grid and dynamic shared
+/// memory: indices into its shape-program results (AbiLaunch).
+struct LaunchResults {
+  int grid[3] = {-1, -1, -1};
+  int smem = -1;
+};
 
 /// What a backend generates source from.
 struct SourceRequest {
   const ir::PrimFunc* func = nullptr;
-  /// Dynamic symbols in slot order: the kernel receives their values in an
-  /// int64 array in this order and declares each by name for the body.
+  /// Dynamic symbols in slot order: the kernel receives their values in
+  /// this order and declares each by name for the body.
   std::span<const std::string> symbols;
+  /// One per launch of the PrimFunc (phase 1: its one launch); copied into
+  /// the KernelAbi's launches. Empty: indices unknown (-1), for a request
+  /// made by hand.
+  std::span<const LaunchResults> launches;
+};
+
+/// What generate() makes: the translation unit and what its kernel takes.
+struct GeneratedSource {
+  std::string source;
+  KernelAbi abi;
 };
 
 struct CompileOptions {
@@ -37,17 +56,25 @@ struct CompileOptions {
   std::vector<std::string> extra_flags;
 };
 
-/// One launch. `args` has one entry per parameter of the PrimFunc in
-/// signature order: a tensor's data pointer, or a pointer to a scalar's value
-/// stored in its declared dtype.
+/// The extents of one launch (one AbiLaunch), as the call evaluated them.
+struct LaunchDims {
+  int64_t grid[3] = {1, 1, 1};
+  int64_t dynamic_smem_bytes = 0;
+};
+
+/// One call of a kernel: the values the KernelAbi's arguments are packed
+/// from, and the extents of each of its launches. `args` has one entry per
+/// parameter of the PrimFunc in signature order: a tensor's data pointer, or
+/// a pointer to a scalar's value stored in its declared dtype (or to a
+/// by-value struct's bytes).
 struct LaunchParams {
   void* const* args = nullptr;
   int num_args = 0;
   const int64_t* symbols = nullptr;
   int num_symbols = 0;
-  int64_t grid[3] = {1, 1, 1};
-  int threads = 1;
-  int64_t dynamic_smem_bytes = 0;
+  /// One per KernelAbi launch, in order.
+  const LaunchDims* launches = nullptr;
+  int num_launches = 0;
   Device device;
   Stream stream = nullptr;
 };
@@ -56,6 +83,9 @@ struct LaunchParams {
 class Module {
  public:
   virtual ~Module() = default;
+  /// Packs the argument block (KernelAbi::pack) and runs every launch in
+  /// order. Throws InternalError when `params` has fewer values or symbols
+  /// than the KernelAbi reads, or another number of launches.
   virtual void launch(const LaunchParams& params) = 0;
 };
 
@@ -86,22 +116,29 @@ class Backend {
   /// auto_backend() asks only available backends.
   virtual int auto_rank(const ir::PrimFunc& func) const = 0;
 
-  /// The complete translation unit for `request`: the body of the target
-  /// wrapped in the entry point. Throws ValueError when the PrimFunc has no
-  /// body for this target.
-  virtual std::string generate_source(const SourceRequest& request) const = 0;
+  /// The complete translation unit for `request` (the body of the target
+  /// wrapped in the entry point) and the KernelAbi of its kernel. Throws
+  /// ValueError when the PrimFunc has no body for this target.
+  virtual GeneratedSource generate(const SourceRequest& request) const = 0;
+  /// generate()'s source alone.
+  std::string generate_source(const SourceRequest& request) const {
+    return generate(request).source;
+  }
   /// Everything besides the source that decides the binary: compiler
   /// identity and version, flags, architecture. Part of the disk-cache key.
   virtual std::string toolchain_key(const CompileOptions& options, Device device) = 0;
-  /// Compiles `source` (whose entry point generate_source() made for
+  /// Compiles `source` (whose entry points generate() made for
   /// `kernel_name`) into binary bytes. Throws CompileError with the
   /// compiler's command, log and the numbered source lines around the first
   /// error.
   virtual std::string compile(const std::string& source, const std::string& kernel_name,
                               const CompileOptions& options, Device device) = 0;
-  /// Loads compiled bytes for `device`. Throws RuntimeError for bytes that do
-  /// not load (a corrupt binary is never executed).
-  virtual std::unique_ptr<Module> load(const std::string& binary, Device device) = 0;
+  /// Loads compiled bytes for `device`; the module launches as `abi` says
+  /// (its entries, its argument block). Throws RuntimeError for bytes that
+  /// do not load (a corrupt binary is never executed) and for an `abi` the
+  /// backend cannot launch.
+  virtual std::unique_ptr<Module> load(const std::string& binary, const KernelAbi& abi,
+                                       Device device) = 0;
 
   /// Raw memory, used by the workspace pool.
   virtual Allocator& allocator() = 0;

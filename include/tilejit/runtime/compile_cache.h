@@ -1,5 +1,14 @@
 // CompileCache: source -> loaded Module, through an in-memory cache of
 // modules (per device) and the DiskCache of binaries.
+//
+// Note [ABI beside the binary]
+// A disk entry's payload is the KernelAbi's serialisation (versioned and
+// checksummed on its own, kernel_abi.h) followed by the binary. A hit loads
+// the binary with the stored KernelAbi, which must equal the one generated
+// for the kernel at hand: an entry whose KernelAbi does not read back, or
+// reads back different (another tilejit's layout, a damaged entry), is
+// treated like a corrupt binary: removed (DiskCache::discard), counted, and
+// the kernel recompiled and stored again.
 #pragma once
 
 #include <cstdint>
@@ -26,15 +35,18 @@ class CompileCache {
   /// cache is first used or after set_disk_dir).
   static CompileCache& global();
 
-  /// The module for `source` on `device`: from memory, else from disk, else
-  /// compiled and stored. A binary from disk that fails to load is
+  /// The module for `source` (whose kernel takes `abi`) on `device`: from
+  /// memory, else from disk, else compiled and stored with `abi` beside it
+  /// (Note [ABI beside the binary]). A binary from disk that fails to load is
   /// recompiled. Concurrent calls for the same key compile once.
-  std::shared_ptr<Module> get(Backend& backend, const std::string& source,
+  std::shared_ptr<Module> get(Backend& backend, const std::string& source, const KernelAbi& abi,
                               const std::string& kernel_name, const CompileOptions& options,
                               Device device, bool use_disk = true);
 
-  /// The key of a binary: hash of the target, source and toolchain key.
-  static std::string key(Backend& backend, const std::string& source,
+  /// The key of a binary: hash of the target, the toolchain key, the source
+  /// and the KernelAbi (one source serves plans whose results lie at other
+  /// indices: each gets its own entry).
+  static std::string key(Backend& backend, const std::string& source, const KernelAbi& abi,
                          const CompileOptions& options, Device device);
 
   /// Drops loaded modules held only by the cache (kernels keep theirs).

@@ -56,6 +56,10 @@ class DiskCache {
   /// directory cannot be written or is not trusted. Never throws for I/O
   /// failures.
   bool store(const std::string& key, std::string_view payload);
+  /// Removes the entry under `key` and counts it corrupt: for a payload that
+  /// passed the checksum but that its reader rejects (Note [ABI beside the
+  /// binary] in compile_cache.h). A missing entry is no error.
+  void discard(const std::string& key);
 
   /// Why a file or directory with this owner and mode is not trusted
   /// ("it is writable by group or others (mode 0775)"), or "" when it is.

@@ -79,7 +79,7 @@ class CpuBackend final : public runtime::Backend {
     return func.is_tile() || func.sources().count(target_) ? 0 : -1;
   }
 
-  std::string generate_source(const runtime::SourceRequest& request) const override {
+  runtime::GeneratedSource generate(const runtime::SourceRequest& request) const override {
     return cpu::generate_source(request);
   }
   std::string toolchain_key(const runtime::CompileOptions& options, Device) override {
@@ -89,9 +89,10 @@ class CpuBackend final : public runtime::Backend {
                       const runtime::CompileOptions& options, Device) override {
     return compile_source(source, kernel_name, options);
   }
-  std::unique_ptr<runtime::Module> load(const std::string& binary, Device device) override {
+  std::unique_ptr<runtime::Module> load(const std::string& binary, const runtime::KernelAbi& abi,
+                                        Device device) override {
     check_cpu(device, "load");
-    return load_module(binary);
+    return load_module(binary, abi);
   }
 
   runtime::Allocator& allocator() override { return allocator_; }

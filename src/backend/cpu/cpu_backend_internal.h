@@ -1,8 +1,8 @@
 // The stages of the CPU backend, one source file each, tied together by
 // CpuBackend in cpu_backend.cpp:
-//   generate_source  (cpu_codegen.cpp)   PrimFunc -> C++17 translation unit
+//   generate_source  (cpu_codegen.cpp)   PrimFunc -> C++17 translation unit + KernelAbi
 //   compile_source   (cpu_compiler.cpp)  C++ -> shared-object bytes
-//   load_module      (cpu_module.cpp)    bytes -> dlopen'ed Module
+//   load_module      (cpu_module.cpp)    bytes + KernelAbi -> dlopen'ed Module
 #pragma once
 
 #include <memory>
@@ -15,8 +15,11 @@
 namespace tilejit::cpu {
 
 /// The version of the entry-point contract below, returned by the generated
-/// tilejit_abi_version(); load_module() refuses any other.
-inline constexpr int kAbiVersion = 2;
+/// tilejit_abi_version(); load_module() refuses any other. (3: the entry
+/// takes the KernelAbi's argument block.)
+inline constexpr int kAbiVersion = 3;
+/// The entry point's name in every generated unit.
+inline constexpr const char* kEntryName = "tilejit_entry";
 
 /// What a block threw, as the generated entry classifies it (Note [Exceptions
 /// from a body] in cpu_codegen.cpp).
@@ -37,12 +40,13 @@ inline constexpr const char* kPreludeName = "tilejit/cpu/prelude.h";
 /// The language of generated units and of the device headers.
 inline constexpr const char* kCxxStandard = "-std=c++17";
 
-/// The generated entry point. Runs blocks [begin, end) of the grid, block b
-/// being (x, y, z) = (b % gx, b / gx % gy, b / (gx * gy)): x varies fastest.
-/// Returns -1 when every block ran, or the index of the block that threw,
-/// after reporting the exception to `fault`; no exception leaves it.
-using EntryFn = int64_t (*)(void* const* args, const int64_t* syms, const int64_t* grid,
-                            int64_t begin, int64_t end, FaultFn fault, void* fault_context);
+/// An entry point (one per KernelAbi launch). Runs blocks [begin, end) of
+/// the grid, block b being (x, y, z) = (b % gx, b / gx % gy, b / (gx * gy)):
+/// x varies fastest. `block` is the packed argument block (Note [Kernel
+/// ABI]). Returns -1 when every block ran, or the index of the block that
+/// threw, after reporting the exception to `fault`; no exception leaves it.
+using EntryFn = int64_t (*)(const void* block, const int64_t* grid, int64_t begin, int64_t end,
+                            FaultFn fault, void* fault_context);
 
 /// The generated tilejit_kernel_name(): the name of the kernel the binary is
 /// for, which the errors of its launches begin with.
@@ -58,10 +62,16 @@ extern const backend::CxxEntry kCpuEntry;
 /// entry, tilejit_entry with EntryFn's signature, follows.
 void emit_entry_head(std::ostream& os, const ir::PrimFunc& f, const char* what);
 
+/// Writes the opening of entry `entry`, EntryFn's signature, unpacking the
+/// block of Note [Slot layout] into tilejit_args (one slot per parameter)
+/// and tilejit_syms; the arguments (backend::emit_arguments) follow.
+void emit_entry_signature(std::ostream& os, const ir::PrimFunc& f, const char* entry);
+
 /// The translation unit for `request` (see cpu_codegen.cpp for its shape;
-/// tile_codegen.cpp for a tile body). Throws ValueError when the PrimFunc
-/// has neither a tile body nor a "cpu" source body.
-std::string generate_source(const runtime::SourceRequest& request);
+/// tile_codegen.cpp for a tile body) and its KernelAbi (Note [Slot layout]).
+/// Throws ValueError when the PrimFunc has neither a tile body nor a "cpu"
+/// source body.
+runtime::GeneratedSource generate_source(const runtime::SourceRequest& request);
 
 /// Compiler identity, version, flags and (with -march=native) the host CPU.
 std::string toolchain_key(const runtime::CompileOptions& options);
@@ -71,7 +81,9 @@ std::string toolchain_key(const runtime::CompileOptions& options);
 std::string compile_source(const std::string& source, const std::string& kernel_name,
                            const runtime::CompileOptions& options);
 
-/// Loads shared-object bytes. Throws RuntimeError for bytes that do not load.
-std::unique_ptr<runtime::Module> load_module(const std::string& binary);
+/// Loads shared-object bytes whose entries `abi` names. Throws RuntimeError
+/// for bytes that do not load, or that lack an entry.
+std::unique_ptr<runtime::Module> load_module(const std::string& binary,
+                                             const runtime::KernelAbi& abi);
 
 }  // namespace tilejit::cpu

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "backend/common/cxx_source.h"
+#include "backend/common/slot_abi.h"
 #include "backend/cpu/cpu_backend_internal.h"
 #include "backend/cpu/tile_codegen.h"
 #include "tilejit/core/error.h"
@@ -38,13 +39,14 @@
 namespace tilejit::cpu {
 namespace {
 
-// A scalar's slot points at the caller's value.
+// A scalar's bytes sit in its slot itself (Note [Slot layout] in
+// backend/common/slot_abi.h).
 std::string read_scalar(const char* ctype, const std::string& slot) {
-  std::string out = "*static_cast<const ";
+  std::string out = "[&] { ";
   out += ctype;
-  out += "*>(";
+  out += " v; __builtin_memcpy(&v, &";
   out += slot;
-  out += ')';
+  out += ", sizeof v); return v; }()";
   return out;
 }
 
@@ -116,7 +118,19 @@ void emit_entry_head(std::ostream& os, const ir::PrimFunc& f, const char* what) 
      << "; }\n\n";
 }
 
-std::string generate_source(const runtime::SourceRequest& request) {
+void emit_entry_signature(std::ostream& os, const ir::PrimFunc& f, const char* entry) {
+  // The argument block of Note [Slot layout] (backend/common/slot_abi.h).
+  os << "extern \"C\" int64_t " << entry << "(const void* tilejit_block,\n"
+        "                                 const int64_t* tilejit_grid, int64_t tilejit_begin,\n"
+        "                                 int64_t tilejit_end, tilejit_fault_fn tilejit_fault,\n"
+        "                                 void* tilejit_fault_context) {\n"
+        "  [[maybe_unused]] void* const* const tilejit_args = "
+        "static_cast<void* const*>(tilejit_block);\n"
+        "  [[maybe_unused]] const int64_t* const tilejit_syms =\n"
+        "      reinterpret_cast<const int64_t*>(tilejit_args + " << f.params.size() << ");\n";
+}
+
+runtime::GeneratedSource generate_source(const runtime::SourceRequest& request) {
   TILEJIT_ICHECK(request.func != nullptr) << "SourceRequest without a PrimFunc";
   if (request.func->is_tile()) return generate_tile_source(request);
   const ir::PrimFunc& f = *request.func;
@@ -125,11 +139,7 @@ std::string generate_source(const runtime::SourceRequest& request) {
 
   std::ostringstream os;
   emit_entry_head(os, f, "");
-  os << "extern \"C\" int64_t tilejit_entry([[maybe_unused]] void* const* tilejit_args,\n"
-        "                                 [[maybe_unused]] const int64_t* tilejit_syms,\n"
-        "                                 const int64_t* tilejit_grid, int64_t tilejit_begin,\n"
-        "                                 int64_t tilejit_end, tilejit_fault_fn tilejit_fault,\n"
-        "                                 void* tilejit_fault_context) {\n";
+  emit_entry_signature(os, f, kEntryName);
   backend::emit_arguments(os, f, symbols, kCpuEntry);
   // Blocks [begin, end) in x-fastest order. The index is divided out once and
   // then stepped, which keeps integer division out of the per-block path.
@@ -160,7 +170,7 @@ std::string generate_source(const runtime::SourceRequest& request) {
         "  }\n"
         "  return -1;\n"
         "}\n";
-  return os.str();
+  return {os.str(), backend::slot_abi(request, kEntryName)};
 }
 
 }  // namespace tilejit::cpu

@@ -1,5 +1,6 @@
-// The CPU backend's load and launch stages: shared-object bytes -> a dlopen'ed
-// Module whose launch() runs the grid's blocks on the thread pool.
+// The CPU backend's load and launch stages: shared-object bytes and a
+// KernelAbi -> a dlopen'ed Module whose launch() packs the argument block and
+// runs each launch's grid of blocks on the thread pool.
 //
 // Note [Loading from memory]
 // The bytes go into an anonymous memfd and are dlopen'ed as
@@ -35,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/common/slot_abi.h"
 #include "backend/cpu/cpu_backend_internal.h"
 #include "backend/cpu/thread_pool.h"
 #include "tilejit/core/error.h"
@@ -109,7 +111,8 @@ struct FdGuard {
 
 struct LaunchContext {
   EntryFn entry;
-  const runtime::LaunchParams* params;
+  const void* block;
+  const int64_t* grid;
   const std::string* kernel_name;
 };
 
@@ -147,7 +150,7 @@ std::string demangle(const std::string& mangled) {
 
 [[noreturn, gnu::cold]] void throw_block_fault(const LaunchContext& c, int64_t block,
                                                const BlockFault& fault) {
-  const int64_t* grid = c.params->grid;
+  const int64_t* grid = c.grid;
   std::ostringstream os;
   os << *c.kernel_name << ": block (" << block % grid[0] << ", " << block / grid[0] % grid[1]
      << ", " << block / grid[0] / grid[1] << ") threw ";
@@ -165,16 +168,24 @@ std::string demangle(const std::string& mangled) {
 void run_blocks(void* context, int64_t begin, int64_t end) {
   const auto* c = static_cast<const LaunchContext*>(context);
   BlockFault fault;
-  const int64_t failed = c->entry(c->params->args, c->params->symbols, c->params->grid, begin,
-                                  end, record_fault, &fault);
+  const int64_t failed =
+      c->entry(c->block, c->grid, begin, end, record_fault, &fault);
   // The pool skips the chunks not yet started and rethrows in the launcher.
   if (TILEJIT_UNLIKELY(failed >= 0)) throw_block_fault(*c, failed, fault);
 }
 
 class CpuModule final : public runtime::Module {
  public:
-  CpuModule(void* handle, int fd, EntryFn entry, std::string kernel_name)
-      : handle_(handle), fd_(fd), entry_(entry), kernel_name_(std::move(kernel_name)) {}
+  CpuModule(void* handle, int fd, std::vector<EntryFn> entries, runtime::KernelAbi abi,
+            std::string kernel_name)
+      : handle_(handle),
+        fd_(fd),
+        entries_(std::move(entries)),
+        abi_(std::move(abi)),
+        num_values_(abi_.num_values()),
+        num_symbols_(abi_.num_symbols()),
+        dense_(abi_.is_dense(num_values_, num_symbols_)),
+        kernel_name_(std::move(kernel_name)) {}
   ~CpuModule() override {
     dlclose(handle_);
     ::close(fd_);  // after dlclose: Note [Loading from memory]
@@ -182,29 +193,55 @@ class CpuModule final : public runtime::Module {
   CpuModule(const CpuModule&) = delete;
   CpuModule& operator=(const CpuModule&) = delete;
 
-  void launch(const runtime::LaunchParams& params) override {
-    int64_t total = 1;
-    for (int64_t g : params.grid) {
-      if (TILEJIT_UNLIKELY(g < 0 || __builtin_mul_overflow(total, g, &total))) {
-        TILEJIT_THROW(kValueError) << "cpu launch: invalid grid (" << params.grid[0] << ", "
-                                   << params.grid[1] << ", " << params.grid[2] << ")";
+  void launch(const runtime::LaunchParams& p) override {
+    backend::check_launch_params(abi_, num_values_, num_symbols_, p, "cpu");
+    // Note [Kernel ABI]: the block the entries read, packed once for all
+    // launches (the launches run one after another, so it outlives them).
+    alignas(64) unsigned char block[runtime::KernelAbi::kMaxBlockBytes];
+    if (dense_) {
+      std::memcpy(block, p.args, sizeof(void*) * size_t(num_values_));
+      if (num_symbols_ > 0) {
+        std::memcpy(block + sizeof(void*) * size_t(num_values_), p.symbols,
+                    sizeof(int64_t) * size_t(num_symbols_));
       }
+    } else {
+      abi_.pack(p.args, p.symbols, block);
     }
-    LaunchContext context{entry_, &params, &kernel_name_};
-    ThreadPool::global().run(total, run_blocks, &context);
+    for (int l = 0; l < p.num_launches; ++l) {
+      const int64_t* grid = p.launches[l].grid;
+      int64_t total = 1;
+      for (int d = 0; d < 3; ++d) {
+        if (TILEJIT_UNLIKELY(grid[d] < 0 || __builtin_mul_overflow(total, grid[d], &total))) {
+          TILEJIT_THROW(kValueError) << "cpu launch: invalid grid (" << grid[0] << ", " << grid[1]
+                                     << ", " << grid[2] << ")";
+        }
+      }
+      // The pool returns when every block has run: launch l + 1 sees all of
+      // launch l's writes, as kernels on one stream would.
+      LaunchContext context{entries_[size_t(l)], block, grid, &kernel_name_};
+      ThreadPool::global().run(total, run_blocks, &context);
+    }
   }
 
  private:
   void* handle_;
   int fd_;
-  EntryFn entry_;
+  std::vector<EntryFn> entries_;  // one per launch
+  runtime::KernelAbi abi_;
+  int num_values_;
+  int num_symbols_;
+  bool dense_;  // pointers then symbols only: two copies pack the block
   std::string kernel_name_;
 };
 
 }  // namespace
 
-std::unique_ptr<runtime::Module> load_module(const std::string& binary) {
+std::unique_ptr<runtime::Module> load_module(const std::string& binary,
+                                             const runtime::KernelAbi& abi) {
   if (std::string problem = elf_problem(binary); !problem.empty()) throw_load_error(problem);
+  if (std::string problem = abi.problem(); !problem.empty()) {
+    throw_load_error("its KernelAbi is not well formed: " + problem);
+  }
 
   FdGuard fd{::memfd_create("tilejit_kernel", MFD_CLOEXEC)};
   if (fd.fd < 0) throw_load_error(std::string("memfd_create: ") + std::strerror(errno));
@@ -238,17 +275,21 @@ std::unique_ptr<runtime::Module> load_module(const std::string& binary) {
     throw_load_error(what);
   };
   dlerror();
-  auto abi = reinterpret_cast<int (*)()>(dlsym(handle, "tilejit_abi_version"));
-  if (abi == nullptr) fail(dl_error_text());
-  if (const int v = abi(); v != kAbiVersion) {
+  auto version = reinterpret_cast<int (*)()>(dlsym(handle, "tilejit_abi_version"));
+  if (version == nullptr) fail(dl_error_text());
+  if (const int v = version(); v != kAbiVersion) {
     fail("its ABI version is " + std::to_string(v) + "; this tilejit expects " +
          std::to_string(kAbiVersion));
   }
-  auto entry = reinterpret_cast<EntryFn>(dlsym(handle, "tilejit_entry"));
-  if (entry == nullptr) fail(dl_error_text());
+  std::vector<EntryFn> entries;
+  for (const runtime::AbiLaunch& l : abi.launches) {
+    auto entry = reinterpret_cast<EntryFn>(dlsym(handle, l.entry.c_str()));
+    if (entry == nullptr) fail(dl_error_text());
+    entries.push_back(entry);
+  }
   auto name = reinterpret_cast<KernelNameFn>(dlsym(handle, "tilejit_kernel_name"));
   if (name == nullptr) fail(dl_error_text());
-  auto module = std::make_unique<CpuModule>(handle, fd.fd, entry, name());
+  auto module = std::make_unique<CpuModule>(handle, fd.fd, std::move(entries), abi, name());
   fd.fd = -1;  // the module owns it now
   return module;
 }

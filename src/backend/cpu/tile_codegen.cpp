@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "backend/common/cxx_source.h"
+#include "backend/common/slot_abi.h"
 #include "backend/cpu/cpu_backend_internal.h"
 #include "tilejit/core/error.h"
 #include "tilejit/ir/tile_builder.h"
@@ -450,7 +451,7 @@ void TileCodegen::emit_stmt(const ir::Stmt& s) {
   ir::unhandled_stmt("CPU tile codegen", s);
 }
 
-std::string generate_tile_source(const runtime::SourceRequest& request) {
+runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& request) {
   TILEJIT_ICHECK(request.func != nullptr) << "SourceRequest without a PrimFunc";
   // The target-neutral passes, then the CPU's layouts.
   ir::PrimFunc f = transform::verify(*request.func);
@@ -496,11 +497,7 @@ std::string generate_tile_source(const runtime::SourceRequest& request) {
   std::ostringstream os;
   emit_entry_head(os, f, " (tile IR)");
   os << "#include \"tilejit/cpu/tile_ops.h\"\n\n";
-  os << "extern \"C\" int64_t tilejit_entry([[maybe_unused]] void* const* tilejit_args,\n"
-        "                                 [[maybe_unused]] const int64_t* tilejit_syms,\n"
-        "                                 const int64_t* tilejit_grid, int64_t tilejit_begin,\n"
-        "                                 int64_t tilejit_end, tilejit_fault_fn tilejit_fault,\n"
-        "                                 void* tilejit_fault_context) {\n";
+  emit_entry_signature(os, f, kEntryName);
   backend::emit_arguments(os, f, symbols, kCpuEntry);
   if (cg.arena_bytes() > 0) {
     // Note [Exceptions from a body]: a failed allocation is the first block's.
@@ -534,7 +531,7 @@ std::string generate_tile_source(const runtime::SourceRequest& request) {
         "  }\n"
         "  return -1;\n"
         "}\n";
-  return os.str();
+  return {os.str(), backend::slot_abi(request, kEntryName)};
 }
 
 }  // namespace tilejit::cpu

@@ -49,7 +49,7 @@ namespace tilejit::cpu {
 inline constexpr int64_t kMaxStackTileBytes = 16 * 1024;
 
 /// The unit for a PrimFunc with a tile body (verified, one kernel).
-std::string generate_tile_source(const runtime::SourceRequest& request);
+runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& request);
 
 /// How the generated code reaches a buffer.
 struct BufferAccess {

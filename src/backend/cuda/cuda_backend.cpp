@@ -33,7 +33,7 @@ class CudaBackend final : public runtime::Backend {
     return func.sources().count(target_) ? 1 : -1;
   }
 
-  std::string generate_source(const runtime::SourceRequest& request) const override {
+  runtime::GeneratedSource generate(const runtime::SourceRequest& request) const override {
     return cuda::generate_source(request);
   }
   std::string toolchain_key(const runtime::CompileOptions& options, Device device) override {
@@ -43,8 +43,9 @@ class CudaBackend final : public runtime::Backend {
                       const runtime::CompileOptions& options, Device device) override {
     return compile_source(source, kernel_name, options, device);
   }
-  std::unique_ptr<runtime::Module> load(const std::string& binary, Device device) override {
-    return load_module(binary, device);
+  std::unique_ptr<runtime::Module> load(const std::string& binary, const runtime::KernelAbi& abi,
+                                        Device device) override {
+    return load_module(binary, abi, device);
   }
 
   runtime::Allocator& allocator() override { return cuda::allocator(); }

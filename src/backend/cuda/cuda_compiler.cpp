@@ -177,19 +177,6 @@ struct ProgramGuard {
   }
 };
 
-// The layout line generate_source() wrote (Note [Kernel argument ABI]).
-ArgLayout layout_of(const std::string& source, const std::string& kernel_name) {
-  const size_t at = source.find(kAbiMarker);
-  ArgLayout layout;
-  if (at != std::string::npos) {
-    const size_t begin = at + std::char_traits<char>::length(kAbiMarker);
-    const size_t end = source.find('\n', begin);
-    if (ArgLayout::parse(source.substr(begin, end - begin), &layout)) return layout;
-  }
-  TILEJIT_THROW(kValueError) << kernel_name << ": the source has no valid '" << kAbiMarker
-                             << "' line; CUDA sources must come from the backend's generate_source()";
-}
-
 }  // namespace
 
 std::string toolchain_key(const runtime::CompileOptions& options, Device device) {
@@ -209,7 +196,6 @@ std::string toolchain_key(const runtime::CompileOptions& options, Device device)
 std::string compile_source(const std::string& source, const std::string& kernel_name,
                            const runtime::CompileOptions& options, Device device) {
   check_cuda_device(device, "compile");
-  const ArgLayout layout = layout_of(source, kernel_name);
   const NvrtcApi& api = nvrtc();
   std::vector<std::string> flags = user_flags(options);
   const Target target = choose_target(api, flags, device);
@@ -245,8 +231,6 @@ std::string compile_source(const std::string& source, const std::string& kernel_
   }
 
   std::string binary(1, target.cubin ? 'C' : 'P');
-  binary += layout.to_string();
-  binary += '\n';
   const size_t header = binary.size();
   size_t size = 0;
   r = target.cubin ? api.nvrtcGetCUBINSize(guard.prog, &size) : api.nvrtcGetPTXSize(guard.prog, &size);

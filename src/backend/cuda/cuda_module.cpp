@@ -1,6 +1,7 @@
-// The CUDA backend's load and launch stages: a binary of compile_source() ->
-// a CUmodule in the device's primary context, and launches of its one
-// kernel with the argument struct of Note [Kernel argument ABI].
+// The CUDA backend's load and launch stages: a binary of compile_source() and
+// its KernelAbi -> a CUmodule in the device's primary context with one
+// function per launch, and launches of them with the argument struct of Note
+// [Kernel argument ABI].
 #include <cuda.h>
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/common/slot_abi.h"
 #include "backend/cuda/cuda_backend_internal.h"
 #include "backend/cuda/cuda_driver.h"
 #include "tilejit/core/error.h"
@@ -49,9 +51,17 @@ std::string cubin_problem(const char* p, size_t size) {
 
 class CudaModule final : public runtime::Module {
  public:
-  CudaModule(CUmodule module, CUfunction function, int device, ArgLayout layout)
-      : module_(module), function_(function), device_(device), layout_(std::move(layout)) {
-    for (int bytes : layout_.scalar_bytes) all_pointers_ = all_pointers_ && bytes == 0;
+  CudaModule(CUmodule module, std::vector<CUfunction> functions, int device,
+             runtime::KernelAbi abi)
+      : module_(module),
+        functions_(std::move(functions)),
+        device_(device),
+        abi_(std::move(abi)),
+        num_values_(abi_.num_values()),
+        num_symbols_(abi_.num_symbols()),
+        dense_(abi_.is_dense(num_values_, num_symbols_)),
+        smem_limits_(functions_.size()) {
+    for (auto& limit : smem_limits_) limit.store(kDefaultSmemLimit, std::memory_order_relaxed);
   }
 
   ~CudaModule() override {
@@ -66,62 +76,56 @@ class CudaModule final : public runtime::Module {
   CudaModule& operator=(const CudaModule&) = delete;
 
   void launch(const runtime::LaunchParams& p) override {
-    const int num_args = int(layout_.scalar_bytes.size());
-    if (TILEJIT_UNLIKELY(p.num_args != num_args || p.num_symbols != layout_.num_symbols)) {
-      TILEJIT_THROW(kInternalError) << "cuda launch: " << p.num_args << " arguments and "
-                                    << p.num_symbols << " symbols for a kernel built for "
-                                    << num_args << " and " << layout_.num_symbols;
-    }
+    backend::check_launch_params(abi_, num_values_, num_symbols_, p, "cuda");
     if (TILEJIT_UNLIKELY(p.device.type != DeviceType::kCUDA || p.device.id != device_)) {
       TILEJIT_THROW(kValueError) << "cuda launch: a kernel loaded on cuda:" << device_
                                  << " launched on " << p.device.str();
     }
-    const int64_t gx = p.grid[0], gy = p.grid[1], gz = p.grid[2];
-    if (TILEJIT_UNLIKELY(gx <= 0 || gy <= 0 || gz <= 0 || gx > INT32_MAX || gy > 65535 ||
-                         gz > 65535 || p.threads < 1 || p.threads > 1024 ||
-                         p.dynamic_smem_bytes < 0 || p.dynamic_smem_bytes > INT32_MAX)) {
-      if (gx == 0 || gy == 0 || gz == 0) {
-        if (gx >= 0 && gy >= 0 && gz >= 0) return;  // an empty grid runs no block, as on the CPU
-      }
-      throw_bad_launch(p);
-    }
 
-    // Note [Kernel argument ABI]: pointers (or scalar bytes), then symbols.
-    uint64_t slots[kMaxArgSlots];
-    if (all_pointers_) {
-      std::memcpy(slots, p.args, sizeof(void*) * size_t(num_args));
-    } else {
-      for (int k = 0; k < num_args; ++k) {
-        const int bytes = layout_.scalar_bytes[size_t(k)];
-        if (bytes == 0) {
-          std::memcpy(&slots[k], &p.args[k], sizeof(void*));
-        } else {
-          slots[k] = 0;
-          std::memcpy(&slots[k], p.args[k], size_t(bytes));
-        }
+    // Note [Kernel argument ABI]: the block, packed as the KernelAbi says.
+    alignas(16) unsigned char block[runtime::KernelAbi::kMaxBlockBytes];
+    if (dense_) {
+      std::memcpy(block, p.args, sizeof(void*) * size_t(num_values_));
+      if (num_symbols_ > 0) {
+        std::memcpy(block + sizeof(void*) * size_t(num_values_), p.symbols,
+                    sizeof(int64_t) * size_t(num_symbols_));
       }
+    } else {
+      abi_.pack(p.args, p.symbols, block);
     }
-    if (layout_.num_symbols > 0) {
-      std::memcpy(&slots[num_args], p.symbols, sizeof(int64_t) * size_t(layout_.num_symbols));
-    }
-    void* params[] = {slots};
+    void* params[] = {block};
 
     ContextGuard guard(device_);
-    if (p.dynamic_smem_bytes > kDefaultSmemLimit &&
-        p.dynamic_smem_bytes > smem_limit_.load(std::memory_order_acquire)) {
-      raise_smem_limit(p.dynamic_smem_bytes, guard.state());
+    for (int l = 0; l < p.num_launches; ++l) {
+      const runtime::LaunchDims& d = p.launches[l];
+      const runtime::AbiLaunch& a = abi_.launches[size_t(l)];
+      const int64_t gx = d.grid[0], gy = d.grid[1], gz = d.grid[2];
+      if (TILEJIT_UNLIKELY(gx <= 0 || gy <= 0 || gz <= 0 || gx > INT32_MAX || gy > 65535 ||
+                           gz > 65535 || d.dynamic_smem_bytes < 0 ||
+                           d.dynamic_smem_bytes > INT32_MAX)) {
+        if (gx == 0 || gy == 0 || gz == 0) {
+          if (gx >= 0 && gy >= 0 && gz >= 0) continue;  // an empty grid runs no block, as on the CPU
+        }
+        throw_bad_launch(d, a);
+      }
+      if (d.dynamic_smem_bytes > kDefaultSmemLimit &&
+          d.dynamic_smem_bytes > smem_limits_[size_t(l)].load(std::memory_order_acquire)) {
+        raise_smem_limit(size_t(l), d.dynamic_smem_bytes, guard.state());
+      }
+      const CUresult r = driver().cuLaunchKernel(
+          functions_[size_t(l)], unsigned(gx), unsigned(gy), unsigned(gz), unsigned(a.threads[0]),
+          unsigned(a.threads[1]), unsigned(a.threads[2]), unsigned(d.dynamic_smem_bytes),
+          static_cast<CUstream>(p.stream), params, nullptr);
+      if (TILEJIT_UNLIKELY(r != CUDA_SUCCESS)) throw_driver_error(r, "cuLaunchKernel", "cuda launch");
     }
-    const CUresult r = driver().cuLaunchKernel(
-        function_, unsigned(gx), unsigned(gy), unsigned(gz), unsigned(p.threads), 1, 1,
-        unsigned(p.dynamic_smem_bytes), static_cast<CUstream>(p.stream), params, nullptr);
-    if (TILEJIT_UNLIKELY(r != CUDA_SUCCESS)) throw_driver_error(r, "cuLaunchKernel", "cuda launch");
   }
 
  private:
-  [[noreturn, gnu::cold]] static void throw_bad_launch(const runtime::LaunchParams& p) {
-    TILEJIT_THROW(kValueError) << "cuda launch: grid (" << p.grid[0] << ", " << p.grid[1] << ", "
-                               << p.grid[2] << ") with " << p.threads << " threads and "
-                               << p.dynamic_smem_bytes
+  [[noreturn, gnu::cold]] static void throw_bad_launch(const runtime::LaunchDims& d,
+                                                       const runtime::AbiLaunch& a) {
+    TILEJIT_THROW(kValueError) << "cuda launch: grid (" << d.grid[0] << ", " << d.grid[1] << ", "
+                               << d.grid[2] << ") with " << a.threads[0] * a.threads[1] * a.threads[2]
+                               << " threads and " << d.dynamic_smem_bytes
                                << " bytes of dynamic shared memory is outside what CUDA allows "
                                   "(grid x up to 2^31-1, y and z up to 65535, 1 to 1024 threads)";
   }
@@ -129,50 +133,58 @@ class CudaModule final : public runtime::Module {
   // Opts the kernel in to `bytes` of dynamic shared memory. The limit only
   // grows, and is set once per increase: a launch that needs no more than
   // what was set already pays one atomic load.
-  [[gnu::cold]] void raise_smem_limit(int64_t bytes, const DeviceState& state) {
+  [[gnu::cold]] void raise_smem_limit(size_t launch, int64_t bytes, const DeviceState& state) {
     std::lock_guard<std::mutex> lock(smem_mutex_);
-    if (bytes <= smem_limit_.load(std::memory_order_relaxed)) return;
+    if (bytes <= smem_limits_[launch].load(std::memory_order_relaxed)) return;
+    const CUfunction function = functions_[launch];
     int static_smem = 0;
-    check(driver().cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function_),
+    check(driver().cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function),
           "cuFuncGetAttribute");
     TILEJIT_CHECK(bytes + static_smem <= state.max_smem_optin, kValueError)
         << "cuda launch: " << bytes << " bytes of dynamic shared memory plus the kernel's "
         << static_smem << " bytes of static shared memory exceed the " << state.max_smem_optin
         << " bytes per block that cuda:" << device_ << " allows";
     const CUresult r = driver().cuFuncSetAttribute(
-        function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(bytes));
+        function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(bytes));
     if (r != CUDA_SUCCESS) {
       throw_driver_error(r, "cuFuncSetAttribute",
                          "cuda launch: raising the dynamic shared memory limit to " +
                              std::to_string(bytes) + " bytes");
     }
-    smem_limit_.store(bytes, std::memory_order_release);
+    smem_limits_[launch].store(bytes, std::memory_order_release);
   }
 
   CUmodule module_;
-  CUfunction function_;
+  std::vector<CUfunction> functions_;  // one per launch
   int device_;
-  ArgLayout layout_;
-  bool all_pointers_ = true;  // no scalar slot: the pointers are copied at once
+  runtime::KernelAbi abi_;
+  int num_values_;
+  int num_symbols_;
+  bool dense_;  // pointers then symbols only: two copies pack the block
   std::mutex smem_mutex_;
-  std::atomic<int64_t> smem_limit_{kDefaultSmemLimit};
+  std::vector<std::atomic<int64_t>> smem_limits_;  // per launch
 };
 
 }  // namespace
 
-std::unique_ptr<runtime::Module> load_module(const std::string& binary, Device device) {
+std::unique_ptr<runtime::Module> load_module(const std::string& binary,
+                                             const runtime::KernelAbi& abi, Device device) {
   check_cuda_device(device, "load");
   if (binary.empty()) throw_load_error("the binary is empty");
   const char tag = binary[0];
   if (tag != 'C' && tag != 'P') throw_load_error("the binary has an unknown tag byte");
-  const size_t newline = binary.find('\n');
-  ArgLayout layout;
-  if (newline == std::string::npos || newline > 4096 ||
-      !ArgLayout::parse(binary.substr(1, newline - 1), &layout)) {
-    throw_load_error("the binary's header is missing or of another tilejit version");
+  if (std::string problem = abi.problem(); !problem.empty()) {
+    throw_load_error("its KernelAbi is not well formed: " + problem);
   }
-  const char* code = binary.data() + newline + 1;
-  const size_t size = binary.size() - newline - 1;
+  for (const runtime::AbiLaunch& l : abi.launches) {
+    const int64_t threads = int64_t(l.threads[0]) * l.threads[1] * l.threads[2];
+    if (threads > 1024) {
+      throw_load_error("launch '" + l.entry + "' has " + std::to_string(threads) +
+                       " threads per block; CUDA allows 1 to 1024");
+    }
+  }
+  const char* code = binary.data() + 1;
+  const size_t size = binary.size() - 1;
   std::string ptx;  // NUL-terminated copy for the driver
   if (tag == 'C') {
     if (std::string problem = cubin_problem(code, size); !problem.empty()) throw_load_error(problem);
@@ -196,13 +208,18 @@ std::unique_ptr<runtime::Module> load_module(const std::string& binary, Device d
                            ", driver CUDA " + std::to_string(api.driver_version / 1000) + "." +
                            std::to_string(api.driver_version % 1000 / 10) + ")");
   }
-  CUfunction function = nullptr;
-  r = api.cuModuleGetFunction(&function, module, kEntryName);
-  if (r != CUDA_SUCCESS) {
-    api.cuModuleUnload(module);
-    throw_driver_error(r, "cuModuleGetFunction", "cuda backend: loading a kernel on " + device.str());
+  std::vector<CUfunction> functions;
+  for (const runtime::AbiLaunch& l : abi.launches) {
+    CUfunction function = nullptr;
+    r = api.cuModuleGetFunction(&function, module, l.entry.c_str());
+    if (r != CUDA_SUCCESS) {
+      api.cuModuleUnload(module);
+      throw_driver_error(r, "cuModuleGetFunction",
+                         "cuda backend: loading a kernel on " + device.str());
+    }
+    functions.push_back(function);
   }
-  return std::make_unique<CudaModule>(module, function, device.id, std::move(layout));
+  return std::make_unique<CudaModule>(module, std::move(functions), device.id, abi);
 }
 
 }  // namespace tilejit::cuda

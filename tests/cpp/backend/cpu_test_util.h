@@ -23,25 +23,42 @@ using tilejit::testing::TempDir;
 
 inline runtime::Backend& cpu_backend() { return runtime::get_backend("cpu"); }
 
-/// generate_source -> compile -> load, as the runtime's cache would.
+/// generate -> compile -> load, as the runtime's cache would.
 inline std::unique_ptr<runtime::Module> build(const ir::PrimFunc& f,
                                               const std::vector<std::string>& symbols = {},
                                               const runtime::CompileOptions& options = {}) {
   runtime::Backend& be = cpu_backend();
   runtime::SourceRequest request{&f, symbols};
-  const std::string source = be.generate_source(request);
-  const std::string binary = be.compile(source, f.name, options, Device::cpu());
-  return be.load(binary, Device::cpu());
+  const runtime::GeneratedSource generated = be.generate(request);
+  const std::string binary = be.compile(generated.source, f.name, options, Device::cpu());
+  return be.load(binary, generated.abi, Device::cpu());
 }
 
+/// The KernelAbi of a generated entry whose PrimFunc has `num_pointers`
+/// tensor parameters and no symbols (Note [Slot layout]).
+inline runtime::KernelAbi pointer_abi(int num_pointers) {
+  runtime::KernelAbi abi;
+  for (int k = 0; k < num_pointers; ++k) {
+    abi.add(runtime::AbiArgKind::kPointer, "p" + std::to_string(k), k, 8, 8);
+  }
+  runtime::AbiLaunch launch;
+  launch.entry = "tilejit_entry";
+  abi.launches.push_back(launch);
+  return abi;
+}
+
+/// Launches the module's one launch.
 inline void launch(runtime::Module& m, const std::vector<void*>& args,
                    const std::vector<int64_t>& symbols, std::array<int64_t, 3> grid) {
+  runtime::LaunchDims dims;
+  for (int i = 0; i < 3; ++i) dims.grid[i] = grid[size_t(i)];
   runtime::LaunchParams p;
   p.args = args.data();
   p.num_args = int(args.size());
   p.symbols = symbols.data();
   p.num_symbols = int(symbols.size());
-  for (int i = 0; i < 3; ++i) p.grid[i] = grid[size_t(i)];
+  p.launches = &dims;
+  p.num_launches = 1;
   p.device = Device::cpu();
   m.launch(p);
 }

@@ -181,7 +181,9 @@ TEST(CpuCodegen, GoldenDynamic) {
   EXPECT_NE(source.find("{tilejit::max(k - (b - 1), 1), tilejit::floordiv(s, 4), "
                         "tilejit::floormod(s, 3)}"),
             std::string::npos);
-  EXPECT_NE(source.find("const float alpha = *static_cast<const float*>(tilejit_args[3]);"),
+  // Note [Slot layout]: the scalar's bytes are in its slot.
+  EXPECT_NE(source.find("const float alpha = [&] { float v; __builtin_memcpy(&v, &tilejit_args[3], "
+                        "sizeof v); return v; }();"),
             std::string::npos);
   EXPECT_NE(source.find("// k: the symbol declared above"), std::string::npos);
   EXPECT_NE(source.find("#line 1 \"scale_rows_body\"\nY(bx, by, 0) = alpha * float(X(bx, 0));\n"),
@@ -474,50 +476,51 @@ TEST(CpuCompile, ToolchainKey) {
 TEST(CpuLoad, GarbageIsRefused) {
   runtime::Backend& be = cpu_backend();
   const std::string prefix = "cpu backend: cannot load the kernel binary: ";
-  EXPECT_EQ(error_message([&] { be.load("", Device::cpu()); }, ErrorKind::kRuntimeError),
+  EXPECT_EQ(error_message([&] { be.load("", pointer_abi(1), Device::cpu()); }, ErrorKind::kRuntimeError),
             prefix + "the binary is empty");
-  EXPECT_EQ(error_message([&] { be.load("definitely not a shared object", Device::cpu()); },
+  EXPECT_EQ(error_message([&] { be.load("definitely not a shared object", pointer_abi(1), Device::cpu()); },
                           ErrorKind::kRuntimeError),
             prefix + "the binary is not an ELF file (30 bytes)");
   std::string elf_noise = "\x7f" "ELF" + std::string(200, '\x01');
-  EXPECT_EQ(error_message([&] { be.load(elf_noise, Device::cpu()); }, ErrorKind::kRuntimeError),
+  EXPECT_EQ(error_message([&] { be.load(elf_noise, pointer_abi(1), Device::cpu()); }, ErrorKind::kRuntimeError),
             prefix + "the binary is not a shared object for this machine");
 
   ir::PrimFunc f = static_func();
   const std::string good = be.compile(be.generate_source({&f, {}}), f.name, {{"-O0"}, {}},
                                       Device::cpu());
   for (size_t cut : {size_t(64), size_t(100), good.size() / 2, good.size() - 1}) {
-    std::string msg = error_message([&] { be.load(good.substr(0, cut), Device::cpu()); },
+    std::string msg = error_message([&] { be.load(good.substr(0, cut), pointer_abi(1), Device::cpu()); },
                                     ErrorKind::kRuntimeError);
     EXPECT_EQ(msg.rfind(prefix, 0), 0u) << cut << ": " << msg;
   }
-  EXPECT_NO_THROW(be.load(good, Device::cpu()));
-  EXPECT_EQ(error_message([&] { be.load(good, Device::cuda(0)); }, ErrorKind::kValueError),
+  EXPECT_NO_THROW(be.load(good, pointer_abi(1), Device::cpu()));
+  EXPECT_EQ(error_message([&] { be.load(good, pointer_abi(1), Device::cuda(0)); }, ErrorKind::kValueError),
             "cpu backend: load on device 'cuda:0', which is not a CPU");
 }
 
 TEST(CpuLoad, AbiVersionAndEntryAreChecked) {
   runtime::Backend& be = cpu_backend();
   const std::string prefix = "cpu backend: cannot load the kernel binary: ";
-  const std::string v1 = be.compile("extern \"C\" int tilejit_abi_version() { return 1; }\n", "v1",
+  const std::string v2 = be.compile("extern \"C\" int tilejit_abi_version() { return 2; }\n", "v2",
                                     {{"-O0"}, {}}, Device::cpu());
-  EXPECT_EQ(error_message([&] { be.load(v1, Device::cpu()); }, ErrorKind::kRuntimeError),
-            prefix + "its ABI version is 1; this tilejit expects 2");
-  const std::string no_entry = be.compile("extern \"C\" int tilejit_abi_version() { return 2; }\n",
+  EXPECT_EQ(error_message([&] { be.load(v2, pointer_abi(1), Device::cpu()); },
+                          ErrorKind::kRuntimeError),
+            prefix + "its ABI version is 2; this tilejit expects 3");
+  const std::string no_entry = be.compile("extern \"C\" int tilejit_abi_version() { return 3; }\n",
                                           "no_entry", {{"-O0"}, {}}, Device::cpu());
-  std::string msg = error_message([&] { be.load(no_entry, Device::cpu()); },
+  std::string msg = error_message([&] { be.load(no_entry, pointer_abi(1), Device::cpu()); },
                                   ErrorKind::kRuntimeError);
   EXPECT_NE(msg.find("undefined symbol: tilejit_entry"), std::string::npos) << msg;
   const std::string no_name = be.compile(
       "#include <cstdint>\n"
-      "extern \"C\" int tilejit_abi_version() { return 2; }\n"
+      "extern \"C\" int tilejit_abi_version() { return 3; }\n"
       "extern \"C\" int64_t tilejit_entry() { return -1; }\n",
       "no_name", {{"-O0"}, {}}, Device::cpu());
-  msg = error_message([&] { be.load(no_name, Device::cpu()); }, ErrorKind::kRuntimeError);
+  msg = error_message([&] { be.load(no_name, pointer_abi(1), Device::cpu()); }, ErrorKind::kRuntimeError);
   EXPECT_NE(msg.find("undefined symbol: tilejit_kernel_name"), std::string::npos) << msg;
   const std::string no_version =
       be.compile("int x = 1;\n", "no_version", {{"-O0"}, {}}, Device::cpu());
-  msg = error_message([&] { be.load(no_version, Device::cpu()); }, ErrorKind::kRuntimeError);
+  msg = error_message([&] { be.load(no_version, pointer_abi(1), Device::cpu()); }, ErrorKind::kRuntimeError);
   EXPECT_NE(msg.find("undefined symbol: tilejit_abi_version"), std::string::npos) << msg;
 }
 
@@ -538,7 +541,7 @@ TEST(CpuLoad, ManyModulesLoadAndUnload) {
     std::vector<std::unique_ptr<runtime::Module>> live;
     for (int i = 0; i < 3; ++i) {
       const int v = (round + i) % 3;
-      live.push_back(be.load(binaries[size_t(v)], Device::cpu()));
+      live.push_back(be.load(binaries[size_t(v)], pointer_abi(1), Device::cpu()));
       if (round % 2 && live.size() > 1) live.erase(live.begin());  // unload while others stay
       int32_t out = -1;
       launch(*live.back(), {&out}, {}, {1, 1, 1});
@@ -565,8 +568,8 @@ TEST(CpuLoad, PathOfAnUnloadableLibraryIsNotReused) {
       be.compile(be.generate_source({&f2, {}}), f2.name, {{"-O0"}, {}}, Device::cpu());
   int32_t out = 0;
   for (int i = 0; i < 3; ++i) {
-    be.load(sticky, Device::cpu()).reset();
-    auto m = be.load(plain, Device::cpu());
+    be.load(sticky, pointer_abi(1), Device::cpu()).reset();
+    auto m = be.load(plain, pointer_abi(1), Device::cpu());
     launch(*m, {&out}, {}, {1, 1, 1});
     EXPECT_EQ(out, 2) << "round " << i;
   }

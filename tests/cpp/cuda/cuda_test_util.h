@@ -59,19 +59,28 @@ inline std::string compile(const ir::PrimFunc& f, const std::vector<std::string>
   return be.compile(be.generate_source(request), f.name, options, device);
 }
 
-/// generate_source -> compile -> load, as the runtime's cache would.
+/// The KernelAbi generate() makes for `f`.
+inline runtime::KernelAbi abi_of(const ir::PrimFunc& f, const std::vector<std::string>& symbols) {
+  runtime::SourceRequest request{&f, symbols};
+  return cuda_backend().generate(request).abi;
+}
+
+/// generate -> compile -> load, as the runtime's cache would. `threads`,
+/// when not 0, replaces the launch's threads in the KernelAbi (to see what
+/// the module and the driver refuse).
 inline std::unique_ptr<runtime::Module> build(const ir::PrimFunc& f,
                                               const std::vector<std::string>& symbols,
                                               const runtime::CompileOptions& options = {},
-                                              Device device = Device::cuda(0)) {
-  return cuda_backend().load(compile(f, symbols, options, device), device);
+                                              Device device = Device::cuda(0), int threads = 0) {
+  runtime::KernelAbi abi = abi_of(f, symbols);
+  if (threads != 0) abi.launches[0].threads[0] = threads;
+  return cuda_backend().load(compile(f, symbols, options, device), abi, device);
 }
 
 struct Launch {
   std::vector<void*> args;
   std::vector<int64_t> symbols;
   std::array<int64_t, 3> grid{1, 1, 1};
-  int threads = 1;
   int64_t smem = 0;
   Device device = Device::cuda(0);
   runtime::Stream stream = nullptr;
@@ -83,9 +92,11 @@ inline void launch(runtime::Module& m, const Launch& l) {
   p.num_args = int(l.args.size());
   p.symbols = l.symbols.data();
   p.num_symbols = int(l.symbols.size());
-  for (int i = 0; i < 3; ++i) p.grid[i] = l.grid[size_t(i)];
-  p.threads = l.threads;
-  p.dynamic_smem_bytes = l.smem;
+  runtime::LaunchDims dims;  // threads come from the KernelAbi
+  for (int i = 0; i < 3; ++i) dims.grid[i] = l.grid[size_t(i)];
+  dims.dynamic_smem_bytes = l.smem;
+  p.launches = &dims;
+  p.num_launches = 1;
   p.device = l.device;
   p.stream = l.stream;
   m.launch(p);

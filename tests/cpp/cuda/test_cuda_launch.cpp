@@ -65,7 +65,7 @@ TEST(CudaLaunch, EveryBlockAndThreadRunsOnce) {
     const size_t count = size_t(g[0] * g[1] * g[2] * 32 * 5);
     DeviceBuffer out(count * 8);
     out.upload(std::vector<int64_t>(count, 0));
-    launch(*m, {.args = {out.get()}, .symbols = {g[0], g[1], g[2]}, .grid = g, .threads = 32});
+    launch(*m, {.args = {out.get()}, .symbols = {g[0], g[1], g[2]}, .grid = g});
     const std::vector<int64_t> host = out.download<int64_t>(count);
     for (int64_t k = 0; k < g[2]; ++k) {
       for (int64_t j = 0; j < g[1]; ++j) {
@@ -135,7 +135,7 @@ TEST(CudaLaunch, Bfloat16AndFloat16AreTheToolkitTypes) {
   const int64_t count = int64_t(in.size());
   DeviceBuffer din(in.size() * 4), db(in.size() * 2), dh(in.size() * 2), dback(in.size() * 8);
   din.upload(in);
-  launch(*m, {.args = {din.get(), db.get(), dh.get(), dback.get()}, .symbols = {count}, .threads = 64});
+  launch(*m, {.args = {din.get(), db.get(), dh.get(), dback.get()}, .symbols = {count}});
   const auto b = db.download<uint16_t>(in.size());
   const auto h = dh.download<uint16_t>(in.size());
   for (size_t i = 0; i < in.size(); ++i) {
@@ -172,7 +172,7 @@ TEST(CudaLaunch, DynamicSharedMemoryAbove48KiB) {
     if (bytes > optin) continue;
     int64_t nfloats = bytes / 4;
     launch(*m, {.args = {out.get(), &nfloats}, .symbols = {blocks}, .grid = {blocks, 1, 1},
-                .threads = 256, .smem = bytes});
+                .smem = bytes});
     const auto host = out.download<double>(blocks);
     for (int64_t b = 0; b < blocks; ++b) {
       double expect = 0;
@@ -184,7 +184,7 @@ TEST(CudaLaunch, DynamicSharedMemoryAbove48KiB) {
   const int64_t too_much = int64_t(optin) + 4;
   EXPECT_EQ(error_message([&] {
               launch(*m, {.args = {out.get(), &nfloats}, .symbols = {blocks},
-                          .grid = {blocks, 1, 1}, .threads = 256, .smem = too_much});
+                          .grid = {blocks, 1, 1}, .smem = too_much});
             }, ErrorKind::kValueError),
             "cuda launch: " + std::to_string(too_much) +
                 " bytes of dynamic shared memory plus the kernel's 0 bytes of static shared "
@@ -207,17 +207,18 @@ TEST(CudaLaunch, Errors) {
   EXPECT_EQ(error_message([&] { launch(*m, {.args = {out.get()}, .grid = {1, 70000, 1}}); },
                           ErrorKind::kValueError),
             "cuda launch: grid (1, 70000, 1) with 1 threads and 0 bytes of dynamic shared memory" + bad);
-  EXPECT_EQ(error_message([&] { launch(*m, {.args = {out.get()}, .threads = 2048}); },
-                          ErrorKind::kValueError),
-            "cuda launch: grid (1, 1, 1) with 2048 threads and 0 bytes of dynamic shared memory" + bad);
+  EXPECT_EQ(error_message([&] { build(f, {}, {}, kDev, 2048); }, ErrorKind::kRuntimeError),
+            "cuda backend: cannot load the kernel binary: launch 'tilejit_kernel' has 2048 threads "
+            "per block; CUDA allows 1 to 1024");
   EXPECT_EQ(error_message([&] { launch(*m, {.args = {out.get()}, .device = Device::cuda(7)}); },
                           ErrorKind::kValueError),
             "cuda launch: a kernel loaded on cuda:0 launched on cuda:7");
   EXPECT_EQ(error_message([&] { launch(*m, {.args = {out.get(), out.get()}}); },
                           ErrorKind::kInternalError),
-            "cuda launch: 2 arguments and 0 symbols for a kernel built for 1 and 0");
+            "cuda launch: 2 arguments, 0 symbols and 1 launch for a kernel built for 1, 0 and 1");
   // The kernel's __launch_bounds__(1): the driver refuses more threads.
-  EXPECT_EQ(error_message([&] { launch(*m, {.args = {out.get()}, .threads = 2}); },
+  auto two = build(f, {}, {}, kDev, 2);
+  EXPECT_EQ(error_message([&] { launch(*two, {.args = {out.get()}}); },
                           ErrorKind::kRuntimeError)
                 .rfind("cuda launch: cuLaunchKernel failed: CUDA_ERROR_", 0),
             0u);
@@ -235,7 +236,7 @@ TEST(CudaLoad, DriverErrorsNameTheCallTheErrorAndItsCode) {
   runtime::CompileOptions o;
   o.extra_flags = {"--gpu-architecture=sm_80"};
   const std::string binary = compile(f, {}, o);
-  const std::string msg = error_message([&] { cuda_backend().load(binary, kDev); },
+  const std::string msg = error_message([&] { cuda_backend().load(binary, abi_of(f, {}), kDev); },
                                         ErrorKind::kRuntimeError);
   EXPECT_EQ(msg.rfind("cuda backend: loading a cubin kernel on cuda:0 (compute capability ", 0), 0u)
       << msg;
@@ -256,9 +257,9 @@ TEST(CudaLoad, PtxIsFinishedByTheDriver) {
   o.extra_flags = {"--gpu-architecture=compute_" + std::to_string(std::min(s.cc_major * 10 + s.cc_minor, 80))};
   const std::string binary = compile(f, {}, o);
   ASSERT_EQ(binary[0], 'P');
-  auto m = cuda_backend().load(binary, kDev);
+  auto m = cuda_backend().load(binary, abi_of(f, {}), kDev);
   DeviceBuffer out(64 * 4);
-  launch(*m, {.args = {out.get()}, .threads = 64});
+  launch(*m, {.args = {out.get()}});
   const auto host = out.download<int32_t>(64);
   for (int i = 0; i < 64; ++i) EXPECT_EQ(host[size_t(i)], i * 3);
 }
@@ -558,7 +559,7 @@ TEST(CudaMultiDevice, InputsOnDevice1RunAndAllocateOnDevice1) {
                              .build();
   auto m = build(f, {}, {}, dev1);
   DeviceBuffer out(64 * 4, dev1);
-  launch(*m, {.args = {out.get()}, .threads = 64, .device = dev1});
+  launch(*m, {.args = {out.get()}, .device = dev1});
   const auto host = out.download<int32_t>(64);
   for (int i = 0; i < 64; ++i) EXPECT_EQ(host[size_t(i)], i + 1);
 

@@ -122,11 +122,35 @@ class FakeTensorAllocator : public runtime::TensorAllocator {
 
 class FakeModule : public runtime::Module {
  public:
-  explicit FakeModule(std::string bytes) : binary(std::move(bytes)) {}
+  FakeModule(std::string bytes, runtime::KernelAbi a) : binary(std::move(bytes)), abi(std::move(a)) {}
   void launch(const runtime::LaunchParams&) override { ++launches; }
   std::string binary;
+  runtime::KernelAbi abi;  // what load() was given
   std::atomic<int> launches{0};
 };
+
+/// The KernelAbi the fake backends generate: a pointer per tensor
+/// parameter, a symbol per symbol, one launch "fake_entry" at the request's
+/// result indices (0 where the request gives none).
+inline runtime::KernelAbi fake_abi(const runtime::SourceRequest& request) {
+  runtime::KernelAbi abi;
+  if (request.func != nullptr) {
+    for (size_t k = 0; k < request.func->params.size(); ++k) {
+      abi.add(runtime::AbiArgKind::kPointer, request.func->params[k].name, int(k), 8, 8);
+    }
+  }
+  for (size_t s = 0; s < request.symbols.size(); ++s) {
+    abi.add(runtime::AbiArgKind::kSymbol, request.symbols[s], int(s), 8, 8);
+  }
+  runtime::AbiLaunch launch;
+  launch.entry = "fake_entry";
+  const runtime::LaunchResults r = request.launches.empty() ? runtime::LaunchResults{{0, 0, 0}, 0}
+                                                            : request.launches[0];
+  for (int d = 0; d < 3; ++d) launch.grid[d] = r.grid[d];
+  launch.smem = r.smem;
+  abi.launches.push_back(launch);
+  return abi;
+}
 
 class FakeBackend : public runtime::Backend {
  public:
@@ -152,8 +176,8 @@ class FakeBackend : public runtime::Backend {
     return func.sources().count(target_) ? rank.load() : -1;
   }
 
-  std::string generate_source(const runtime::SourceRequest&) const override {
-    return "// fake source\n";
+  runtime::GeneratedSource generate(const runtime::SourceRequest& request) const override {
+    return {"// fake source\n", fake_abi(request)};
   }
   std::string toolchain_key(const runtime::CompileOptions& options, Device) override {
     std::string k = "fakecc-1";
@@ -172,13 +196,14 @@ class FakeBackend : public runtime::Backend {
     }
     return "BIN:" + source;
   }
-  std::unique_ptr<runtime::Module> load(const std::string& binary, Device) override {
+  std::unique_ptr<runtime::Module> load(const std::string& binary, const runtime::KernelAbi& abi,
+                                        Device) override {
     ++load_calls;
     if (binary.rfind("BIN:", 0) != 0) {
       TILEJIT_THROW(kRuntimeError) << "fake: cannot load a binary of " << binary.size()
                                    << " bytes: bad header";
     }
-    return std::make_unique<FakeModule>(binary);
+    return std::make_unique<FakeModule>(binary, abi);
   }
 
   runtime::Allocator& allocator() override { return allocator_; }

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <thread>
 #include <vector>
@@ -40,16 +41,24 @@ class CompileCacheTest : public ::testing::Test {
   CompileCacheStats delta() const { return cache().stats() - before_; }
   std::shared_ptr<Module> get(const std::string& source, Device device = Device::cpu(),
                               bool use_disk = true) {
-    return cache().get(backend_, source, "kern", options_, device, use_disk);
+    return cache().get(backend_, source, abi_, "kern", options_, device, use_disk);
   }
-  std::string entry_path(const std::string& source) {
-    return tmp_.path() + "/" + CompileCache::key(backend_, source, options_, Device::cpu()) +
-           ".bin";
+  std::string key(const std::string& source) {
+    return CompileCache::key(backend_, source, abi_, options_, Device::cpu());
   }
+  std::string entry_path(const std::string& source) { return tmp_.path() + "/" + key(source) + ".bin"; }
 
   TempDir tmp_;
   FakeBackend backend_;
   CompileOptions options_;
+  // One pointer, one symbol, one launch (any well-formed KernelAbi will do).
+  KernelAbi abi_ = [] {
+    KernelAbi abi;
+    abi.add(AbiArgKind::kPointer, "A", 0, 8, 8);
+    abi.add(AbiArgKind::kSymbol, "n", 0, 8, 8);
+    abi.launches.push_back(AbiLaunch{"kern", {1, 2, 3}, 4, {128, 1, 1}});
+    return abi;
+  }();
   CompileCacheStats before_;
 };
 
@@ -136,8 +145,7 @@ TEST_F(CompileCacheTest, ModulesArePerDevice) {
 
 TEST_F(CompileCacheTest, BinaryThatDoesNotLoadIsRecompiledAndReplaced) {
   // A whole, checksummed entry whose bytes the backend rejects.
-  ASSERT_TRUE(cache().disk().store(
-      CompileCache::key(backend_, "src E", options_, Device::cpu()), "not a binary"));
+  ASSERT_TRUE(cache().disk().store(key("src E"), abi_.serialize() + "not a binary"));
   auto m = get("src E");
   EXPECT_EQ(static_cast<FakeModule&>(*m).binary, "BIN:src E");
   CompileCacheStats d = delta();
@@ -209,14 +217,65 @@ TEST_F(CompileCacheTest, KeyCoversTargetToolchainAndSource) {
   FakeBackend other("fake2");
   CompileOptions flagged;
   flagged.extra_flags = {"-DX"};
-  const std::string k = CompileCache::key(backend_, "s", options_, Device::cpu());
+  KernelAbi moved = abi_;
+  moved.launches[0].grid[0] = 7;  // the same source for a plan with other result indices
+  const std::string k = CompileCache::key(backend_, "s", abi_, options_, Device::cpu());
   EXPECT_EQ(k.size(), 32u);
-  EXPECT_EQ(k, CompileCache::key(backend_, "s", options_, Device::cpu()));
-  EXPECT_NE(k, CompileCache::key(backend_, "t", options_, Device::cpu()));
-  EXPECT_NE(k, CompileCache::key(other, "s", options_, Device::cpu()));
-  EXPECT_NE(k, CompileCache::key(backend_, "s", flagged, Device::cpu()));
+  EXPECT_EQ(k, CompileCache::key(backend_, "s", abi_, options_, Device::cpu()));
+  EXPECT_NE(k, CompileCache::key(backend_, "t", abi_, options_, Device::cpu()));
+  EXPECT_NE(k, CompileCache::key(other, "s", abi_, options_, Device::cpu()));
+  EXPECT_NE(k, CompileCache::key(backend_, "s", abi_, flagged, Device::cpu()));
+  EXPECT_NE(k, CompileCache::key(backend_, "s", moved, options_, Device::cpu()));
   // Separators keep the fields apart.
-  EXPECT_EQ(k, hash_hex(std::string("fake\0fakecc-1\0s", 15)));
+  EXPECT_EQ(k, hash_hex(std::string("fake\0fakecc-1\0", 14) + abi_.serialize() +
+                        std::string("\0s", 2)));
+}
+
+// Note [ABI beside the binary].
+TEST_F(CompileCacheTest, EntryHoldsTheAbiBesideTheBinary) {
+  get("src J");
+  cache().clear_memory();
+  auto m = get("src J");
+  EXPECT_EQ(delta().disk_hits, 1u);
+  EXPECT_EQ(static_cast<FakeModule&>(*m).abi, abi_);  // the stored one, read back
+  const std::optional<std::string> entry = cache().disk().load(key("src J"));
+  ASSERT_TRUE(entry.has_value());
+  size_t consumed = 0;
+  EXPECT_EQ(KernelAbi::deserialize(*entry, &consumed), abi_);
+  EXPECT_EQ(entry->substr(consumed), "BIN:src J");
+}
+
+TEST_F(CompileCacheTest, CorruptAbiIsRemovedAndRecompiled) {
+  // A whole, checksummed entry whose KernelAbi fails its own checksum.
+  std::string stored = abi_.serialize();
+  stored[stored.size() - 3] ^= 0x40;
+  ASSERT_TRUE(cache().disk().store(key("src K"), stored + "BIN:src K"));
+  auto m = get("src K");
+  EXPECT_EQ(static_cast<FakeModule&>(*m).abi, abi_);
+  EXPECT_EQ(delta().disk_hits, 0u);
+  EXPECT_EQ(delta().compiles, 1u);
+  EXPECT_EQ(backend_.load_calls.load(), 1);  // the bad entry never reached load()
+  EXPECT_EQ(cache().disk().stats().corrupt, 1u);
+  // Replaced by a good one.
+  cache().clear_memory();
+  get("src K");
+  EXPECT_EQ(delta().disk_hits, 1u);
+  EXPECT_EQ(delta().compiles, 1u);
+}
+
+TEST_F(CompileCacheTest, MismatchingAbiIsRemovedAndRecompiled) {
+  // A sound KernelAbi, but not this kernel's (an older layout, say).
+  KernelAbi other = abi_;
+  other.args[0].kind = AbiArgKind::kSymbol;
+  ASSERT_TRUE(cache().disk().store(key("src L"), other.serialize() + "BIN:src L"));
+  // A payload without any KernelAbi (an entry of an older tilejit).
+  ASSERT_TRUE(cache().disk().store(key("src M"), "BIN:src M"));
+  get("src L");
+  get("src M");
+  EXPECT_EQ(delta().disk_hits, 0u);
+  EXPECT_EQ(delta().compiles, 2u);
+  EXPECT_EQ(cache().disk().stats().corrupt, 2u);
+  EXPECT_EQ(KernelAbi::deserialize(*cache().disk().load(key("src L"))), abi_);
 }
 
 TEST_F(CompileCacheTest, ClearMemoryLeavesHeldModulesAlive) {

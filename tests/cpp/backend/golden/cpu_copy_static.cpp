@@ -24,14 +24,16 @@ static void tilejit_report_fault(tilejit_fault_fn report, void* context) noexcep
   }
 }
 
-extern "C" int tilejit_abi_version() { return 2; }
+extern "C" int tilejit_abi_version() { return 3; }
 extern "C" const char* tilejit_kernel_name() { return "copy_static"; }
 
-extern "C" int64_t tilejit_entry([[maybe_unused]] void* const* tilejit_args,
-                                 [[maybe_unused]] const int64_t* tilejit_syms,
+extern "C" int64_t tilejit_entry(const void* tilejit_block,
                                  const int64_t* tilejit_grid, int64_t tilejit_begin,
                                  int64_t tilejit_end, tilejit_fault_fn tilejit_fault,
                                  void* tilejit_fault_context) {
+  [[maybe_unused]] void* const* const tilejit_args = static_cast<void* const*>(tilejit_block);
+  [[maybe_unused]] const int64_t* const tilejit_syms =
+      reinterpret_cast<const int64_t*>(tilejit_args + 2);
   [[maybe_unused]] tilejit::View<float, 4, 8> A(static_cast<float*>(tilejit_args[0]), {});
   [[maybe_unused]] tilejit::View<float, 4, 8> B(static_cast<float*>(tilejit_args[1]), {});
   [[maybe_unused]] const tilejit::Dim3 grid_dim{tilejit_grid[0], tilejit_grid[1], tilejit_grid[2]};

@@ -24,23 +24,25 @@ static void tilejit_report_fault(tilejit_fault_fn report, void* context) noexcep
   }
 }
 
-extern "C" int tilejit_abi_version() { return 2; }
+extern "C" int tilejit_abi_version() { return 3; }
 extern "C" const char* tilejit_kernel_name() { return "scale_rows"; }
 
-extern "C" int64_t tilejit_entry([[maybe_unused]] void* const* tilejit_args,
-                                 [[maybe_unused]] const int64_t* tilejit_syms,
+extern "C" int64_t tilejit_entry(const void* tilejit_block,
                                  const int64_t* tilejit_grid, int64_t tilejit_begin,
                                  int64_t tilejit_end, tilejit_fault_fn tilejit_fault,
                                  void* tilejit_fault_context) {
+  [[maybe_unused]] void* const* const tilejit_args = static_cast<void* const*>(tilejit_block);
+  [[maybe_unused]] const int64_t* const tilejit_syms =
+      reinterpret_cast<const int64_t*>(tilejit_args + 6);
   [[maybe_unused]] const int64_t b = tilejit_syms[0];
   [[maybe_unused]] const int64_t s = tilejit_syms[1];
   [[maybe_unused]] const int64_t k = tilejit_syms[2];
   [[maybe_unused]] tilejit::View<tilejit::bfloat16, -1, -1> X(static_cast<tilejit::bfloat16*>(tilejit_args[0]), {b, s * 2});
   [[maybe_unused]] tilejit::View<float, -1, -1, 64> Y(static_cast<float*>(tilejit_args[1]), {b * (s + 1), tilejit::ceildiv(s, 64)});
   [[maybe_unused]] tilejit::View<int8_t, -1, -1, -1> Z(static_cast<int8_t*>(tilejit_args[2]), {tilejit::max(k - (b - 1), 1), tilejit::floordiv(s, 4), tilejit::floormod(s, 3)});
-  [[maybe_unused]] const float alpha = *static_cast<const float*>(tilejit_args[3]);
+  [[maybe_unused]] const float alpha = [&] { float v; __builtin_memcpy(&v, &tilejit_args[3], sizeof v); return v; }();
   // k: the symbol declared above
-  [[maybe_unused]] const int32_t flag = *static_cast<const int32_t*>(tilejit_args[5]);
+  [[maybe_unused]] const int32_t flag = [&] { int32_t v; __builtin_memcpy(&v, &tilejit_args[5], sizeof v); return v; }();
   [[maybe_unused]] const tilejit::Dim3 grid_dim{tilejit_grid[0], tilejit_grid[1], tilejit_grid[2]};
   int64_t tilejit_x = tilejit_begin % grid_dim.x;
   int64_t tilejit_y = tilejit_begin / grid_dim.x % grid_dim.y;

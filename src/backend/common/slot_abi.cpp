@@ -1,0 +1,50 @@
+// Note [Slot layout] in slot_abi.h.
+#include "backend/common/slot_abi.h"
+
+#include "tilejit/core/error.h"
+
+namespace tilejit::backend {
+
+runtime::KernelAbi slot_abi(const runtime::SourceRequest& request, const char* entry) {
+  TILEJIT_ICHECK(request.func != nullptr) << "SourceRequest without a PrimFunc";
+  const ir::PrimFunc& f = *request.func;
+  runtime::KernelAbi abi;
+  for (size_t k = 0; k < f.params.size(); ++k) {
+    const ir::Param& p = f.params[k];
+    if (p.is_scalar) {
+      abi.add(runtime::AbiArgKind::kScalar, p.name, int(k), uint32_t(p.scalar.bytes()), 8,
+              p.scalar);
+    } else {
+      abi.add(runtime::AbiArgKind::kPointer, p.name, int(k), 8, 8);
+    }
+  }
+  for (size_t s = 0; s < request.symbols.size(); ++s) {
+    abi.add(runtime::AbiArgKind::kSymbol, request.symbols[s], int(s), 8, 8);
+  }
+  // add() rounds the block up to its 8-byte alignment after each argument,
+  // so a scalar narrower than its slot still takes the whole slot.
+  TILEJIT_ICHECK(request.launches.size() <= 1)
+      << f.name << ": " << request.launches.size() << " launches for a one-launch PrimFunc";
+  runtime::AbiLaunch launch;
+  launch.entry = entry;
+  if (!request.launches.empty()) {
+    const runtime::LaunchResults& r = request.launches[0];
+    for (int d = 0; d < 3; ++d) launch.grid[d] = r.grid[d];
+    launch.smem = r.smem;
+  }
+  launch.threads[0] = f.launch.threads;
+  abi.launches.push_back(launch);
+  return abi;
+}
+
+void throw_launch_mismatch(const runtime::KernelAbi& abi, const runtime::LaunchParams& params,
+                           const char* target) {
+  const size_t launches = abi.launches.size();
+  TILEJIT_THROW(kInternalError) << target << " launch: " << params.num_args << " arguments, "
+                                << params.num_symbols << " symbols and " << params.num_launches
+                                << " launch" << (params.num_launches == 1 ? "" : "es")
+                                << " for a kernel built for " << abi.num_values() << ", "
+                                << abi.num_symbols() << " and " << launches;
+}
+
+}  // namespace tilejit::backend
