@@ -9,6 +9,7 @@
 #include "tilejit/ir/expr.h"
 #include "tilejit/ir/prim_func.h"
 #include "tilejit/ir/simplify.h"
+#include "tilejit/jit/call_messages.h"
 #include "tilejit/jit/jit_options.h"
 #include "tilejit/jit/kernel.h"
 #include "tilejit/runtime/allocator.h"

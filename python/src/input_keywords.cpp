@@ -4,6 +4,7 @@
 #include <string>
 
 #include "errors.h"
+#include "tilejit/jit/call_messages.h"
 #include "numpy_interop.h"
 
 namespace nb = nanobind;
@@ -107,10 +108,7 @@ std::vector<ShapeArg> parse_shapes(const PyKernel& k, PyObject* shapes) {
                        "input, a value for a scalar input); got " + type_name(shapes));
   }
   const size_t n = size_t(PySequence_Fast_GET_SIZE(shapes));
-  if (n != k.num_inputs) {
-    int order[kMaxParams];
-    k.kernel.match_inputs(n, {}, order);  // throws the arity error
-  }
+  if (n != k.num_inputs) throw_error(ErrorKind::kTypeError, call_messages::arity(k.kernel, n));
   const std::vector<std::string> inputs = k.kernel.input_names();
   PyObject* const* items = PySequence_Fast_ITEMS(shapes);
   std::vector<ShapeArg> result;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "errors.h"
+#include "tilejit/jit/call_messages.h"
 #include "input_keywords.h"
 #include "kernel_object.h"
 #include "tensor_export.h"
@@ -90,9 +91,7 @@ void parse_out(const PyKernel& k, PyObject* value, CallKeywords* kw, Origin* ori
   const bool sequence = PyList_Check(value) || PyTuple_Check(value);
   const size_t n = sequence ? size_t(PySequence_Fast_GET_SIZE(value)) : 1;
   if (n > size_t(kMaxParams)) {
-    throw_error(ErrorKind::kValueError, k.kernel.name() + ": out= has " + std::to_string(n) +
-                                            " tensors; the kernel has " +
-                                            std::to_string(k.num_outputs) + " outputs");
+    throw_error(ErrorKind::kValueError, call_messages::out_count(k.kernel, n));
   }
   PyObject* const* items = sequence ? PySequence_Fast_ITEMS(value) : &value;
   for (size_t o = 0; o < n; ++o) {

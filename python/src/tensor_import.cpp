@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "errors.h"
+#include "tilejit/jit/call_messages.h"
 #include "numpy_interop.h"
 
 namespace nb = nanobind;
@@ -147,17 +148,11 @@ bool is_supported_code(uint8_t code) {
   return code == 0 || code == 1 || code == 2 || code == 4 || code == 6;
 }
 
-// Row-major contiguous (dimensions of extent 1 may carry any stride), as
-// Tensor::is_contiguous() judges it; a zero-size view counts as not, which
-// only costs it the cache.
+// Contiguous as Tensor::is_contiguous() judges it (the library's rule).
 bool contiguous_view(const dl::Tensor& t) {
   if (t.strides == nullptr) return true;
-  int64_t expected = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {
-    if (t.shape[d] != 1 && t.strides[d] != expected) return false;
-    expected *= t.shape[d];
-  }
-  return expected != 0;
+  return tilejit::is_contiguous(std::span<const int64_t>(t.shape, size_t(t.ndim)),
+                       std::span<const int64_t>(t.strides, size_t(t.ndim)));
 }
 
 // Note [Input descriptor cache] (numpy_interop.h), for contiguous views read
@@ -191,21 +186,11 @@ void note_origin(Origin* origin, Framework framework, PyTypeObject* type,
 
 }  // namespace
 
+// The library's own wording (tilejit/jit/call_messages.h).
 std::string ArgContext::prefix() const {
-  const std::string& name = kernel->name();
-  if (role == Role::kWorkspace) return name + ": workspace=: ";
-  if (role == Role::kOut) {
-    const CallPlan& plan = kernel->plan();
-    std::string out = name + ": out[" + std::to_string(index) + "]";
-    if (size_t(index) < plan.outputs.size()) {
-      out += " '" + kernel->prim_func().params[plan.outputs[index].param].name + "'";
-    }
-    return out + ": ";
-  }
-  const std::vector<std::string> names = kernel->input_names();
-  std::string out = name + ": argument #" + std::to_string(index);
-  if (size_t(index) < names.size()) out += " '" + names[index] + "'";
-  return out + ": ";
+  if (role == Role::kWorkspace) return call_messages::workspace_prefix(*kernel);
+  if (role == Role::kOut) return call_messages::out_prefix(*kernel, size_t(index));
+  return call_messages::input_prefix(*kernel, size_t(index));
 }
 
 std::string ArgContext::expected_dtype() const {
@@ -218,12 +203,9 @@ std::string ArgContext::expected_dtype() const {
 }
 
 std::string ArgContext::expected_what() const {
+  if (is_input()) return call_messages::expected_input(*kernel, size_t(index));
   const std::string dtype = expected_dtype();
-  if (dtype.empty()) return "a tensor";
-  const bool scalar = is_input() && kernel->plan().inputs[index].scalar;
-  // The article rule of the library's own messages (call_errors.cpp).
-  const char* article = std::string_view("aeiou").find(dtype[0]) != std::string_view::npos ? "an " : "a ";
-  return article + dtype + (scalar ? " scalar" : " tensor");
+  return dtype.empty() ? "a tensor" : call_messages::with_article(dtype) + " tensor";
 }
 
 const dl::ExchangeApi* exchange_api_of(PyTypeObject* type) {

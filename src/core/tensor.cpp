@@ -20,6 +20,19 @@ void contiguous_strides(std::span<const int64_t> shape, int64_t* out) noexcept {
   }
 }
 
+bool is_contiguous(std::span<const int64_t> shape, std::span<const int64_t> strides) noexcept {
+  if (strides.empty()) return true;
+  int64_t expected = 1;
+  bool row_major = true;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 0) return true;  // no elements: no stride is ever used
+    if (shape[i] != 1 && strides[i] != expected) row_major = false;
+    // Wraps only past what from_blob accepts; then the answer is unused.
+    expected = int64_t(uint64_t(expected) * uint64_t(shape[i]));
+  }
+  return row_major;
+}
+
 Tensor Tensor::from_blob(void* data, std::span<const int64_t> shape, DataType dtype,
                          Device device, Deleter deleter, void* context,
                          std::span<const int64_t> strides) {
@@ -51,12 +64,8 @@ Tensor Tensor::from_blob(void* data, std::span<const int64_t> shape, DataType dt
   }
   contiguous_strides(shape, node->strides);
   if (!strides.empty()) {
-    for (size_t i = 0; i < shape.size(); ++i) {
-      if (shape[i] != 1 && strides[i] != node->strides[i] && node->numel != 0) {
-        node->contiguous = false;
-      }
-      node->strides[i] = strides[i];
-    }
+    node->contiguous = tilejit::is_contiguous(shape, strides);
+    for (size_t i = 0; i < shape.size(); ++i) node->strides[i] = strides[i];
   }
   return Tensor(node);
 }

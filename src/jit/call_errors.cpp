@@ -20,8 +20,7 @@ const ir::Param& input_param(const Kernel::Impl& k, int input) {
 
 // "sparse_attention_fwd: argument #2 'Indices': "
 std::string arg_prefix(const Kernel::Impl& k, int input) {
-  return k.func.name + ": argument #" + std::to_string(input) + " '" +
-         input_param(k, input).name + "': ";
+  return call_text::input_prefix(k.func, k.plan, size_t(input));
 }
 
 std::string expected_shape(const ir::Param& p) {
@@ -33,10 +32,7 @@ std::string expected_shape(const ir::Param& p) {
 }
 
 // "an int32", "a float32".
-std::string with_article(const std::string& word) {
-  const bool vowel = !word.empty() && std::string("aeiou").find(word[0]) != std::string::npos;
-  return (vowel ? "an " : "a ") + word;
-}
+std::string with_article(const std::string& word) { return call_text::with_article(word); }
 
 std::string describe(const Arg& arg) {
   switch (arg.kind()) {
@@ -138,52 +134,20 @@ ir::EvalStatus evaluate_result(const Kernel::Impl& k, const BoundCall& call, con
 }
 
 // "X, Yin, alpha": the inputs' names in call order.
-std::string input_list(const Kernel::Impl& k) {
-  std::string names;
-  for (size_t i = 0; i < k.plan.inputs.size(); ++i) {
-    names += (i ? ", " : "") + input_param(k, int(i)).name;
-  }
-  return names;
-}
+std::string input_list(const Kernel::Impl& k) { return call_text::input_list(k.func, k.plan); }
 
-// "expected a contiguous tensor, got strides [80, 16, 2] in elements
-// ([320, 64, 8] in bytes) for shape [2, 5, 8]": numpy users think in bytes,
-// DLPack and torch in elements.
-std::string not_contiguous_text(const Tensor& t) {
-  std::ostringstream elements, bytes;
-  for (int d = 0; d < t.ndim(); ++d) {
-    elements << (d ? ", " : "") << t.stride(d);
-    bytes << (d ? ", " : "") << t.stride(d) * t.dtype().bytes();
-  }
-  return "expected a contiguous tensor, got strides [" + elements.str() + "] in elements ([" +
-         bytes.str() + "] in bytes) for shape " + t.shape_str();
-}
+std::string not_contiguous_text(const Tensor& t) { return call_text::not_contiguous(t); }
 
 }  // namespace
 
 namespace call_errors {
 
 void arity(const Kernel::Impl& k, size_t got, std::span<const int> missing) {
-  const size_t n = k.plan.inputs.size();
-  std::ostringstream os;
-  os << k.func.name << ": expected " << n << " input" << (n == 1 ? "" : "s") << " ("
-     << input_list(k) << "), got " << got;
-  std::vector<int> last;
-  if (got < n && missing.empty()) {
-    for (size_t i = got; i < n; ++i) last.push_back(int(i));
-    missing = last;
-  }
-  if (!missing.empty()) {
-    // The parameter's number, not the input's: the number the user compares
-    // with out_idx and workspace_idx when a workspace was left out of them.
-    os << ": missing parameter" << (missing.size() == 1 ? "" : "s");
-    for (size_t m = 0; m < missing.size(); ++m) {
-      os << (m ? ", #" : " #") << k.plan.inputs[missing[m]].param << " '"
-         << input_param(k, missing[m]).name << "'";
-    }
-    os << " (a parameter in neither out_idx nor workspace_idx is an input)";
-  }
-  throw Error(ErrorKind::kTypeError, os.str());
+  throw Error(ErrorKind::kTypeError, call_text::arity(k.func, k.plan, got, missing));
+}
+
+void out_count(const Kernel::Impl& k, size_t got) {
+  throw Error(ErrorKind::kValueError, call_text::out_count(k.plan, got));
 }
 
 void unknown_input_name(const Kernel::Impl& k, std::string_view name, std::string_view options) {

@@ -17,13 +17,6 @@ namespace {
 
 constexpr size_t kWorkspaceAlign = 256;
 
-// Mixes workspace offsets into a tag that identifies one arena layout of one
-// plan (Note [zero_once] below).
-inline uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  return h;
-}
-
 // The data of one tensor input, or the storage of one scalar, as the kernel
 // receives it.
 inline void* input_arg(const Kernel::Impl& k, int input, const Arg& arg, BoundCall* call) {
@@ -32,17 +25,6 @@ inline void* input_arg(const Kernel::Impl& k, int input, const Arg& arg, BoundCa
 }
 
 }  // namespace
-
-// Note [zero_once]
-// A zero_once workspace is zeroed when its arena is first used for a layout
-// and then trusted to stay zero: the kernel promises to leave it as it found
-// it. The pool keeps, per block, the tag of the last layout that ran in it
-// (a hash of the plan's id and every workspace's offset and size). A lease
-// whose block carries another tag, including a new block's 0, zeroes its
-// zero_once regions first; every lease then writes its own tag -- 0 for a
-// layout without zero_once workspaces, which needs no hash -- so a block that
-// another kernel (or another shape of this one) has scribbled on is zeroed
-// again before it is trusted.
 
 void bind_inputs(const Kernel::Impl& k, std::span<const Arg> inputs, BoundCall* call) {
   const CallPlan& plan = k.plan;
@@ -195,43 +177,53 @@ runtime::WorkspacePool& Kernel::Impl::pool_for(Device device) const {
   return runtime::WorkspacePool::get(*backend, device);
 }
 
-Outputs Kernel::call(std::span<const Arg> inputs, const CallOptions& options) const {
-  TILEJIT_CHECK(impl_ != nullptr, kValueError) << "call of an undefined Kernel";
-  const Impl& k = *impl_;
-  const CallPlan& plan = k.plan;
-  BoundCall call;
-  bind_inputs(k, inputs, &call);
-  runtime::Backend& backend = *k.backend;
-  const runtime::Stream stream =
-      options.has_stream ? options.stream : backend.current_stream(call.device);
+namespace {
 
-  // The workspace arena's layout, and whether anything is to be allocated
-  // on `stream` (then whether it captures a graph: asked once, for the
-  // lease and the outputs alike).
+// Where a call's workspaces lie in its arena.
+struct ArenaLayout {
   size_t offsets[kMaxParams];
   size_t sizes[kMaxParams];
-  const size_t arena_bytes = layout_workspaces(k, call, offsets, sizes);
-  const bool lease_arena = arena_bytes > 0 && !options.workspace.defined();
-  TILEJIT_CHECK(options.out.empty() || options.out.size() == plan.outputs.size(), kValueError)
-      << plan.kernel_name << ": out= has " << options.out.size() << " tensor"
-      << (options.out.size() == 1 ? "" : "s") << "; the kernel has " << plan.outputs.size()
-      << " output" << (plan.outputs.size() == 1 ? "" : "s");
-  bool allocates_outputs = false;
-  for (size_t o = 0; o < plan.outputs.size(); ++o) {
-    allocates_outputs = allocates_outputs || options.out.empty() || !options.out[o].defined();
-  }
-  const bool capturing = (lease_arena || allocates_outputs) &&
-                         backend.is_capturing(call.device, stream);
+  size_t bytes = 0;  // the arena's size; 0 when there is nothing to lease
+};
 
-  // Outputs.
-  void* args[kMaxParams];
+// Whether output `o` is the caller's (out=) rather than one to make.
+inline bool supplied_out(const CallOptions& options, size_t o) {
+  return !options.out.empty() && options.out[o].defined();
+}
+
+// The call's AllocContext: its device, its stream, and whether that stream
+// captures a graph -- asked once, and only when the call allocates (an
+// output to make or an arena to lease), for the pool and the output
+// allocator alike.
+inline runtime::AllocContext alloc_context(const Kernel::Impl& k, const BoundCall& call,
+                                           const CallOptions& options, size_t arena_bytes) {
+  const CallPlan& plan = k.plan;
+  if (TILEJIT_UNLIKELY(!options.out.empty() && options.out.size() != plan.outputs.size())) {
+    call_errors::out_count(k, options.out.size());
+  }
+  runtime::Backend& backend = *k.backend;
+  runtime::AllocContext ctx;
+  ctx.device = call.device;
+  ctx.stream = options.has_stream ? options.stream : backend.current_stream(call.device);
+  bool allocates = arena_bytes > 0 && !options.workspace.defined();
+  for (size_t o = 0; o < plan.outputs.size(); ++o) allocates = allocates || !supplied_out(options, o);
+  ctx.capturing = allocates && backend.is_capturing(call.device, ctx.stream);
+  return ctx;
+}
+
+// Step 1: the outputs, each the caller's (checked) or made by the
+// allocator; their data pointers go to `args`.
+inline Outputs allocate_outputs(const Kernel::Impl& k, const BoundCall& call,
+                                const CallOptions& options, const runtime::AllocContext& ctx,
+                                void** args) {
+  const CallPlan& plan = k.plan;
   Outputs outputs;
   runtime::TensorAllocator& allocator =
-      options.allocator ? *options.allocator : backend.tensor_allocator();
+      options.allocator ? *options.allocator : k.backend->tensor_allocator();
   for (size_t o = 0; o < plan.outputs.size(); ++o) {
     const BufferSpec& b = plan.outputs[o];
     std::span<const int64_t> shape(&call.results[b.first_result], size_t(b.rank));
-    if (!options.out.empty() && options.out[o].defined()) {
+    if (supplied_out(options, o)) {
       const Tensor& t = options.out[o];
       if (t.dtype() != b.dtype) call_errors::bad_out(k, o, t, call, "dtype");
       if (t.ndim() != b.rank || !std::equal(shape.begin(), shape.end(), t.shape().begin())) {
@@ -243,81 +235,138 @@ Outputs Kernel::call(std::span<const Arg> inputs, const CallOptions& options) co
     } else {
       // A try block costs nothing until it throws; the handler is cold.
       try {
-        outputs.push_back(allocator.empty_for_call(shape, b.dtype, call.device, stream, capturing));
+        outputs.push_back(allocator.empty(shape, b.dtype, ctx));
       } catch (const Error& e) {
         call_errors::allocation(k, o, e);
       }
     }
     args[b.param] = outputs.data()[o].data();
   }
+  return outputs;
+}
 
-  // Workspaces: one arena, leased from the pool or supplied.
-  runtime::WorkspacePool* pool = nullptr;
-  runtime::WorkspacePool::Lease lease;
-  char* arena = nullptr;
-  bool zero_all = false;
+// Step 2a: the arena's lease from the pool, released when the guard goes
+// (after the launch, on every path). Empty when nothing is leased: no
+// workspace bytes, or the caller's workspace=.
+inline runtime::LeaseGuard lease_arena(const Kernel::Impl& k, const CallOptions& options,
+                                       const runtime::AllocContext& ctx, size_t arena_bytes) {
+  if (arena_bytes == 0 || options.workspace.defined()) {
+    return runtime::LeaseGuard(nullptr, {}, ctx.stream);
+  }
+  runtime::WorkspacePool& pool = k.pool_for(ctx.device);
+  return runtime::LeaseGuard(&pool, pool.acquire(arena_bytes, ctx), ctx.stream);
+}
+
+// Mixes workspace offsets into a tag that identifies one arena layout of one
+// plan (Note [zero_once]).
+inline uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+
+// Note [zero_once]
+// A zero_once workspace is zeroed when its arena is first used for a layout
+// and then trusted to stay zero: the kernel promises to leave it as it found
+// it. The pool keeps, per block, the tag of the last layout that ran in it
+// (a hash of the plan's id and every workspace's offset and size). A lease
+// whose block carries another tag, including a new block's 0, zeroes its
+// zero_once regions first; every lease then writes its own tag -- 0 for a
+// layout without zero_once workspaces, which needs no hash -- so a block that
+// another kernel (or another shape of this one) has scribbled on is zeroed
+// again before it is trusted.
+
+// Step 2b: the arena -- the lease's block, or the caller's workspace=
+// (checked) -- carved into the workspaces, whose pointers go to `args`, and
+// the zero and zero_once ones zeroed on the call's stream.
+inline void prepare_arena(const Kernel::Impl& k, const BoundCall& call, const CallOptions& options,
+                          const runtime::AllocContext& ctx, const ArenaLayout& layout,
+                          const runtime::WorkspacePool::Lease& lease, void** args) {
+  const CallPlan& plan = k.plan;
+  char* arena = static_cast<char*>(lease.ptr);
+  bool fresh_layout = false;
   if (options.workspace.defined()) {
     const Tensor& w = options.workspace;
-    if (size_t(w.nbytes()) < arena_bytes) call_errors::bad_workspace(k, w, arena_bytes, call, "size");
-    if (w.device() != call.device) call_errors::bad_workspace(k, w, arena_bytes, call, "device");
-    if (!w.is_contiguous()) call_errors::bad_workspace(k, w, arena_bytes, call, "contiguity");
+    const size_t needed = layout.bytes;
+    if (size_t(w.nbytes()) < needed) call_errors::bad_workspace(k, w, needed, call, "size");
+    if (w.device() != call.device) call_errors::bad_workspace(k, w, needed, call, "device");
+    if (!w.is_contiguous()) call_errors::bad_workspace(k, w, needed, call, "contiguity");
     if (reinterpret_cast<uintptr_t>(w.data()) % kWorkspaceAlign != 0) {
-      call_errors::bad_workspace(k, w, arena_bytes, call, "alignment");
+      call_errors::bad_workspace(k, w, needed, call, "alignment");
     }
     arena = static_cast<char*>(w.data());
-    zero_all = true;
-  } else if (lease_arena) {
-    pool = &k.pool_for(call.device);
-    lease = pool->acquire(arena_bytes, stream, capturing);
-    arena = static_cast<char*>(lease.ptr);
+    fresh_layout = true;  // nothing is known of the caller's memory
   }
-  runtime::LeaseGuard guard(pool, lease, stream);
-
-  if (arena != nullptr) {
-    // Note [zero_once]: only a layout with zero_once workspaces has a tag; any
-    // other marks the block 0, "zeroed for nobody".
-    uint64_t tag = 0;
-    bool fresh_layout = zero_all;
-    if (lease && plan.has_zero_once) {
-      tag = plan.id;
-      for (size_t w = 0; w < plan.workspaces.size(); ++w) tag = mix(mix(tag, offsets[w]), sizes[w]);
-      tag |= 1;  // never 0
-      fresh_layout = *lease.tag != tag;
-    }
-    for (size_t w = 0; w < plan.workspaces.size(); ++w) {
-      const BufferSpec& b = plan.workspaces[w];
-      args[b.param] = arena + offsets[w];
-      const bool zero = b.init == WorkspaceInit::kZero ||
-                        (b.init == WorkspaceInit::kZeroOnce && fresh_layout);
-      if (zero && sizes[w] > 0) backend.memset_async(arena + offsets[w], 0, sizes[w], call.device, stream);
-    }
-    if (lease) *lease.tag = tag;
-  } else {
+  if (arena == nullptr) {
     for (const BufferSpec& b : plan.workspaces) args[b.param] = nullptr;
+    return;
   }
+  // Note [zero_once]: only a layout with zero_once workspaces has a tag; any
+  // other marks the block 0, "zeroed for nobody".
+  uint64_t tag = 0;
+  if (lease && plan.has_zero_once) {
+    tag = plan.id;
+    for (size_t w = 0; w < plan.workspaces.size(); ++w) {
+      tag = mix(mix(tag, layout.offsets[w]), layout.sizes[w]);
+    }
+    tag |= 1;  // never 0
+    fresh_layout = *lease.tag != tag;
+  }
+  for (size_t w = 0; w < plan.workspaces.size(); ++w) {
+    const BufferSpec& b = plan.workspaces[w];
+    char* at = arena + layout.offsets[w];
+    args[b.param] = at;
+    const bool zero = b.init == WorkspaceInit::kZero ||
+                      (b.init == WorkspaceInit::kZeroOnce && fresh_layout);
+    if (zero && layout.sizes[w] > 0) {
+      k.backend->memset_async(at, 0, layout.sizes[w], ctx.device, ctx.stream);
+    }
+  }
+  if (lease) *lease.tag = tag;
+}
 
+// Step 3: the inputs' values into `args`, each launch's extents read at the
+// KernelAbi's result indices, and the launch (the module packs the argument
+// block, Note [Kernel ABI]).
+inline void pack_and_launch(const Kernel::Impl& k, std::span<const Arg> inputs,
+                            const runtime::AllocContext& ctx, BoundCall* call, void** args) {
+  const CallPlan& plan = k.plan;
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
-    args[plan.inputs[i].param] = input_arg(k, int(i), inputs[i], &call);
+    args[plan.inputs[i].param] = input_arg(k, int(i), inputs[i], call);
   }
-
-  // Each launch's extents, read at the KernelAbi's result indices (only as
-  // many constructed as there are launches: one, in phase 1).
+  // Only as many constructed as there are launches: one, in phase 1.
   SmallArray<runtime::LaunchDims, runtime::KernelAbi::kMaxLaunches> dims;
   for (const runtime::AbiLaunch& a : k.abi.launches) {
     runtime::LaunchDims& d = dims.emplace_back();
-    for (int g = 0; g < 3; ++g) d.grid[g] = call.results[a.grid[g]];
-    d.dynamic_smem_bytes = call.results[a.smem];
+    for (int g = 0; g < 3; ++g) d.grid[g] = call->results[a.grid[g]];
+    d.dynamic_smem_bytes = call->results[a.smem];
   }
   runtime::LaunchParams launch;
   launch.args = args;
   launch.num_args = int(k.func.params.size());
-  launch.symbols = call.symbols;
+  launch.symbols = call->symbols;
   launch.num_symbols = int(plan.symbols.size());
   launch.launches = dims.data();
   launch.num_launches = int(dims.size());
-  launch.device = call.device;
-  launch.stream = stream;
-  k.module_for(call.device)->launch(launch);
+  launch.device = ctx.device;
+  launch.stream = ctx.stream;
+  k.module_for(ctx.device)->launch(launch);
+}
+
+}  // namespace
+
+Outputs Kernel::call(std::span<const Arg> inputs, const CallOptions& options) const {
+  TILEJIT_CHECK(impl_ != nullptr, kValueError) << "call of an undefined Kernel";
+  const Impl& k = *impl_;
+  BoundCall call;
+  bind_inputs(k, inputs, &call);
+  ArenaLayout layout;
+  layout.bytes = layout_workspaces(k, call, layout.offsets, layout.sizes);
+  const runtime::AllocContext ctx = alloc_context(k, call, options, layout.bytes);
+  void* args[kMaxParams];
+  Outputs outputs = allocate_outputs(k, call, options, ctx, args);
+  const runtime::LeaseGuard arena = lease_arena(k, options, ctx, layout.bytes);
+  prepare_arena(k, call, options, ctx, layout, arena.lease(), args);
+  pack_and_launch(k, inputs, ctx, &call, args);
   return outputs;
 }
 

@@ -73,8 +73,21 @@ inline bool buffer_bytes(const BufferSpec& b, const int64_t* results, int64_t* b
   return !overflowed;
 }
 
+// The texts behind call_messages.h, over a plan (call_messages.cpp).
+namespace call_text {
+std::string input_prefix(const ir::PrimFunc& f, const CallPlan& plan, size_t input);
+std::string with_article(std::string_view word);
+std::string input_list(const ir::PrimFunc& f, const CallPlan& plan);
+std::string arity(const ir::PrimFunc& f, const CallPlan& plan, size_t got,
+                  std::span<const int> missing);
+std::string out_count(const CallPlan& plan, size_t got);
+std::string not_contiguous(const Tensor& t);
+}  // namespace call_text
+
 // Cold failure paths (call_errors.cpp). Each throws, except where it says.
 namespace call_errors {
+/// out= with `got` tensors for another number of outputs (ValueError).
+[[noreturn]] void out_count(const Kernel::Impl& k, size_t got);
 /// `got` arguments for the inputs; when too few, `missing` lists the inputs
 /// not given (empty: the last ones, as in a positional call).
 [[noreturn]] void arity(const Kernel::Impl& k, size_t got, std::span<const int> missing = {});

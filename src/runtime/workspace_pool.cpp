@@ -109,14 +109,14 @@ WorkspacePool::~WorkspacePool() {
 }
 
 WorkspacePool& WorkspacePool::get(Backend& backend, Device device) {
-  using Key = std::tuple<std::string, int32_t, int32_t>;
+  using Key = std::tuple<const Backend*, int32_t, int32_t>;
   // Made on first use and never destroyed, pools included: a Kernel held by
   // some other static object may release a lease during exit, after a
   // function-local map would already be gone. The pools are still reachable
   // from here, so leak checkers do not report them.
   static std::mutex* mutex = new std::mutex;
   static auto* pools = new std::map<Key, WorkspacePool*>;
-  Key key{backend.target(), static_cast<int32_t>(device.type), device.id};
+  Key key{&backend, static_cast<int32_t>(device.type), device.id};
   std::lock_guard<std::mutex> lock(*mutex);
   auto it = pools->find(key);
   if (it != pools->end()) return *it->second;
@@ -210,10 +210,12 @@ size_t WorkspacePool::free_cached_locked() {
 
 WorkspacePool::Lease WorkspacePool::acquire(size_t bytes, Stream stream) {
   // Asked outside the lock: it is a driver call on CUDA.
-  return acquire(bytes, stream, backend_.is_capturing(device_, stream));
+  return acquire(bytes, AllocContext{device_, stream, backend_.is_capturing(device_, stream)});
 }
 
-WorkspacePool::Lease WorkspacePool::acquire(size_t bytes, Stream stream, bool capturing) {
+WorkspacePool::Lease WorkspacePool::acquire(size_t bytes, const AllocContext& ctx) {
+  const Stream stream = ctx.stream;
+  const bool capturing = ctx.capturing;
   TILEJIT_CHECK(bytes > 0, kInternalError)
       << "workspace pool on " << device_.str()
       << ": acquire of 0 bytes (callers skip the pool for empty workspaces)";

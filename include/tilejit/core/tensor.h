@@ -108,5 +108,9 @@ std::string shape_str(std::span<const int64_t> shape);
 
 /// Row-major strides of `shape`, in elements, written to `out`.
 void contiguous_strides(std::span<const int64_t> shape, int64_t* out) noexcept;
+/// The contiguity rule of Tensor::is_contiguous(): row-major, except that a
+/// dimension of extent 1 may carry any stride, and a tensor without elements
+/// is contiguous whatever its strides. Empty `strides` mean row-major.
+bool is_contiguous(std::span<const int64_t> shape, std::span<const int64_t> strides) noexcept;
 
 }  // namespace tilejit

@@ -18,6 +18,16 @@ using Stream = void*;
 /// An opaque event handle; nullptr means "already complete".
 using Event = void*;
 
+/// Where one call allocates: its device and stream, and whether that stream
+/// is capturing a CUDA graph. Computed once per call (Backend::is_capturing
+/// is a driver call on CUDA) and handed to the workspace pool and to the
+/// output allocator alike.
+struct AllocContext {
+  Device device;
+  Stream stream = nullptr;
+  bool capturing = false;
+};
+
 /// Raw memory of one device type. Implementations are thread-safe.
 class Allocator {
  public:
@@ -40,13 +50,11 @@ class TensorAllocator {
   /// A contiguous tensor; throws (OutOfMemoryError) when it cannot.
   virtual Tensor empty(std::span<const int64_t> shape, DataType dtype, Device device,
                        Stream stream) = 0;
-  /// empty() for a caller that has already asked the backend whether
-  /// `stream` is capturing a graph (Backend::is_capturing): `capturing` is
-  /// the answer, so an allocator that needs it does not ask again. The
-  /// default ignores it.
-  virtual Tensor empty_for_call(std::span<const int64_t> shape, DataType dtype, Device device,
-                                Stream stream, bool capturing) {
-    return empty(shape, dtype, device, stream);
+  /// empty() for a call, whose context says whether the stream captures a
+  /// graph, so that an allocator that needs to know does not ask again. The
+  /// default ignores `capturing`.
+  virtual Tensor empty(std::span<const int64_t> shape, DataType dtype, const AllocContext& ctx) {
+    return empty(shape, dtype, ctx.device, ctx.stream);
   }
 };
 

@@ -84,6 +84,7 @@ class WorkspacePool {
   WorkspacePool& operator=(const WorkspacePool&) = delete;
 
   /// The pool of `backend` for `device`, made on first use; lives until exit.
+  /// Pools are told apart by their Backend, whose reference each holds.
   static WorkspacePool& get(Backend& backend, Device device);
 
   /// A block of at least `bytes` (> 0) usable on `stream`. On allocation
@@ -91,9 +92,9 @@ class WorkspacePool {
   /// blocks, retries once, then throws OutOfMemoryError saying what was
   /// asked, what is reserved and in use, and the limit setting.
   Lease acquire(size_t bytes, Stream stream);
-  /// acquire() for a caller that has already asked the backend whether
-  /// `stream` is capturing (Backend::is_capturing); `capturing` is the answer.
-  Lease acquire(size_t bytes, Stream stream, bool capturing);
+  /// acquire() for a call: `ctx` (on this pool's device) already says
+  /// whether its stream is capturing, so the pool does not ask again.
+  Lease acquire(size_t bytes, const AllocContext& ctx);
   /// Gives a block back, ordered after the work already queued on `stream`.
   void release(Lease& lease, Stream stream) noexcept;
   /// Gives back the lease whose Lease::block is `block`, on the stream it

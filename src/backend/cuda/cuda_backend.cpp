@@ -49,7 +49,7 @@ class CudaBackend final : public runtime::Backend {
   }
 
   runtime::Allocator& allocator() override { return cuda::allocator(); }
-  runtime::TensorAllocator& tensor_allocator() override { return cuda::tensor_allocator(); }
+  runtime::TensorAllocator& tensor_allocator() override { return cuda::tensor_allocator(*this); }
   void memset_async(void* ptr, int value, size_t bytes, Device device,
                     runtime::Stream stream) override {
     cuda::memset_async(ptr, value, bytes, device, stream);

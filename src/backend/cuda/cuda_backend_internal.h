@@ -64,7 +64,8 @@ std::unique_ptr<runtime::Module> load_module(const std::string& binary,
 
 /// The backend's memory and stream side (cuda_memory.cpp).
 runtime::Allocator& allocator();
-runtime::TensorAllocator& tensor_allocator();
+/// The backend's output allocator; its pools hold `backend`.
+runtime::TensorAllocator& tensor_allocator(runtime::Backend& backend);
 void memset_async(void* ptr, int value, size_t bytes, Device device, runtime::Stream stream);
 void copy_sync(void* dst, const void* src, size_t bytes, Device device, runtime::Stream stream);
 runtime::Stream current_stream(Device device);

@@ -233,7 +233,7 @@ bool cache_outputs() {
   return on;
 }
 
-runtime::WorkspacePool& output_pool(int device) {
+runtime::WorkspacePool& output_pool(runtime::Backend& backend, int device) {
   TILEJIT_CHECK(device >= 0 && device < kMaxDevices, kValueError)
       << "empty: device cuda:" << device << " is out of range";
   // Made once per device and never destroyed (see registry.cpp); the lock is
@@ -245,7 +245,7 @@ runtime::WorkspacePool& output_pool(int device) {
   std::lock_guard<std::mutex> lock(mutex);
   pool = pools[device].load(std::memory_order_relaxed);
   if (pool == nullptr) {
-    pool = new runtime::WorkspacePool(runtime::get_backend("cuda"), Device::cuda(device));
+    pool = new runtime::WorkspacePool(backend, Device::cuda(device));
     pools[device].store(pool, std::memory_order_release);
   }
   return *pool;
@@ -253,28 +253,31 @@ runtime::WorkspacePool& output_pool(int device) {
 
 class CudaTensorAllocator final : public runtime::TensorAllocator {
  public:
+  // The backend that owns this allocator; its output pools hold it.
+  explicit CudaTensorAllocator(runtime::Backend& backend) : backend_(backend) {}
+
   Tensor empty(std::span<const int64_t> shape, DataType dtype, Device device,
                runtime::Stream stream) override {
     check_cuda_device(device, "empty");
     return make(shape, dtype, device, stream, cache_outputs() && cuda::is_capturing(device, stream));
   }
 
-  Tensor empty_for_call(std::span<const int64_t> shape, DataType dtype, Device device,
-                        runtime::Stream stream, bool capturing) override {
-    check_cuda_device(device, "empty");
-    return make(shape, dtype, device, stream, capturing);
+  Tensor empty(std::span<const int64_t> shape, DataType dtype,
+               const runtime::AllocContext& ctx) override {
+    check_cuda_device(ctx.device, "empty");
+    return make(shape, dtype, ctx.device, ctx.stream, ctx.capturing);
   }
 
  private:
   // `device` is a CUDA device; `capturing` says whether `stream` captures.
-  static Tensor make(std::span<const int64_t> shape, DataType dtype, Device device,
-                     runtime::Stream stream, bool capturing) {
+  Tensor make(std::span<const int64_t> shape, DataType dtype, Device device,
+              runtime::Stream stream, bool capturing) {
     const int64_t bytes = runtime::tensor_bytes(shape, dtype);
     // Under capture the pool makes the block the graph's too (Note
     // [Graph-owned arenas]).
     if (cache_outputs() && bytes > 0) {
-      runtime::WorkspacePool::Lease lease =
-          output_pool(device.id).acquire(size_t(bytes), stream, capturing);
+      runtime::WorkspacePool::Lease lease = output_pool(backend_, device.id)
+                                                .acquire(size_t(bytes), {device, stream, capturing});
       try {
         return Tensor::from_blob(lease.ptr, shape, dtype, device,
                                  &runtime::WorkspacePool::release_block, lease.block);
@@ -301,6 +304,8 @@ class CudaTensorAllocator final : public runtime::TensorAllocator {
       throw;
     }
   }
+
+  runtime::Backend& backend_;
 };
 
 // Events: one free list per device (an event belongs to its context), so a
@@ -321,8 +326,9 @@ void throw_not_cuda_device(Device device, const char* what) {
 
 runtime::Allocator& allocator() { return raw_allocator(); }
 
-runtime::TensorAllocator& tensor_allocator() {
-  static CudaTensorAllocator* a = new CudaTensorAllocator;
+runtime::TensorAllocator& tensor_allocator(runtime::Backend& backend) {
+  // One backend is registered for "cuda"; never destroyed (see registry.cpp).
+  static CudaTensorAllocator* a = new CudaTensorAllocator(backend);
   return *a;
 }
 

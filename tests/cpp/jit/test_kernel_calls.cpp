@@ -85,7 +85,7 @@ TEST(KernelCalls, SixOutputsInOrderAndCopiesShareThem) {
 }
 
 // A caller's TensorAllocator (how the Python binding makes torch outputs):
-// asked once per output it makes, through empty_for_call's default, never
+// asked once per output it makes, through the AllocContext overload's default, never
 // for an output supplied with out=.
 class CountingAllocator : public runtime::TensorAllocator {
  public:

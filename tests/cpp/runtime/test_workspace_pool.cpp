@@ -109,12 +109,12 @@ TEST_F(WorkspacePoolTest, AcquireTakesAKnownCaptureAnswer) {
   void* warm_ptr = warm.ptr;
   pool().release(warm, kStreamA);
   backend_.capturing_stream = kStreamA;
-  auto captured = pool().acquire(4096, kStreamA, /*capturing=*/true);
+  auto captured = pool().acquire(4096, AllocContext{pool().device(), kStreamA, /*capturing=*/true});
   EXPECT_NE(captured.ptr, warm_ptr);  // a block of its own, as under capture
   EXPECT_EQ(pool().stats().graph_blocks, 1u);
   pool().release(captured, kStreamA);
   backend_.destroy_graph();
-  auto plain = pool().acquire(4096, kStreamA, /*capturing=*/false);
+  auto plain = pool().acquire(4096, AllocContext{pool().device(), kStreamA, /*capturing=*/false});
   EXPECT_EQ(plain.ptr, warm_ptr);  // the cached block: no capture said
   EXPECT_EQ(pool().stats().graph_blocks, 0u);
   pool().release(plain, kStreamA);
