@@ -153,7 +153,7 @@ int main() {
     check(cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
   });
   const double lease = per_call_us([&] {
-    auto l = pool.acquire(9216, nullptr);
+    auto l = pool.acquire(9216, {pool.device(), nullptr, false});
     pool.release(l, nullptr);
   });
   const double alloc_free = per_call_us([&] {

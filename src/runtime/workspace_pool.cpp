@@ -208,11 +208,6 @@ size_t WorkspacePool::free_cached_locked() {
   return freed;
 }
 
-WorkspacePool::Lease WorkspacePool::acquire(size_t bytes, Stream stream) {
-  // Asked outside the lock: it is a driver call on CUDA.
-  return acquire(bytes, AllocContext{device_, stream, backend_.is_capturing(device_, stream)});
-}
-
 WorkspacePool::Lease WorkspacePool::acquire(size_t bytes, const AllocContext& ctx) {
   const Stream stream = ctx.stream;
   const bool capturing = ctx.capturing;

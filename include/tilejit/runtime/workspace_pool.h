@@ -87,13 +87,12 @@ class WorkspacePool {
   /// Pools are told apart by their Backend, whose reference each holds.
   static WorkspacePool& get(Backend& backend, Device device);
 
-  /// A block of at least `bytes` (> 0) usable on `stream`. On allocation
-  /// failure or when the limit would be exceeded, frees the cached free
-  /// blocks, retries once, then throws OutOfMemoryError saying what was
-  /// asked, what is reserved and in use, and the limit setting.
-  Lease acquire(size_t bytes, Stream stream);
-  /// acquire() for a call: `ctx` (on this pool's device) already says
-  /// whether its stream is capturing, so the pool does not ask again.
+  /// A block of at least `bytes` (> 0) usable on `ctx.stream` (`ctx` is on
+  /// this pool's device and says whether its stream is capturing: the pool
+  /// does not ask again). On allocation failure or when the limit would be
+  /// exceeded, frees the cached free blocks, retries once, then throws
+  /// OutOfMemoryError saying what was asked, what is reserved and in use,
+  /// and the limit setting.
   Lease acquire(size_t bytes, const AllocContext& ctx);
   /// Gives a block back, ordered after the work already queued on `stream`.
   void release(Lease& lease, Stream stream) noexcept;

@@ -381,25 +381,25 @@ TEST(CudaPool, AnotherStreamWaitsForTheReleaseEvent) {
   runtime::WorkspacePool pool(cuda_backend(), kDev);  // private: exact counters
   const size_t bytes = size_t(1) << 20;
   // release() clears the lease it is given: keep the pointers.
-  runtime::WorkspacePool::Lease l1 = pool.acquire(bytes, a.get());
+  runtime::WorkspacePool::Lease l1 = pool.acquire(bytes, {pool.device(), a.get(), false});
   void* const p1 = l1.ptr;
   spin(a.get());
   pool.release(l1, a.get());
   // The releasing stream reuses at once: stream order protects the block.
-  runtime::WorkspacePool::Lease l2 = pool.acquire(bytes, a.get());
+  runtime::WorkspacePool::Lease l2 = pool.acquire(bytes, {pool.device(), a.get(), false});
   EXPECT_EQ(l2.ptr, p1);
   spin(a.get());
   pool.release(l2, a.get());
   // Another stream may not: the release event is still pending.
-  runtime::WorkspacePool::Lease l3 = pool.acquire(bytes, b.get());
+  runtime::WorkspacePool::Lease l3 = pool.acquire(bytes, {pool.device(), b.get(), false});
   void* const p3 = l3.ptr;
   EXPECT_NE(p3, p1);
   EXPECT_EQ(pool.stats().misses, 2u);
   pool.release(l3, b.get());
   a.sync();
   // Now both blocks are free for b: no new allocation.
-  runtime::WorkspacePool::Lease l4 = pool.acquire(bytes, b.get());
-  runtime::WorkspacePool::Lease l5 = pool.acquire(bytes, b.get());
+  runtime::WorkspacePool::Lease l4 = pool.acquire(bytes, {pool.device(), b.get(), false});
+  runtime::WorkspacePool::Lease l5 = pool.acquire(bytes, {pool.device(), b.get(), false});
   EXPECT_EQ(pool.stats().misses, 2u);
   EXPECT_EQ(pool.stats().device_allocs, 2u);
   EXPECT_TRUE((l4.ptr == p1 && l5.ptr == p3) || (l4.ptr == p3 && l5.ptr == p1));

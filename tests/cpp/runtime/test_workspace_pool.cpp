@@ -35,6 +35,11 @@ class WorkspacePoolTest : public ::testing::Test {
     EXPECT_EQ(backend_.bad_event_destroys.load(), 0);
   }
   WorkspacePool& pool() { return *pool_; }
+  // The AllocContext a call on `stream` computes: it asks the backend
+  // whether the stream is capturing, once.
+  AllocContext on(Stream stream) {
+    return AllocContext{pool().device(), stream, backend_.is_capturing(pool().device(), stream)};
+  }
 
   FakeBackend backend_;
   std::unique_ptr<WorkspacePool> pool_;
@@ -42,7 +47,7 @@ class WorkspacePoolTest : public ::testing::Test {
 
 TEST_F(WorkspacePoolTest, SteadyStateReusesOneBlock) {
   for (int i = 0; i < 1000; ++i) {
-    auto lease = pool().acquire(4096, nullptr);
+    auto lease = pool().acquire(4096, on(nullptr));
     ASSERT_TRUE(lease);
     pool().release(lease, nullptr);
     EXPECT_FALSE(lease);  // release() clears the caller's lease
@@ -63,13 +68,13 @@ TEST_F(WorkspacePoolTest, SteadyStateReusesOneBlock) {
 // Note [Graph-owned arenas]: a lease taken during capture gets its own block,
 // which stays in use after release until the graph is destroyed.
 TEST_F(WorkspacePoolTest, CapturedLeasesBelongToTheGraph) {
-  auto warm = pool().acquire(4096, kStreamA);
+  auto warm = pool().acquire(4096, on(kStreamA));
   pool().release(warm, kStreamA);  // a cached block a capture must not take
   backend_.capturing_stream = kStreamA;
-  auto first = pool().acquire(4096, kStreamA);
+  auto first = pool().acquire(4096, on(kStreamA));
   const void* first_ptr = first.ptr;
   pool().release(first, kStreamA);
-  auto second = pool().acquire(4096, kStreamA);
+  auto second = pool().acquire(4096, on(kStreamA));
   EXPECT_NE(second.ptr, first_ptr);  // never shares with another captured launch
   pool().release(second, kStreamA);
   PoolStats s = pool().stats();
@@ -81,7 +86,7 @@ TEST_F(WorkspacePoolTest, CapturedLeasesBelongToTheGraph) {
   s = pool().stats();
   EXPECT_EQ(s.graph_blocks, 0u);
   EXPECT_EQ(s.bytes_in_use, 0u);
-  auto after = pool().acquire(4096, kStreamB);  // graph blocks are free again
+  auto after = pool().acquire(4096, on(kStreamB));  // graph blocks are free again
   EXPECT_EQ(pool().stats().hits, 1u);
   pool().release(after, kStreamB);
 }
@@ -90,22 +95,22 @@ TEST_F(WorkspacePoolTest, CapturedLeasesBelongToTheGraph) {
 // made during capture) goes back when its holder lets go.
 TEST_F(WorkspacePoolTest, CapturedLeaseOutlivingItsGraph) {
   backend_.capturing_stream = kStreamA;
-  auto held = pool().acquire(4096, kStreamA);
+  auto held = pool().acquire(4096, on(kStreamA));
   backend_.destroy_graph();  // the graph goes first
   EXPECT_EQ(pool().stats().graph_blocks, 1u);
   EXPECT_EQ(pool().stats().bytes_in_use, 4096u);
   pool().release(held, kStreamA);  // capture over: the holder was the last owner
   EXPECT_EQ(pool().stats().graph_blocks, 0u);
   EXPECT_EQ(pool().stats().bytes_in_use, 0u);
-  auto again = pool().acquire(4096, kStreamB);
+  auto again = pool().acquire(4096, on(kStreamB));
   EXPECT_EQ(pool().stats().hits, 1u);
   pool().release(again, kStreamB);
 }
 
-// The overload for a caller that has asked Backend::is_capturing already
-// trusts the answer it is given.
+// The pool trusts the capture answer in the AllocContext: it does not ask
+// Backend::is_capturing again.
 TEST_F(WorkspacePoolTest, AcquireTakesAKnownCaptureAnswer) {
-  auto warm = pool().acquire(4096, kStreamA);
+  auto warm = pool().acquire(4096, on(kStreamA));
   void* warm_ptr = warm.ptr;
   pool().release(warm, kStreamA);
   backend_.capturing_stream = kStreamA;
@@ -124,14 +129,14 @@ TEST_F(WorkspacePoolTest, AcquireTakesAKnownCaptureAnswer) {
 // nothing but Lease::block (an output tensor's deleter context).
 TEST_F(WorkspacePoolTest, ReleaseBlockUsesTheLeaseStream) {
   backend_.use_events = true;  // events start incomplete
-  auto a = pool().acquire(4096, kStreamA);
+  auto a = pool().acquire(4096, on(kStreamA));
   void* a_ptr = a.ptr;
   WorkspacePool::release_block(a.block);
   EXPECT_EQ(pool().stats().bytes_in_use, 0u);
   EXPECT_EQ(backend_.live_events(), 1u);  // recorded on kStreamA, an explicit stream
-  auto b = pool().acquire(4096, kStreamB);
+  auto b = pool().acquire(4096, on(kStreamB));
   EXPECT_NE(b.ptr, a_ptr);  // kStreamA's event is pending
-  auto a2 = pool().acquire(4096, kStreamA);
+  auto a2 = pool().acquire(4096, on(kStreamA));
   EXPECT_EQ(a2.ptr, a_ptr);  // the releasing stream takes it at once
   pool().release(a2, kStreamA);
   pool().release(b, kStreamB);
@@ -140,9 +145,9 @@ TEST_F(WorkspacePoolTest, ReleaseBlockUsesTheLeaseStream) {
 }
 
 TEST_F(WorkspacePoolTest, RoundsBlocksTo256Bytes) {
-  auto a = pool().acquire(1, nullptr);
-  auto b = pool().acquire(257, nullptr);
-  auto c = pool().acquire(512, nullptr);
+  auto a = pool().acquire(1, on(nullptr));
+  auto b = pool().acquire(257, on(nullptr));
+  auto c = pool().acquire(512, on(nullptr));
   EXPECT_EQ(a.bytes, 256u);
   EXPECT_EQ(b.bytes, 512u);
   EXPECT_EQ(c.bytes, 512u);
@@ -156,9 +161,9 @@ TEST_F(WorkspacePoolTest, RoundsBlocksTo256Bytes) {
 }
 
 TEST_F(WorkspacePoolTest, BestFitAmongEligibleBlocks) {
-  auto small = pool().acquire(4096, nullptr);
-  auto mid = pool().acquire(8192, nullptr);
-  auto big = pool().acquire(16384, nullptr);
+  auto small = pool().acquire(4096, on(nullptr));
+  auto mid = pool().acquire(8192, on(nullptr));
+  auto big = pool().acquire(16384, on(nullptr));
   void* mid_ptr = mid.ptr;
   void* big_ptr = big.ptr;
   pool().release(big, nullptr);
@@ -166,11 +171,11 @@ TEST_F(WorkspacePoolTest, BestFitAmongEligibleBlocks) {
   pool().release(mid, nullptr);
 
   // 5000 -> 5120: 4096 is too small, 8192 fits best.
-  auto x = pool().acquire(5000, nullptr);
+  auto x = pool().acquire(5000, on(nullptr));
   EXPECT_EQ(x.ptr, mid_ptr);
   EXPECT_EQ(x.bytes, 8192u);
   // The next best is the 16 KiB block (within 5120 + 1 MiB).
-  auto y = pool().acquire(5000, nullptr);
+  auto y = pool().acquire(5000, on(nullptr));
   EXPECT_EQ(y.ptr, big_ptr);
   EXPECT_EQ(pool().stats().hits, 2u);
   pool().release(x, nullptr);
@@ -178,20 +183,20 @@ TEST_F(WorkspacePoolTest, BestFitAmongEligibleBlocks) {
 }
 
 TEST_F(WorkspacePoolTest, TooLargeBlockIsNotTaken) {
-  auto big = pool().acquire(4 * kMiB, nullptr);
+  auto big = pool().acquire(4 * kMiB, on(nullptr));
   pool().release(big, nullptr);
   // [1 MiB, max(2 MiB, 2 MiB)]: a 4 MiB block would waste too much.
-  auto a = pool().acquire(kMiB, nullptr);
+  auto a = pool().acquire(kMiB, on(nullptr));
   EXPECT_EQ(a.bytes, kMiB);
   EXPECT_EQ(pool().stats().misses, 2u);
   // Up to twice the request's size is fine.
-  auto b = pool().acquire(3 * kMiB, nullptr);
+  auto b = pool().acquire(3 * kMiB, on(nullptr));
   EXPECT_EQ(b.bytes, 4 * kMiB);
   EXPECT_EQ(pool().stats().hits, 1u);
-  auto c = pool().acquire(256, nullptr);
+  auto c = pool().acquire(256, on(nullptr));
   EXPECT_EQ(c.bytes, 256u);  // 1 MiB block is leased; nothing cached fits
   pool().release(a, nullptr);
-  auto d = pool().acquire(512, nullptr);
+  auto d = pool().acquire(512, on(nullptr));
   EXPECT_EQ(d.bytes, kMiB);  // a small request may take a block up to 1 MiB larger
   pool().release(b, nullptr);
   pool().release(c, nullptr);
@@ -199,22 +204,22 @@ TEST_F(WorkspacePoolTest, TooLargeBlockIsNotTaken) {
 }
 
 TEST_F(WorkspacePoolTest, TagStartsAtZeroAndStaysWithTheBlock) {
-  auto a = pool().acquire(1024, nullptr);
+  auto a = pool().acquire(1024, on(nullptr));
   ASSERT_NE(a.tag, nullptr);
   EXPECT_EQ(*a.tag, 0u);
   *a.tag = 42;
   pool().release(a, nullptr);
-  auto b = pool().acquire(1024, nullptr);
+  auto b = pool().acquire(1024, on(nullptr));
   EXPECT_EQ(*b.tag, 42u);
-  auto c = pool().acquire(1024, nullptr);
+  auto c = pool().acquire(1024, on(nullptr));
   EXPECT_EQ(*c.tag, 0u);
   pool().release(b, nullptr);
   pool().release(c, nullptr);
 }
 
 TEST_F(WorkspacePoolTest, PeakAndEmptyCache) {
-  auto a = pool().acquire(kMiB, nullptr);
-  auto b = pool().acquire(2 * kMiB, nullptr);
+  auto a = pool().acquire(kMiB, on(nullptr));
+  auto b = pool().acquire(2 * kMiB, on(nullptr));
   EXPECT_EQ(pool().stats().peak_bytes_reserved, 3 * kMiB);
   pool().release(a, nullptr);
   EXPECT_EQ(pool().empty_cache(), kMiB);
@@ -234,7 +239,7 @@ TEST_F(WorkspacePoolTest, PeakAndEmptyCache) {
 }
 
 TEST_F(WorkspacePoolTest, AcquireZeroIsAnInternalError) {
-  expect_error([&] { pool().acquire(0, nullptr); }, ErrorKind::kInternalError,
+  expect_error([&] { pool().acquire(0, on(nullptr)); }, ErrorKind::kInternalError,
                "workspace pool on cpu: acquire of 0 bytes (callers skip the pool for empty "
                "workspaces)");
 }
@@ -243,10 +248,10 @@ TEST_F(WorkspacePoolTest, LimitExceededIsOutOfMemory) {
   backend_.use_events = true;  // events start incomplete
   pool().set_limit(4 * kMiB);
   EXPECT_EQ(pool().limit(), 4 * kMiB);
-  auto held = pool().acquire(2 * kMiB, kStreamA);
-  auto pending = pool().acquire(2 * kMiB, kStreamA);
+  auto held = pool().acquire(2 * kMiB, on(kStreamA));
+  auto pending = pool().acquire(2 * kMiB, on(kStreamA));
   pool().release(pending, kStreamA);  // cached, but its event is pending
-  expect_error([&] { pool().acquire(kMiB, kStreamB); }, ErrorKind::kOutOfMemoryError,
+  expect_error([&] { pool().acquire(kMiB, on(kStreamB)); }, ErrorKind::kOutOfMemoryError,
                "workspace pool on cpu: cannot allocate 1048576 bytes: 4194304 bytes reserved "
                "(2097152 in use), limit 4194304 bytes (set TILEJIT_WORKSPACE_LIMIT or "
                "WorkspacePool::set_limit)");
@@ -261,7 +266,7 @@ TEST_F(WorkspacePoolTest, LimitExceededIsOutOfMemory) {
   // Once its event completes the cached block goes to make room.
   backend_.complete_all_events();
   // 512 KiB: the 2 MiB block is more than max(2 * 512 KiB, 512 KiB + 1 MiB).
-  auto fresh = pool().acquire(kMiB / 2, kStreamB);
+  auto fresh = pool().acquire(kMiB / 2, on(kStreamB));
   s = pool().stats();
   EXPECT_EQ(s.oom_retries, 2u);
   EXPECT_EQ(s.device_frees, 1u);
@@ -275,17 +280,17 @@ TEST_F(WorkspacePoolTest, LimitExceededIsOutOfMemory) {
 
 TEST_F(WorkspacePoolTest, LimitMessageNamesTheRoundedSize) {
   pool().set_limit(1024);
-  expect_error([&] { pool().acquire(1500, nullptr); }, ErrorKind::kOutOfMemoryError,
+  expect_error([&] { pool().acquire(1500, on(nullptr)); }, ErrorKind::kOutOfMemoryError,
                "workspace pool on cpu: cannot allocate 1536 bytes (1500 asked, rounded up to a "
                "multiple of 256): 0 bytes reserved (0 in use), limit 1024 bytes (set "
                "TILEJIT_WORKSPACE_LIMIT or WorkspacePool::set_limit)");
 }
 
 TEST_F(WorkspacePoolTest, AllocatorFailureFreesTheCacheAndRetries) {
-  auto small = pool().acquire(8192, nullptr);
+  auto small = pool().acquire(8192, on(nullptr));
   pool().release(small, nullptr);  // cached, reusable at once
   backend_.fake_allocator().fail_next(1);
-  auto big = pool().acquire(kMiB, nullptr);  // 8 KiB cannot serve 1 MiB
+  auto big = pool().acquire(kMiB, on(nullptr));  // 8 KiB cannot serve 1 MiB
   ASSERT_TRUE(big);
   PoolStats s = pool().stats();
   EXPECT_EQ(s.oom_retries, 1u);
@@ -300,9 +305,9 @@ TEST_F(WorkspacePoolTest, AllocatorFailureFreesTheCacheAndRetries) {
 }
 
 TEST_F(WorkspacePoolTest, AllocatorFailingTwiceLeaksNothing) {
-  auto held = pool().acquire(8192, nullptr);
+  auto held = pool().acquire(8192, on(nullptr));
   backend_.fake_allocator().fail_next(2);
-  expect_error([&] { pool().acquire(kMiB, nullptr); }, ErrorKind::kOutOfMemoryError,
+  expect_error([&] { pool().acquire(kMiB, on(nullptr)); }, ErrorKind::kOutOfMemoryError,
                "workspace pool on cpu: the fake allocator failed to allocate 1048576 bytes; 8192 "
                "bytes reserved (8192 in use), no limit (set TILEJIT_WORKSPACE_LIMIT or "
                "WorkspacePool::set_limit)");
@@ -317,7 +322,7 @@ TEST_F(WorkspacePoolTest, AllocatorFailingTwiceLeaksNothing) {
   EXPECT_EQ(backend_.fake_allocator().live_blocks(), 1u);
   EXPECT_EQ(backend_.fake_allocator().failures(), 2);
   // The pool still works afterwards.
-  auto again = pool().acquire(kMiB, nullptr);
+  auto again = pool().acquire(kMiB, on(nullptr));
   EXPECT_TRUE(again);
   pool().release(again, nullptr);
   pool().release(held, nullptr);
@@ -325,7 +330,7 @@ TEST_F(WorkspacePoolTest, AllocatorFailingTwiceLeaksNothing) {
 
 TEST_F(WorkspacePoolTest, StreamOrderedReuse) {
   backend_.use_events = true;  // events start incomplete
-  auto a = pool().acquire(4096, kStreamA);
+  auto a = pool().acquire(4096, on(kStreamA));
   void* a_ptr = a.ptr;
   pool().release(a, kStreamA);
   // An explicit stream's event is recorded at release (its owner may
@@ -333,28 +338,28 @@ TEST_F(WorkspacePoolTest, StreamOrderedReuse) {
   EXPECT_EQ(backend_.live_events(), 1u);
 
   // Another stream must not take a block whose release event is pending.
-  auto b = pool().acquire(4096, kStreamB);
+  auto b = pool().acquire(4096, on(kStreamB));
   EXPECT_NE(b.ptr, a_ptr);
   EXPECT_EQ(pool().stats().misses, 2u);
   void* b_ptr = b.ptr;
   pool().release(b, kStreamB);
 
   // The releasing stream takes it at once; the stale event is destroyed.
-  auto a2 = pool().acquire(4096, kStreamA);
+  auto a2 = pool().acquire(4096, on(kStreamA));
   EXPECT_EQ(a2.ptr, a_ptr);
   EXPECT_EQ(pool().stats().hits, 1u);
   EXPECT_EQ(backend_.live_events(), 1u);  // only b's
   pool().release(a2, kStreamA);
 
   // Each stream prefers its own block among equal fits.
-  auto b2 = pool().acquire(4096, kStreamB);
+  auto b2 = pool().acquire(4096, on(kStreamB));
   EXPECT_EQ(b2.ptr, b_ptr);
   pool().release(b2, kStreamB);
 
   // Once the events complete, any stream may take any block.
   backend_.complete_all_events();
-  auto c1 = pool().acquire(4096, nullptr);
-  auto c2 = pool().acquire(4096, nullptr);
+  auto c1 = pool().acquire(4096, on(nullptr));
+  auto c2 = pool().acquire(4096, on(nullptr));
   EXPECT_EQ(pool().stats().hits, 4u);
   EXPECT_EQ(pool().stats().device_allocs, 2u);
   EXPECT_EQ(backend_.live_events(), 0u);
@@ -364,22 +369,22 @@ TEST_F(WorkspacePoolTest, StreamOrderedReuse) {
 
 TEST_F(WorkspacePoolTest, LegacyStreamRecordsItsEventOnlyWhenAnotherStreamAsks) {
   backend_.use_events = true;
-  auto a = pool().acquire(4096, nullptr);
+  auto a = pool().acquire(4096, on(nullptr));
   void* a_ptr = a.ptr;
   pool().release(a, nullptr);
   EXPECT_EQ(backend_.live_events(), 0u);  // reuse on one stream: no driver call
-  auto same = pool().acquire(4096, nullptr);
+  auto same = pool().acquire(4096, on(nullptr));
   EXPECT_EQ(same.ptr, a_ptr);
   pool().release(same, nullptr);
   EXPECT_EQ(backend_.live_events(), 0u);
-  auto other = pool().acquire(4096, kStreamB);  // records on the legacy stream now
+  auto other = pool().acquire(4096, on(kStreamB));  // records on the legacy stream now
   EXPECT_NE(other.ptr, a_ptr);
   EXPECT_EQ(backend_.live_events(), 1u);  // that one; `other` is still leased
   pool().release(other, kStreamB);
   backend_.complete_all_events();
   backend_.complete_on_record = true;
-  auto again = pool().acquire(4096, kStreamB);  // its own block first
-  auto moved = pool().acquire(4096, kStreamB);  // then the legacy stream's, now idle
+  auto again = pool().acquire(4096, on(kStreamB));  // its own block first
+  auto moved = pool().acquire(4096, on(kStreamB));  // then the legacy stream's, now idle
   EXPECT_EQ(moved.ptr, a_ptr);
   pool().release(again, kStreamB);
   pool().release(moved, kStreamB);
@@ -388,7 +393,7 @@ TEST_F(WorkspacePoolTest, LegacyStreamRecordsItsEventOnlyWhenAnotherStreamAsks) 
 
 TEST_F(WorkspacePoolTest, EmptyCacheKeepsBlocksStillInUseOnTheirStream) {
   backend_.use_events = true;
-  auto a = pool().acquire(4096, kStreamA);
+  auto a = pool().acquire(4096, on(kStreamA));
   pool().release(a, kStreamA);
   EXPECT_EQ(pool().empty_cache(), 0u);
   EXPECT_EQ(pool().stats().blocks, 1u);
@@ -401,13 +406,13 @@ TEST_F(WorkspacePoolTest, EmptyCacheKeepsBlocksStillInUseOnTheirStream) {
 TEST_F(WorkspacePoolTest, FailedEventRecordPinsTheBlockToItsStream) {
   backend_.use_events = true;
   backend_.fail_record = true;
-  auto a = pool().acquire(4096, kStreamA);
+  auto a = pool().acquire(4096, on(kStreamA));
   void* a_ptr = a.ptr;
   pool().release(a, kStreamA);  // noexcept: the failure is absorbed
-  auto b = pool().acquire(4096, kStreamB);
+  auto b = pool().acquire(4096, on(kStreamB));
   EXPECT_NE(b.ptr, a_ptr);
   EXPECT_EQ(pool().empty_cache(), 0u);
-  auto a2 = pool().acquire(4096, kStreamA);
+  auto a2 = pool().acquire(4096, on(kStreamA));
   EXPECT_EQ(a2.ptr, a_ptr);
   backend_.fail_record = false;
   pool().release(a2, kStreamA);
@@ -416,13 +421,13 @@ TEST_F(WorkspacePoolTest, FailedEventRecordPinsTheBlockToItsStream) {
 
 TEST_F(WorkspacePoolTest, ReleasingACopyTwiceIsIgnored) {
   backend_.use_events = true;
-  auto a = pool().acquire(4096, nullptr);
+  auto a = pool().acquire(4096, on(nullptr));
   auto copy = a;
   pool().release(a, nullptr);
   pool().release(copy, nullptr);  // must not put the block in the free list twice
   EXPECT_EQ(pool().stats().bytes_in_use, 0u);
-  auto x = pool().acquire(4096, nullptr);
-  auto y = pool().acquire(4096, nullptr);
+  auto x = pool().acquire(4096, on(nullptr));
+  auto y = pool().acquire(4096, on(nullptr));
   EXPECT_NE(x.ptr, y.ptr);
   EXPECT_EQ(pool().stats().bytes_in_use, 8192u);
   pool().release(x, nullptr);
@@ -431,7 +436,7 @@ TEST_F(WorkspacePoolTest, ReleasingACopyTwiceIsIgnored) {
 
 TEST_F(WorkspacePoolTest, LeaseGuardReleasesOnUnwind) {
   try {
-    LeaseGuard guard(&pool(), pool().acquire(4096, nullptr), nullptr);
+    LeaseGuard guard(&pool(), pool().acquire(4096, on(nullptr)), nullptr);
     EXPECT_EQ(pool().stats().bytes_in_use, 4096u);
     throw std::runtime_error("unwind");
   } catch (const std::runtime_error&) {
@@ -452,7 +457,7 @@ TEST_F(WorkspacePoolTest, ConcurrentLeasesNeverOverlap) {
       Stream stream = t % 2 ? reinterpret_cast<Stream>(uintptr_t(0x100 * (t + 1))) : nullptr;
       for (int i = 0; i < kIters; ++i) {
         size_t bytes = 256 * size_t(1 + (i * 7 + t) % 16);
-        auto lease = pool().acquire(bytes, stream);
+        auto lease = pool().acquire(bytes, on(stream));
         auto* words = static_cast<uint64_t*>(lease.ptr);
         const size_t n = lease.bytes / sizeof(uint64_t);
         const uint64_t pattern = (uint64_t(t) << 32) | uint64_t(i);
