@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <vector>
@@ -74,7 +75,12 @@ std::vector<double> interleaved_us(const std::vector<std::function<void()>>& pat
 
 }  // namespace
 
-int main() {
+// `bench_cuda_call count <abc|out> <n>`: only `n` calls of one path after
+// the warm-up, nothing timed, for an instruction counter
+// (scripts/count_call_instructions.sh runs it under callgrind for two `n`
+// and divides the difference by the calls).
+int main(int argc, char** argv) {
+  const bool count_mode = argc == 4 && std::strcmp(argv[1], "count") == 0;
   runtime::Backend& backend = runtime::get_backend("cuda");
   if (!backend.available()) {
     std::printf("no CUDA device: skipped\n");
@@ -122,6 +128,19 @@ int main() {
   const Arg all_args[] = {Arg(a), Arg(b), Arg(c), Arg(d), Arg(w1), Arg(w2), Arg(w3), Arg(w4)};
   k_all.call(all_args);  // warm
 
+  if (count_mode) {
+    const long n = std::strtol(argv[3], nullptr, 10);
+    const bool with_out_path = std::strcmp(argv[2], "out") == 0;
+    for (long i = 0; i < n; ++i) {
+      if (with_out_path) {
+        k.call(call_args, with_out);
+      } else {
+        Tensor out = k(a, b, c);
+      }
+    }
+    check(cuCtxSynchronize(), "cuCtxSynchronize");
+    return 0;
+  }
   const auto before = pool.stats();
   const std::vector<double> t = interleaved_us({
       [&] { check(cuLaunchKernel(fn, 1, 1, 1, 128, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel"); },

@@ -34,6 +34,13 @@ std::string expected_shape(const ir::Param& p) {
 // "an int32", "a float32".
 std::string with_article(const std::string& word) { return call_text::with_article(word); }
 
+// "" for the one launch of most kernels, else "launch #1's " (a tile body
+// with several T.Kernels).
+std::string launch_name(const Kernel::Impl& k, size_t launch) {
+  if (k.plan.launches.size() == 1) return "";
+  return "launch #" + std::to_string(launch) + "'s ";
+}
+
 std::string describe(const Arg& arg) {
   switch (arg.kind()) {
     case Arg::Kind::kNone: return "None";
@@ -277,11 +284,12 @@ void mismatch(const Kernel::Impl& k, const DimCheck& c, std::span<const Arg> inp
                              << symbol_values(k, e, call) << ", got " << got;
 }
 
-void bad_grid(const Kernel::Impl& k, int dim, const BoundCall& call) {
-  const ir::Expr& e = k.func.launch.grid[dim];
-  TILEJIT_THROW(kValueError) << k.func.name << ": grid extent " << dim << " = " << e
-                             << " evaluates to " << call.results[k.plan.grid_result + dim]
-                             << symbol_values(k, e, call)
+void bad_grid(const Kernel::Impl& k, size_t launch, int dim, const BoundCall& call) {
+  const LaunchSpec& l = k.plan.launches[launch];
+  const ir::Expr& e = l.grid[dim];
+  TILEJIT_THROW(kValueError) << k.func.name << ": " << launch_name(k, launch) << "grid extent "
+                             << dim << " = " << e << " evaluates to "
+                             << call.results[l.results.grid[dim]] << symbol_values(k, e, call)
                              << "; every grid extent must be positive";
 }
 
@@ -386,18 +394,21 @@ void shapes_failed(const Kernel::Impl& k, BoundCall* call) {
       }
     }
   }
-  for (int d = 0; d < 3; ++d) {
-    const ir::Expr e = size_t(d) < k.func.launch.grid.size() ? k.func.launch.grid[d] : ir::Expr(1);
-    check(plan.grid_result + d, e, name + ": grid extent " + std::to_string(d));
+  for (size_t l = 0; l < plan.launches.size(); ++l) {
+    const LaunchSpec& spec = plan.launches[l];
+    const std::string which = name + ": " + launch_name(k, l);
+    for (int d = 0; d < 3; ++d) {
+      check(spec.results.grid[d], spec.grid[d], which + "grid extent " + std::to_string(d));
+    }
+    check(spec.results.smem, spec.smem,
+          which + (plan.launches.size() == 1 ? "the " : "") + "dynamic shared memory size");
   }
-  check(plan.smem_result, k.func.launch.dynamic_smem_bytes,
-        name + ": the dynamic shared memory size");
   // Every result is exact now: the program's failure was in a step of its
   // simplified form alone.
 }
 
 void large_extents(const Kernel::Impl& k, const BoundCall& call) {
-  for (int r = k.plan.first_buffer_result; r < k.plan.grid_result; ++r) {
+  for (int r = k.plan.first_buffer_result; r < k.plan.first_launch_result; ++r) {
     if (call.results[r] < 0) negative_buffer_dim(k, call);
   }
   for (const BufferSpec& b : k.plan.outputs) {

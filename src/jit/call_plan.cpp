@@ -1,6 +1,7 @@
 #include "tilejit/jit/call_plan.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <sstream>
 
@@ -39,6 +40,17 @@ std::string dim_place(const char* role, const ir::Param& p, int param, size_t d)
   return os.str();
 }
 
+// The grid and the dynamic shared memory of each launch of `f`, in order.
+std::vector<std::pair<std::vector<ir::Expr>, ir::Expr>> launch_exprs(const ir::PrimFunc& f) {
+  std::vector<std::pair<std::vector<ir::Expr>, ir::Expr>> out;
+  if (const ir::TileBody* tile = f.tile()) {
+    for (const ir::KernelStmt* k : tile->kernels()) out.emplace_back(k->grid, ir::Expr(0));
+    if (!out.empty()) return out;
+  }
+  out.emplace_back(f.launch.grid, f.launch.dynamic_smem_bytes);
+  return out;
+}
+
 }  // namespace
 
 CallPlan build_call_plan(const ir::PrimFunc& f, const LegalizedIndices& indices,
@@ -67,15 +79,29 @@ CallPlan build_call_plan(const ir::PrimFunc& f, const LegalizedIndices& indices,
     if (f.params[i].is_scalar) continue;
     for (const ir::Expr& e : f.params[i].tensor.shape) shapes[i].push_back(ir::simplify(e));
   }
-  std::vector<ir::Expr> grid;
-  for (const ir::Expr& e : f.launch.grid) grid.push_back(ir::simplify(e));
-  const ir::Expr smem = ir::simplify(f.launch.dynamic_smem_bytes);
+  // The launches: a source body's one, or one per T.Kernel of a tile body
+  // (the CPU needs no shared memory; a GPU lowering's sizes are its own).
+  // The spec keeps the author's expressions for messages; the program gets
+  // them simplified.
+  std::vector<std::array<ir::Expr, 4>> launch_values;
+  for (const auto& [grid, smem] : launch_exprs(f)) {
+    LaunchSpec l;
+    std::array<ir::Expr, 4>& v = launch_values.emplace_back();
+    for (int d = 0; d < 3; ++d) {
+      l.grid[d] = size_t(d) < grid.size() ? grid[size_t(d)] : ir::Expr(1);
+      v[d] = ir::simplify(l.grid[d]);
+    }
+    l.smem = smem;
+    v[3] = ir::simplify(smem);
+    plan.launches.push_back(l);
+  }
 
   for (const auto& shape : shapes) {
     for (const ir::Expr& e : shape) ir::collect_vars(e, &plan.symbols);
   }
-  for (const ir::Expr& e : grid) ir::collect_vars(e, &plan.symbols);
-  ir::collect_vars(smem, &plan.symbols);
+  for (const auto& v : launch_values) {
+    for (const ir::Expr& e : v) ir::collect_vars(e, &plan.symbols);
+  }
   TILEJIT_CHECK(plan.symbols.size() <= size_t(kMaxSymbols), kValueError)
       << f.name << ": " << plan.symbols.size() << " symbols; at most " << kMaxSymbols
       << " are supported";
@@ -175,18 +201,21 @@ CallPlan build_call_plan(const ir::PrimFunc& f, const LegalizedIndices& indices,
   }
   const int bits = max_rank == 0 ? 62 : std::min(62, (63 - log2_bytes) / max_rank);
   plan.small_extents = uint64_t{1} << bits;
-  plan.grid_result = int(exprs.size());
-  for (size_t d = 0; d < 3; ++d) {
-    if (d < grid.size()) {
-      require_bound(f, plan.symbols, bound, grid[d], "the grid (extent " + std::to_string(d));
-      exprs.push_back(grid[d]);
-    } else {
-      exprs.push_back(ir::Expr(1));
+  plan.first_launch_result = int(exprs.size());
+  for (size_t i = 0; i < plan.launches.size(); ++i) {
+    LaunchSpec& l = plan.launches[i];
+    const std::string which =
+        plan.launches.size() == 1 ? std::string("the ") : "launch #" + std::to_string(i) + "'s ";
+    const std::array<ir::Expr, 4>& v = launch_values[i];
+    for (int d = 0; d < 3; ++d) {
+      require_bound(f, plan.symbols, bound, v[d], which + "grid (extent " + std::to_string(d));
+      l.results.grid[d] = int(exprs.size());
+      exprs.push_back(v[d]);
     }
+    require_bound(f, plan.symbols, bound, v[3], which + "dynamic shared memory size (bytes");
+    l.results.smem = int(exprs.size());
+    exprs.push_back(v[3]);
   }
-  plan.smem_result = int(exprs.size());
-  require_bound(f, plan.symbols, bound, smem, "the dynamic shared memory size (bytes");
-  exprs.push_back(smem);
   TILEJIT_CHECK(exprs.size() <= size_t(kMaxResults), kValueError)
       << f.name << ": the signature needs " << exprs.size() << " shape values; at most "
       << kMaxResults << " are supported";

@@ -115,8 +115,11 @@ void bind_inputs(const Kernel::Impl& k, std::span<const Arg> inputs, BoundCall* 
     }
   }
   const int64_t* results = call->results;
-  for (int d = 0; d < 3; ++d) {
-    if (TILEJIT_UNLIKELY(results[plan.grid_result + d] <= 0)) call_errors::bad_grid(k, d, *call);
+  for (size_t l = 0; l < plan.launches.size(); ++l) {
+    const int* grid = plan.launches[l].results.grid;
+    for (int d = 0; d < 3; ++d) {
+      if (TILEJIT_UNLIKELY(results[grid[d]] <= 0)) call_errors::bad_grid(k, l, d, *call);
+    }
   }
   // Every buffer extent at once: a negative one sets the sign bit of the
   // OR, and one past plan.small_extents a higher bit; then the exact checks
@@ -124,7 +127,7 @@ void bind_inputs(const Kernel::Impl& k, std::span<const Arg> inputs, BoundCall* 
   // allocator is asked for a size that wrapped; the workspaces' are
   // counted by layout_workspaces).
   int64_t any = 0;
-  for (int r = plan.first_buffer_result; r < plan.grid_result; ++r) any |= results[r];
+  for (int r = plan.first_buffer_result; r < plan.first_launch_result; ++r) any |= results[r];
   if (TILEJIT_UNLIKELY(uint64_t(any) >= plan.small_extents)) call_errors::large_extents(k, *call);
 }
 
@@ -516,6 +519,7 @@ Device Kernel::default_device() const { return impl_->primary_device; }
 const std::string& Kernel::source() const { return impl_->source; }
 const ir::PrimFunc& Kernel::prim_func() const { return impl_->func; }
 const CallPlan& Kernel::plan() const { return impl_->plan; }
+const runtime::KernelAbi& Kernel::abi() const { return impl_->abi; }
 
 std::vector<std::string> Kernel::input_names() const {
   std::vector<std::string> names;
@@ -540,18 +544,20 @@ Kernel jit(const ir::PrimFunc& func, const JitOptions& options) {
   impl->backend->validate(func);
   TILEJIT_CHECK(impl->backend->available(), kRuntimeError)
       << func.name << ": target '" << options.target << "' is not available on this machine";
-  // The plan evaluates the one launch's grid and shared memory; the
-  // KernelAbi records where (Note [Kernel ABI]).
-  runtime::LaunchResults results;
-  for (int d = 0; d < 3; ++d) results.grid[d] = impl->plan.grid_result + d;
-  results.smem = impl->plan.smem_result;
+  // The plan evaluates each launch's grid and shared memory; the KernelAbi
+  // records where (Note [Kernel ABI]).
+  std::vector<runtime::LaunchResults> results;
+  for (const LaunchSpec& l : impl->plan.launches) results.push_back(l.results);
   runtime::SourceRequest request;
   request.func = &impl->func;
   request.symbols = impl->plan.symbols;
-  request.launches = std::span<const runtime::LaunchResults>(&results, 1);
+  request.launches = results;
   runtime::GeneratedSource generated = impl->backend->generate(request);
   impl->source = std::move(generated.source);
   impl->abi = std::move(generated.abi);
+  TILEJIT_CHECK(impl->abi.launches.size() == impl->plan.launches.size(), kInternalError)
+      << func.name << ": the " << impl->backend->target() << " backend's KernelAbi has "
+      << impl->abi.launches.size() << " launches for a plan of " << impl->plan.launches.size();
   for (const runtime::AbiLaunch& l : impl->abi.launches) {
     // Every index must be one of the plan's results: the call reads there.
     for (int r : {l.grid[0], l.grid[1], l.grid[2], l.smem}) {

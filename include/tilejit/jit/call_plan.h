@@ -11,8 +11,9 @@
 //    then plain dimensions, then affine ones, each in signature order;
 //  - one ShapeProgram computing, in this order: the expected value of every
 //    input dimension that is neither static nor a binding source (checks),
-//    every output dimension, every workspace dimension, the three grid
-//    extents, and the dynamic shared memory bytes.
+//    every output dimension, every workspace dimension, then per launch
+//    (a source body has one, a tile body one per T.Kernel, run in order)
+//    the three grid extents and the dynamic shared memory bytes.
 // A symbol needed by an output, a workspace, the grid or an input check that
 // no binding provides is an error at jit time, not at the call.
 #pragma once
@@ -27,6 +28,7 @@
 #include "tilejit/ir/prim_func.h"
 #include "tilejit/ir/shape_program.h"
 #include "tilejit/jit/jit_options.h"
+#include "tilejit/runtime/backend.h"
 
 namespace tilejit {
 
@@ -65,6 +67,15 @@ struct BufferSpec {
   WorkspaceInit init = WorkspaceInit::kEmpty;
 };
 
+/// One launch of the kernel (a source body has one; a tile body one per
+/// T.Kernel, run in order): where the shape program's results hold its grid
+/// and dynamic shared memory, and the expressions they are, for errors.
+struct LaunchSpec {
+  runtime::LaunchResults results;
+  ir::Expr grid[3];
+  ir::Expr smem;
+};
+
 struct CallPlan {
   std::string kernel_name;
   std::vector<ParamRole> roles;  // per parameter
@@ -76,10 +87,10 @@ struct CallPlan {
   std::vector<BufferSpec> workspaces;  // in workspace_idx order
   ir::ShapeProgram program;
   /// The outputs' then the workspaces' dimensions are the results
-  /// [first_buffer_result, grid_result).
+  /// [first_buffer_result, first_launch_result); each launch's four follow.
   int first_buffer_result = 0;
-  int grid_result = 0;  // three results
-  int smem_result = 0;
+  int first_launch_result = 0;
+  std::vector<LaunchSpec> launches;
   /// When every output and workspace extent is below this power of two,
   /// every output's size in bytes fits in int64 (its rank and dtype bound
   /// it), and the call skips the exact check: one compare of the OR of the

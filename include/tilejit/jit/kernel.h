@@ -22,6 +22,7 @@
 #include "tilejit/jit/call_plan.h"
 #include "tilejit/jit/jit_options.h"
 #include "tilejit/runtime/allocator.h"
+#include "tilejit/runtime/kernel_abi.h"
 
 namespace tilejit {
 
@@ -187,6 +188,8 @@ class Kernel {
   const std::string& source() const;
   const ir::PrimFunc& prim_func() const;
   const CallPlan& plan() const;
+  /// What the compiled kernel takes and how it launches (Note [Kernel ABI]).
+  const runtime::KernelAbi& abi() const;
   /// Names of the input parameters, in call order.
   std::vector<std::string> input_names() const;
 

@@ -5,7 +5,8 @@
 
 namespace tilejit::backend {
 
-runtime::KernelAbi slot_abi(const runtime::SourceRequest& request, const char* entry) {
+runtime::KernelAbi slot_abi(const runtime::SourceRequest& request,
+                            std::vector<runtime::AbiLaunch> launches) {
   TILEJIT_ICHECK(request.func != nullptr) << "SourceRequest without a PrimFunc";
   const ir::PrimFunc& f = *request.func;
   runtime::KernelAbi abi;
@@ -23,18 +24,26 @@ runtime::KernelAbi slot_abi(const runtime::SourceRequest& request, const char* e
   }
   // add() rounds the block up to its 8-byte alignment after each argument,
   // so a scalar narrower than its slot still takes the whole slot.
-  TILEJIT_ICHECK(request.launches.size() <= 1)
-      << f.name << ": " << request.launches.size() << " launches for a one-launch PrimFunc";
+  TILEJIT_ICHECK(request.launches.empty() || request.launches.size() == launches.size())
+      << f.name << ": " << request.launches.size() << " launches planned for "
+      << launches.size() << " entries";
+  for (size_t l = 0; l < launches.size(); ++l) {
+    if (l < request.launches.size()) {
+      const runtime::LaunchResults& r = request.launches[l];
+      for (int d = 0; d < 3; ++d) launches[l].grid[d] = r.grid[d];
+      launches[l].smem = r.smem;
+    }
+  }
+  abi.launches = std::move(launches);
+  return abi;
+}
+
+runtime::KernelAbi slot_abi(const runtime::SourceRequest& request, const char* entry) {
+  TILEJIT_ICHECK(request.func != nullptr) << "SourceRequest without a PrimFunc";
   runtime::AbiLaunch launch;
   launch.entry = entry;
-  if (!request.launches.empty()) {
-    const runtime::LaunchResults& r = request.launches[0];
-    for (int d = 0; d < 3; ++d) launch.grid[d] = r.grid[d];
-    launch.smem = r.smem;
-  }
-  launch.threads[0] = f.launch.threads;
-  abi.launches.push_back(launch);
-  return abi;
+  launch.threads[0] = request.func->launch.threads;
+  return slot_abi(request, {launch});
 }
 
 void throw_launch_mismatch(const runtime::KernelAbi& abi, const runtime::LaunchParams& params,

@@ -11,13 +11,20 @@
 // slot_abi() describes it as a KernelAbi (Note [Kernel ABI]).
 #pragma once
 
+#include <vector>
+
 #include "tilejit/core/error.h"
 #include "tilejit/runtime/backend.h"
 
 namespace tilejit::backend {
 
-/// The KernelAbi of Note [Slot layout] for `request`, with one launch of
-/// `entry` (the request's result indices, and the PrimFunc's threads).
+/// The KernelAbi of Note [Slot layout] for `request`, with `launches`: each
+/// one's entry and threads as given, its grid and shared memory at the
+/// request's result indices for that launch (-1 where the request has none).
+runtime::KernelAbi slot_abi(const runtime::SourceRequest& request,
+                            std::vector<runtime::AbiLaunch> launches);
+/// slot_abi() with one launch of `entry` and the PrimFunc's threads (a
+/// source body).
 runtime::KernelAbi slot_abi(const runtime::SourceRequest& request, const char* entry);
 
 /// Throws InternalError ("<target> launch: 2 arguments, 0 symbols and 1

@@ -114,6 +114,8 @@ struct LaunchContext {
   const void* block;
   const int64_t* grid;
   const std::string* kernel_name;
+  int launch;        // which of the kernel's launches
+  int num_launches;  // named in errors when more than one
 };
 
 // What the entry reported of the block that threw.
@@ -152,7 +154,9 @@ std::string demangle(const std::string& mangled) {
                                                const BlockFault& fault) {
   const int64_t* grid = c.grid;
   std::ostringstream os;
-  os << *c.kernel_name << ": block (" << block % grid[0] << ", " << block / grid[0] % grid[1]
+  os << *c.kernel_name << ": ";
+  if (c.num_launches > 1) os << "launch #" << c.launch << ", ";
+  os << "block (" << block % grid[0] << ", " << block / grid[0] % grid[1]
      << ", " << block / grid[0] / grid[1] << ") threw ";
   if (fault.kind == kFaultNonStd) {
     os << "a non-standard exception";
@@ -218,7 +222,7 @@ class CpuModule final : public runtime::Module {
       }
       // The pool returns when every block has run: launch l + 1 sees all of
       // launch l's writes, as kernels on one stream would.
-      LaunchContext context{entries_[size_t(l)], block, grid, &kernel_name_};
+      LaunchContext context{entries_[size_t(l)], block, grid, &kernel_name_, l, p.num_launches};
       ThreadPool::global().run(total, run_blocks, &context);
     }
   }

@@ -451,29 +451,12 @@ void TileCodegen::emit_stmt(const ir::Stmt& s) {
   ir::unhandled_stmt("CPU tile codegen", s);
 }
 
-runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& request) {
-  TILEJIT_ICHECK(request.func != nullptr) << "SourceRequest without a PrimFunc";
-  // The target-neutral passes, then the CPU's layouts.
-  ir::PrimFunc f = transform::verify(*request.func);
-  f = transform::predicate(f);
-  f = transform::select_layouts(f, transform::LayoutTarget::kCpu);
-  const ir::TileBody& tile = *f.tile();
-  const std::vector<const ir::KernelStmt*> kernels = tile.kernels();
-  TILEJIT_ICHECK(!kernels.empty()) << f.name << ": a tile body without a kernel";
-  if (kernels.size() > 1) {
-    throw Error(ErrorKind::kValueError,
-                ir::diagnostic_prefix(kernels[1]->span, f.name, "T.Kernel") +
-                    "the CPU backend runs one T.Kernel per function; this is the second");
-  }
-  if (tile.globals.size() != tile.global_params.size()) {
-    throw Error(ErrorKind::kValueError,
-                ir::diagnostic_prefix(tile.globals[0]->span, f.name, "T.alloc_global") +
-                    "buffer " + tile.globals[0].name() +
-                    " has no workspace: run transform::plan_workspaces first (jit() does)");
-  }
-  const ir::KernelStmt& kernel = *kernels[0];
-  const std::vector<std::string> symbols(request.symbols.begin(), request.symbols.end());
+namespace {
 
+// The entry `entry` that runs the blocks of `kernel`.
+void emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
+                       const std::vector<std::string>& symbols, const ir::KernelStmt& kernel,
+                       const std::string& entry) {
   // The body first: it decides the arena's size and the names.
   std::ostringstream body;
   TileCodegen cg(f, symbols, body);
@@ -494,10 +477,7 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
   cg.indent();
   cg.emit_stmt(kernel.body);
 
-  std::ostringstream os;
-  emit_entry_head(os, f, " (tile IR)");
-  os << "#include \"tilejit/cpu/tile_ops.h\"\n\n";
-  emit_entry_signature(os, f, kEntryName);
+  emit_entry_signature(os, f, entry.c_str());
   backend::emit_arguments(os, f, symbols, kCpuEntry);
   if (cg.arena_bytes() > 0) {
     // Note [Exceptions from a body]: a failed allocation is the first block's.
@@ -531,7 +511,44 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
         "  }\n"
         "  return -1;\n"
         "}\n";
-  return {os.str(), backend::slot_abi(request, kEntryName)};
+}
+
+
+}  // namespace
+
+runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& request) {
+  TILEJIT_ICHECK(request.func != nullptr) << "SourceRequest without a PrimFunc";
+  // The target-neutral passes, then the CPU's layouts.
+  ir::PrimFunc f = transform::verify(*request.func);
+  f = transform::predicate(f);
+  f = transform::select_layouts(f, transform::LayoutTarget::kCpu);
+  const ir::TileBody& tile = *f.tile();
+  const std::vector<const ir::KernelStmt*> kernels = tile.kernels();
+  TILEJIT_ICHECK(!kernels.empty()) << f.name << ": a tile body without a kernel";
+  if (tile.globals.size() != tile.global_params.size()) {
+    throw Error(ErrorKind::kValueError,
+                ir::diagnostic_prefix(tile.globals[0]->span, f.name, "T.alloc_global") +
+                    "buffer " + tile.globals[0].name() +
+                    " has no workspace: run transform::plan_workspaces first (jit() does)");
+  }
+  const std::vector<std::string> symbols(request.symbols.begin(), request.symbols.end());
+
+  // One entry per T.Kernel, run in order (Note [Kernel ABI]): tilejit_entry,
+  // tilejit_entry_1, ...
+  std::ostringstream os;
+  emit_entry_head(os, f, " (tile IR)");
+  os << "#include \"tilejit/cpu/tile_ops.h\"\n\n";
+  std::vector<runtime::AbiLaunch> launches;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    runtime::AbiLaunch& l = launches.emplace_back();
+    l.entry = i == 0 ? std::string(kEntryName) : std::string(kEntryName) + "_" + std::to_string(i);
+    for (size_t d = 0; d < kernels[i]->threads.size() && d < 3; ++d) {
+      l.threads[d] = kernels[i]->threads[d];
+    }
+    if (i > 0) os << "\n";
+    emit_kernel_entry(os, f, symbols, *kernels[i], l.entry);
+  }
+  return {os.str(), backend::slot_abi(request, std::move(launches))};
 }
 
 }  // namespace tilejit::cpu

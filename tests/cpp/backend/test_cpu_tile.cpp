@@ -5,6 +5,7 @@
 // kernels against references.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -165,17 +166,68 @@ TEST(CpuTile, GemmOnATensorIsAnError) {
             "gemm_global: T.gemm: operand A A is global; expected a shared or fragment buffer");
 }
 
-TEST(CpuTile, TwoKernelsAreAnError) {
+// Several T.Kernels run in order, each with its own grid: the second reads
+// what every block of the first wrote into a T.alloc_global workspace (each
+// of its blocks sums a reversed block of it), so it must start after the
+// first ends. One lease serves both.
+TEST(CpuTile, KernelsRunInOrderAndShareTheirWorkspaces) {
   TileBuilder b("two");
-  const Buffer A = b.tensor_param("A", {Expr(16)}, DataType::float32());
-  for (int k = 0; k < 2; ++k) {
-    b.begin_kernel({Expr(1)}, {1});
-    b.fill(whole(A), ir::make_float(1.0, DataType::float32()));
-    b.end_kernel();
+  const Expr N = ir::symbolic("N");
+  const Buffer X = b.tensor_param("X", {N}, DataType::float32());
+  const Buffer Y = b.tensor_param("Y", {ir::ceildiv(N, 8)}, DataType::float32());
+  const Buffer W = b.alloc_global("W", {ir::ceildiv(N, 8) * 8}, DataType::float32());
+  const Expr bx = b.begin_kernel({ir::ceildiv(N, 8)}, {1})[0];
+  const Buffer s = b.alloc("s", {8}, DataType::float32(), Scope::kShared);
+  b.copy(corner(X, {bx * 8}), whole(s));  // zeros past N
+  b.copy(whole(s), corner(W, {bx * 8}));
+  b.end_kernel();
+  const Expr by = b.begin_kernel({ir::ceildiv(N, 8), Expr(1)}, {4})[0];
+  const Buffer t = b.alloc("t", {8}, DataType::float32(), Scope::kFragment);
+  const Buffer r = b.alloc("r", {1}, DataType::float32(), Scope::kFragment);
+  b.copy(corner(W, {(ir::ceildiv(N, 8) - 1 - by) * 8}), whole(t));
+  b.reduce(ir::ReduceKind::kSum, whole(t), whole(r), 0);
+  b.store(Y, {by}, load(r, {Expr(0)}));
+  b.end_kernel();
+  const Kernel k = jit(b.finish(), options({1}));
+  const std::string& src = k.source();
+  EXPECT_NE(src.find("extern \"C\" int64_t tilejit_entry(const void* tilejit_block,"),
+            std::string::npos) << src;
+  EXPECT_NE(src.find("extern \"C\" int64_t tilejit_entry_1(const void* tilejit_block,"),
+            std::string::npos) << src;
+  ASSERT_EQ(k.abi().launches.size(), 2u);
+  EXPECT_EQ(k.abi().launches[1].entry, "tilejit_entry_1");
+  EXPECT_EQ(k.abi().launches[1].threads[0], 4);
+  for (int64_t n : {1, 8, 61, 200}) {
+    Tensor x = tilejit::testing::iota({n}, 1.f);
+    const int64_t blocks = (n + 7) / 8;
+    EXPECT_EQ(k.workspace_bytes_of(x), size_t((blocks * 8 * 4 + 255) / 256 * 256)) << n;
+    Tensor y = k(x);
+    for (int64_t j = 0; j < blocks; ++j) {
+      const int64_t block = blocks - 1 - j;
+      float want = 0;
+      for (int64_t i = block * 8; i < std::min(n, block * 8 + 8); ++i) want += float(i + 1);
+      ASSERT_EQ(y.data_as<float>()[j], want) << n << " " << j;
+    }
   }
-  const ir::PrimFunc f = b.finish();
-  EXPECT_EQ(error_message([&] { source_of(f); }, ErrorKind::kValueError),
-            "two: T.Kernel: the CPU backend runs one T.Kernel per function; this is the second");
+}
+
+// A grid extent that is not positive names its launch when there are
+// several.
+TEST(CpuTile, AnEmptyGridOfTheSecondKernelNamesItsLaunch) {
+  TileBuilder b("two");
+  const Expr N = ir::symbolic("N");
+  const Buffer X = b.tensor_param("X", {N}, DataType::float32());
+  b.begin_kernel({Expr(1)}, {1});
+  b.store(X, {Expr(0)}, ir::make_float(1.0, DataType::float32()));
+  b.end_kernel();
+  b.begin_kernel({N - 1}, {1});
+  b.store(X, {Expr(0)}, ir::make_float(2.0, DataType::float32()));
+  b.end_kernel();
+  const Kernel k = jit(b.finish(), options({}));
+  Tensor x = tilejit::testing::iota({1});
+  EXPECT_EQ(error_message([&] { k(x); }, ErrorKind::kValueError),
+            "two: launch #1's grid extent 0 = N - 1 evaluates to 0 (N = 1 from X.shape[0]); "
+            "every grid extent must be positive");
 }
 
 TEST(CpuTile, ReduceOverAThirdDimensionIsAnError) {
