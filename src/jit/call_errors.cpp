@@ -284,7 +284,17 @@ void mismatch(const Kernel::Impl& k, const DimCheck& c, std::span<const Arg> inp
                              << symbol_values(k, e, call) << ", got " << got;
 }
 
-void bad_grid(const Kernel::Impl& k, size_t launch, int dim, const BoundCall& call) {
+void bad_grid(const Kernel::Impl& k, const BoundCall& call) {
+  size_t launch = 0;
+  int dim = 0;
+  while (call.results[k.plan.launches[launch].results.grid[dim]] > 0) {
+    if (++dim == 3) {
+      dim = 0;
+      ++launch;
+      TILEJIT_ICHECK(launch < k.plan.launches.size())
+          << k.func.name << ": bad_grid() without a bad grid extent";
+    }
+  }
   const LaunchSpec& l = k.plan.launches[launch];
   const ir::Expr& e = l.grid[dim];
   TILEJIT_THROW(kValueError) << k.func.name << ": " << launch_name(k, launch) << "grid extent "

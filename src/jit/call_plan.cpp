@@ -210,6 +210,7 @@ CallPlan build_call_plan(const ir::PrimFunc& f, const LegalizedIndices& indices,
     for (int d = 0; d < 3; ++d) {
       require_bound(f, plan.symbols, bound, v[d], which + "grid (extent " + std::to_string(d));
       l.results.grid[d] = int(exprs.size());
+      if (!(v[d].is_const() && v[d].int_value() > 0)) plan.grid_checks.push_back(l.results.grid[d]);
       exprs.push_back(v[d]);
     }
     require_bound(f, plan.symbols, bound, v[3], which + "dynamic shared memory size (bytes");

@@ -115,11 +115,9 @@ void bind_inputs(const Kernel::Impl& k, std::span<const Arg> inputs, BoundCall* 
     }
   }
   const int64_t* results = call->results;
-  for (size_t l = 0; l < plan.launches.size(); ++l) {
-    const int* grid = plan.launches[l].results.grid;
-    for (int d = 0; d < 3; ++d) {
-      if (TILEJIT_UNLIKELY(results[grid[d]] <= 0)) call_errors::bad_grid(k, l, d, *call);
-    }
+  // The grid extents that are not positive constants (Note [Call plan]).
+  for (int r : plan.grid_checks) {
+    if (TILEJIT_UNLIKELY(results[r] <= 0)) call_errors::bad_grid(k, *call);
   }
   // Every buffer extent at once: a negative one sets the sign bit of the
   // OR, and one past plan.small_extents a higher bit; then the exact checks
@@ -327,29 +325,24 @@ inline void prepare_arena(const Kernel::Impl& k, const BoundCall& call, const Ca
   if (lease) *lease.tag = tag;
 }
 
-// Step 3: the inputs' values into `args`, each launch's extents read at the
-// KernelAbi's result indices, and the launch (the module packs the argument
-// block, Note [Kernel ABI]).
+// Step 3: the inputs' values into `args`, and the launch (the module packs
+// the argument block and reads each launch's extents at the KernelAbi's
+// result indices, Note [Kernel ABI]).
 inline void pack_and_launch(const Kernel::Impl& k, std::span<const Arg> inputs,
                             const runtime::AllocContext& ctx, BoundCall* call, void** args) {
   const CallPlan& plan = k.plan;
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
     args[plan.inputs[i].param] = input_arg(k, int(i), inputs[i], call);
   }
-  // Only as many constructed as there are launches: one, in phase 1.
-  SmallArray<runtime::LaunchDims, runtime::KernelAbi::kMaxLaunches> dims;
-  for (const runtime::AbiLaunch& a : k.abi.launches) {
-    runtime::LaunchDims& d = dims.emplace_back();
-    for (int g = 0; g < 3; ++g) d.grid[g] = call->results[a.grid[g]];
-    d.dynamic_smem_bytes = call->results[a.smem];
-  }
   runtime::LaunchParams launch;
   launch.args = args;
   launch.num_args = int(k.func.params.size());
   launch.symbols = call->symbols;
   launch.num_symbols = int(plan.symbols.size());
-  launch.launches = dims.data();
-  launch.num_launches = int(dims.size());
+  // Each launch's grid and shared memory are among the results, where the
+  // KernelAbi says (Note [Kernel ABI]).
+  launch.results = call->results;
+  launch.num_results = int(plan.program.num_results());
   launch.device = ctx.device;
   launch.stream = ctx.stream;
   k.module_for(ctx.device)->launch(launch);

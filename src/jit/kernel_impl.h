@@ -111,7 +111,8 @@ namespace call_errors {
 [[noreturn]] void division_by_zero(const Kernel::Impl& k, const BoundCall& call);
 [[noreturn]] void mismatch(const Kernel::Impl& k, const DimCheck& c, std::span<const Arg> inputs,
                            const BoundCall& call);
-[[noreturn]] void bad_grid(const Kernel::Impl& k, size_t launch, int dim, const BoundCall& call);
+/// The first grid extent of any launch that is not positive.
+[[noreturn]] void bad_grid(const Kernel::Impl& k, const BoundCall& call);
 [[noreturn]] void bad_buffer_dim(const Kernel::Impl& k, const BufferSpec& b, int dim,
                                  const BoundCall& call);
 /// The first output or workspace extent that is negative: bad_buffer_dim.

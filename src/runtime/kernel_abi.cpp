@@ -173,6 +173,14 @@ int KernelAbi::num_symbols() const noexcept {
   return n;
 }
 
+int KernelAbi::num_results() const noexcept {
+  int n = 0;
+  for (const AbiLaunch& l : launches) {
+    for (int r : {l.grid[0], l.grid[1], l.grid[2], l.smem}) n = std::max(n, r + 1);
+  }
+  return n;
+}
+
 std::string KernelAbi::problem() const {
   if (!is_pow2(block_align) || block_bytes % block_align != 0 || block_bytes > kMaxBlockBytes) {
     return "the block is " + std::to_string(block_bytes) + " bytes aligned to " +
@@ -205,6 +213,9 @@ std::string KernelAbi::problem() const {
     if (l.entry.empty()) return "a launch without an entry name";
     for (int t : l.threads) {
       if (t < 1) return "launch '" + l.entry + "' has " + std::to_string(t) + " threads";
+    }
+    for (int r : {l.grid[0], l.grid[1], l.grid[2], l.smem}) {
+      if (r < 0) return "launch '" + l.entry + "' reads result " + std::to_string(r);
     }
   }
   return "";

@@ -105,13 +105,19 @@ LastLaunch g_launch;
 
 class NoOpModule final : public runtime::Module {
  public:
+  explicit NoOpModule(const runtime::KernelAbi& abi) : launch_(abi.launches.at(0)) {}
   void launch(const runtime::LaunchParams& p) override {
     g_launch.happened = true;
     g_launch.args.assign(p.args, p.args + p.num_args);
-    FUZZ_CHECK(p.num_launches == 1);
-    for (int d = 0; d < 3; ++d) g_launch.grid[d] = p.launches[0].grid[d];
+    for (int d = 0; d < 3; ++d) {
+      FUZZ_CHECK(launch_.grid[d] < p.num_results);
+      g_launch.grid[d] = p.results[launch_.grid[d]];
+    }
     g_launch.symbols.assign(p.symbols, p.symbols + p.num_symbols);
   }
+
+ private:
+  runtime::AbiLaunch launch_;  // where the grid is among the results
 };
 
 class FuzzBackend final : public runtime::Backend {
@@ -137,10 +143,10 @@ class FuzzBackend final : public runtime::Backend {
                       Device) override {
     return "x";
   }
-  std::unique_ptr<runtime::Module> load(const std::string& binary, const runtime::KernelAbi&,
+  std::unique_ptr<runtime::Module> load(const std::string& binary, const runtime::KernelAbi& abi,
                                         Device) override {
     FUZZ_CHECK(binary == "x");
-    return std::make_unique<NoOpModule>();
+    return std::make_unique<NoOpModule>(abi);
   }
   runtime::Allocator& allocator() override { return allocator_; }
   runtime::TensorAllocator& tensor_allocator() override { return tensor_allocator_; }

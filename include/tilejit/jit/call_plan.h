@@ -91,6 +91,10 @@ struct CallPlan {
   int first_buffer_result = 0;
   int first_launch_result = 0;
   std::vector<LaunchSpec> launches;
+  /// The results of the grid extents that are not constants above 0: the
+  /// call checks that each is positive (most grids are (ceildiv(n, b), 1,
+  /// 1): one check).
+  std::vector<int> grid_checks;
   /// When every output and workspace extent is below this power of two,
   /// every output's size in bytes fits in int64 (its rank and dtype bound
   /// it), and the call skips the exact check: one compare of the OR of the

@@ -37,8 +37,9 @@ struct SourceRequest {
   /// this order and declares each by name for the body.
   std::span<const std::string> symbols;
   /// One per launch of the PrimFunc (phase 1: its one launch); copied into
-  /// the KernelAbi's launches. Empty: indices unknown (-1), for a request
-  /// made by hand.
+  /// the KernelAbi's launches. Empty, for a request made by hand: launch l
+  /// reads its grid at results 4l, 4l + 1, 4l + 2 and its shared memory at
+  /// 4l + 3.
   std::span<const LaunchResults> launches;
 };
 
@@ -56,25 +57,20 @@ struct CompileOptions {
   std::vector<std::string> extra_flags;
 };
 
-/// The extents of one launch (one AbiLaunch), as the call evaluated them.
-struct LaunchDims {
-  int64_t grid[3] = {1, 1, 1};
-  int64_t dynamic_smem_bytes = 0;
-};
-
 /// One call of a kernel: the values the KernelAbi's arguments are packed
-/// from, and the extents of each of its launches. `args` has one entry per
-/// parameter of the PrimFunc in signature order: a tensor's data pointer, or
-/// a pointer to a scalar's value stored in its declared dtype (or to a
-/// by-value struct's bytes).
+/// from, and the call plan's shape-program results, where each launch's
+/// grid and dynamic shared memory are (AbiLaunch's indices: the module reads
+/// them itself, so a call builds nothing per launch). `args` has one entry
+/// per parameter of the PrimFunc in signature order: a tensor's data
+/// pointer, or a pointer to a scalar's value stored in its declared dtype
+/// (or to a by-value struct's bytes).
 struct LaunchParams {
   void* const* args = nullptr;
   int num_args = 0;
   const int64_t* symbols = nullptr;
   int num_symbols = 0;
-  /// One per KernelAbi launch, in order.
-  const LaunchDims* launches = nullptr;
-  int num_launches = 0;
+  const int64_t* results = nullptr;
+  int num_results = 0;
   Device device;
   Stream stream = nullptr;
 };
@@ -84,8 +80,9 @@ class Module {
  public:
   virtual ~Module() = default;
   /// Packs the argument block (KernelAbi::pack) and runs every launch in
-  /// order. Throws InternalError when `params` has fewer values or symbols
-  /// than the KernelAbi reads, or another number of launches.
+  /// order, each with the grid and shared memory at its indices into
+  /// `params.results`. Throws InternalError when `params` has fewer values,
+  /// symbols or results than the KernelAbi reads.
   virtual void launch(const LaunchParams& params) = 0;
 };
 

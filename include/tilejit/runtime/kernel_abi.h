@@ -19,7 +19,7 @@
 // its own entry point with its own grid, threads and dynamic shared memory.
 // The grid and the shared memory are not numbers but indices into the
 // results of the call plan's ShapeProgram (jit/call_plan.h): the plan
-// evaluates them per call, and jit reads them at these indices. A KernelAbi
+// evaluates them per call, and the module reads them at these indices. A KernelAbi
 // is therefore meaningful together with the plan whose SourceRequest made
 // it; the disk cache checks that a stored one equals the one generated for
 // the kernel at hand (compile_cache.cpp).
@@ -65,8 +65,8 @@ struct AbiLaunch {
   /// The entry point's symbol in the binary.
   std::string entry;
   /// Indices into the call plan's shape-program results: the three grid
-  /// extents (x, y, z) and the dynamic shared memory in bytes (-1: none
-  /// given, as in a SourceRequest made by hand).
+  /// extents (x, y, z) and the dynamic shared memory in bytes (each >= 0 in
+  /// a well-formed KernelAbi).
   int grid[3] = {-1, -1, -1};
   int smem = -1;
   /// Threads per block (x, y, z); the CPU backend runs a block on one.
@@ -109,10 +109,13 @@ struct KernelAbi {
   /// read, plus one (the counts a launch must supply).
   int num_values() const noexcept;
   int num_symbols() const noexcept;
+  /// The highest result index the launches read, plus one.
+  int num_results() const noexcept;
 
   /// Why this KernelAbi is not well formed, or "" when it is: offsets
   /// aligned and inside the block, sizes right for their kind, no overlap,
-  /// between one and kMaxLaunches launches with entry names.
+  /// between one and kMaxLaunches launches with entry names and result
+  /// indices.
   std::string problem() const;
 
   /// "block 24 bytes: pointer A @0, scalar alpha float32 @8, symbol n @16;

@@ -28,11 +28,12 @@ runtime::KernelAbi slot_abi(const runtime::SourceRequest& request,
       << f.name << ": " << request.launches.size() << " launches planned for "
       << launches.size() << " entries";
   for (size_t l = 0; l < launches.size(); ++l) {
-    if (l < request.launches.size()) {
-      const runtime::LaunchResults& r = request.launches[l];
-      for (int d = 0; d < 3; ++d) launches[l].grid[d] = r.grid[d];
-      launches[l].smem = r.smem;
-    }
+    runtime::LaunchResults r;  // a request made by hand: results 4l .. 4l + 3
+    for (int d = 0; d < 3; ++d) r.grid[d] = int(4 * l) + d;
+    r.smem = int(4 * l) + 3;
+    if (l < request.launches.size()) r = request.launches[l];
+    for (int d = 0; d < 3; ++d) launches[l].grid[d] = r.grid[d];
+    launches[l].smem = r.smem;
   }
   abi.launches = std::move(launches);
   return abi;
@@ -48,12 +49,10 @@ runtime::KernelAbi slot_abi(const runtime::SourceRequest& request, const char* e
 
 void throw_launch_mismatch(const runtime::KernelAbi& abi, const runtime::LaunchParams& params,
                            const char* target) {
-  const size_t launches = abi.launches.size();
   TILEJIT_THROW(kInternalError) << target << " launch: " << params.num_args << " arguments, "
-                                << params.num_symbols << " symbols and " << params.num_launches
-                                << " launch" << (params.num_launches == 1 ? "" : "es")
-                                << " for a kernel built for " << abi.num_values() << ", "
-                                << abi.num_symbols() << " and " << launches;
+                                << params.num_symbols << " symbols and " << params.num_results
+                                << " results for a kernel that reads " << abi.num_values() << ", "
+                                << abi.num_symbols() << " and " << abi.num_results();
 }
 
 }  // namespace tilejit::backend

@@ -27,17 +27,18 @@ runtime::KernelAbi slot_abi(const runtime::SourceRequest& request,
 /// source body).
 runtime::KernelAbi slot_abi(const runtime::SourceRequest& request, const char* entry);
 
-/// Throws InternalError ("<target> launch: 2 arguments, 0 symbols and 1
-/// launch for a kernel built for 1, 0 and 1") unless `params` has exactly
-/// the values, symbols and launches that `abi` reads. Inline: the hot path
-/// is three compares.
+/// Throws InternalError ("<target> launch: 2 arguments, 0 symbols and 3
+/// results for a kernel that reads 1, 0 and 4") unless `params` has at
+/// least the values, symbols and results that `abi` reads (counted once, at
+/// load: num_*). Inline: the hot path is three compares.
 [[noreturn, gnu::cold]] void throw_launch_mismatch(const runtime::KernelAbi& abi,
                                                    const runtime::LaunchParams& params,
                                                    const char* target);
 inline void check_launch_params(const runtime::KernelAbi& abi, int num_values, int num_symbols,
-                                const runtime::LaunchParams& params, const char* target) {
+                                int num_results, const runtime::LaunchParams& params,
+                                const char* target) {
   if (TILEJIT_UNLIKELY(params.num_args != num_values || params.num_symbols != num_symbols ||
-                       size_t(params.num_launches) != abi.launches.size())) {
+                       params.num_results < num_results)) {
     throw_launch_mismatch(abi, params, target);
   }
 }

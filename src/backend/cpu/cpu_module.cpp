@@ -188,6 +188,7 @@ class CpuModule final : public runtime::Module {
         abi_(std::move(abi)),
         num_values_(abi_.num_values()),
         num_symbols_(abi_.num_symbols()),
+        num_results_(abi_.num_results()),
         dense_(abi_.is_dense(num_values_, num_symbols_)),
         kernel_name_(std::move(kernel_name)) {}
   ~CpuModule() override {
@@ -198,7 +199,7 @@ class CpuModule final : public runtime::Module {
   CpuModule& operator=(const CpuModule&) = delete;
 
   void launch(const runtime::LaunchParams& p) override {
-    backend::check_launch_params(abi_, num_values_, num_symbols_, p, "cpu");
+    backend::check_launch_params(abi_, num_values_, num_symbols_, num_results_, p, "cpu");
     // Note [Kernel ABI]: the block the entries read, packed once for all
     // launches (the launches run one after another, so it outlives them).
     alignas(64) unsigned char block[runtime::KernelAbi::kMaxBlockBytes];
@@ -211,8 +212,10 @@ class CpuModule final : public runtime::Module {
     } else {
       abi_.pack(p.args, p.symbols, block);
     }
-    for (int l = 0; l < p.num_launches; ++l) {
-      const int64_t* grid = p.launches[l].grid;
+    const int num_launches = int(abi_.launches.size());
+    for (int l = 0; l < num_launches; ++l) {
+      const runtime::AbiLaunch& a = abi_.launches[size_t(l)];
+      const int64_t grid[3] = {p.results[a.grid[0]], p.results[a.grid[1]], p.results[a.grid[2]]};
       int64_t total = 1;
       for (int d = 0; d < 3; ++d) {
         if (TILEJIT_UNLIKELY(grid[d] < 0 || __builtin_mul_overflow(total, grid[d], &total))) {
@@ -222,7 +225,7 @@ class CpuModule final : public runtime::Module {
       }
       // The pool returns when every block has run: launch l + 1 sees all of
       // launch l's writes, as kernels on one stream would.
-      LaunchContext context{entries_[size_t(l)], block, grid, &kernel_name_, l, p.num_launches};
+      LaunchContext context{entries_[size_t(l)], block, grid, &kernel_name_, l, num_launches};
       ThreadPool::global().run(total, run_blocks, &context);
     }
   }
@@ -234,6 +237,7 @@ class CpuModule final : public runtime::Module {
   runtime::KernelAbi abi_;
   int num_values_;
   int num_symbols_;
+  int num_results_;
   bool dense_;  // pointers then symbols only: two copies pack the block
   std::string kernel_name_;
 };

@@ -54,14 +54,25 @@ class CudaModule final : public runtime::Module {
   CudaModule(CUmodule module, std::vector<CUfunction> functions, int device,
              runtime::KernelAbi abi)
       : module_(module),
-        functions_(std::move(functions)),
         device_(device),
         abi_(std::move(abi)),
         num_values_(abi_.num_values()),
         num_symbols_(abi_.num_symbols()),
+        num_results_(abi_.num_results()),
         dense_(abi_.is_dense(num_values_, num_symbols_)),
-        smem_limits_(functions_.size()) {
-    for (auto& limit : smem_limits_) limit.store(kDefaultSmemLimit, std::memory_order_relaxed);
+        num_launches_(functions.size()),
+        launches_(new Launch[functions.size()]) {
+    for (size_t l = 0; l < num_launches_; ++l) {
+      const runtime::AbiLaunch& a = abi_.launches[l];
+      Launch& out = launches_[l];
+      out.function = functions[l];
+      for (int d = 0; d < 3; ++d) {
+        out.grid[d] = a.grid[d];
+        out.threads[d] = unsigned(a.threads[d]);
+      }
+      out.smem = a.smem;
+      out.smem_limit.store(kDefaultSmemLimit, std::memory_order_relaxed);
+    }
   }
 
   ~CudaModule() override {
@@ -76,7 +87,7 @@ class CudaModule final : public runtime::Module {
   CudaModule& operator=(const CudaModule&) = delete;
 
   void launch(const runtime::LaunchParams& p) override {
-    backend::check_launch_params(abi_, num_values_, num_symbols_, p, "cuda");
+    backend::check_launch_params(abi_, num_values_, num_symbols_, num_results_, p, "cuda");
     if (TILEJIT_UNLIKELY(p.device.type != DeviceType::kCUDA || p.device.id != device_)) {
       TILEJIT_THROW(kValueError) << "cuda launch: a kernel loaded on cuda:" << device_
                                  << " launched on " << p.device.str();
@@ -96,36 +107,34 @@ class CudaModule final : public runtime::Module {
     void* params[] = {block};
 
     ContextGuard guard(device_);
-    for (int l = 0; l < p.num_launches; ++l) {
-      const runtime::LaunchDims& d = p.launches[l];
-      const runtime::AbiLaunch& a = abi_.launches[size_t(l)];
-      const int64_t gx = d.grid[0], gy = d.grid[1], gz = d.grid[2];
+    const int64_t* results = p.results;
+    for (size_t l = 0; l < num_launches_; ++l) {
+      Launch& a = launches_[l];
+      const int64_t gx = results[a.grid[0]], gy = results[a.grid[1]], gz = results[a.grid[2]];
+      const int64_t smem = results[a.smem];
       if (TILEJIT_UNLIKELY(gx <= 0 || gy <= 0 || gz <= 0 || gx > INT32_MAX || gy > 65535 ||
-                           gz > 65535 || d.dynamic_smem_bytes < 0 ||
-                           d.dynamic_smem_bytes > INT32_MAX)) {
+                           gz > 65535 || smem < 0 || smem > INT32_MAX)) {
         if (gx == 0 || gy == 0 || gz == 0) {
           if (gx >= 0 && gy >= 0 && gz >= 0) continue;  // an empty grid runs no block, as on the CPU
         }
-        throw_bad_launch(d, a);
+        throw_bad_launch(gx, gy, gz, smem, abi_.launches[l]);
       }
-      if (d.dynamic_smem_bytes > kDefaultSmemLimit &&
-          d.dynamic_smem_bytes > smem_limits_[size_t(l)].load(std::memory_order_acquire)) {
-        raise_smem_limit(size_t(l), d.dynamic_smem_bytes, guard.state());
+      if (smem > kDefaultSmemLimit && smem > a.smem_limit.load(std::memory_order_acquire)) {
+        raise_smem_limit(a, smem, guard.state());
       }
       const CUresult r = driver().cuLaunchKernel(
-          functions_[size_t(l)], unsigned(gx), unsigned(gy), unsigned(gz), unsigned(a.threads[0]),
-          unsigned(a.threads[1]), unsigned(a.threads[2]), unsigned(d.dynamic_smem_bytes),
-          static_cast<CUstream>(p.stream), params, nullptr);
+          a.function, unsigned(gx), unsigned(gy), unsigned(gz), a.threads[0], a.threads[1],
+          a.threads[2], unsigned(smem), static_cast<CUstream>(p.stream), params, nullptr);
       if (TILEJIT_UNLIKELY(r != CUDA_SUCCESS)) throw_driver_error(r, "cuLaunchKernel", "cuda launch");
     }
   }
 
  private:
-  [[noreturn, gnu::cold]] static void throw_bad_launch(const runtime::LaunchDims& d,
-                                                       const runtime::AbiLaunch& a) {
-    TILEJIT_THROW(kValueError) << "cuda launch: grid (" << d.grid[0] << ", " << d.grid[1] << ", "
-                               << d.grid[2] << ") with " << a.threads[0] * a.threads[1] * a.threads[2]
-                               << " threads and " << d.dynamic_smem_bytes
+  [[noreturn, gnu::cold]] static void throw_bad_launch(int64_t gx, int64_t gy, int64_t gz,
+                                                       int64_t smem, const runtime::AbiLaunch& a) {
+    TILEJIT_THROW(kValueError) << "cuda launch: grid (" << gx << ", " << gy << ", " << gz
+                               << ") with " << a.threads[0] * a.threads[1] * a.threads[2]
+                               << " threads and " << smem
                                << " bytes of dynamic shared memory is outside what CUDA allows "
                                   "(grid x up to 2^31-1, y and z up to 65535, 1 to 1024 threads)";
   }
@@ -133,10 +142,20 @@ class CudaModule final : public runtime::Module {
   // Opts the kernel in to `bytes` of dynamic shared memory. The limit only
   // grows, and is set once per increase: a launch that needs no more than
   // what was set already pays one atomic load.
-  [[gnu::cold]] void raise_smem_limit(size_t launch, int64_t bytes, const DeviceState& state) {
+  // One launch as launch() reads it: its function, where its extents are
+  // among the results, its threads, and the shared memory it may use.
+  struct Launch {
+    CUfunction function = nullptr;
+    int grid[3] = {0, 0, 0};
+    int smem = 0;
+    unsigned threads[3] = {1, 1, 1};
+    std::atomic<int64_t> smem_limit{0};
+  };
+
+  [[gnu::cold]] void raise_smem_limit(Launch& launch, int64_t bytes, const DeviceState& state) {
     std::lock_guard<std::mutex> lock(smem_mutex_);
-    if (bytes <= smem_limits_[launch].load(std::memory_order_relaxed)) return;
-    const CUfunction function = functions_[launch];
+    if (bytes <= launch.smem_limit.load(std::memory_order_relaxed)) return;
+    const CUfunction function = launch.function;
     int static_smem = 0;
     check(driver().cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function),
           "cuFuncGetAttribute");
@@ -151,18 +170,19 @@ class CudaModule final : public runtime::Module {
                          "cuda launch: raising the dynamic shared memory limit to " +
                              std::to_string(bytes) + " bytes");
     }
-    smem_limits_[launch].store(bytes, std::memory_order_release);
+    launch.smem_limit.store(bytes, std::memory_order_release);
   }
 
   CUmodule module_;
-  std::vector<CUfunction> functions_;  // one per launch
   int device_;
   runtime::KernelAbi abi_;
   int num_values_;
   int num_symbols_;
+  int num_results_;
   bool dense_;  // pointers then symbols only: two copies pack the block
+  size_t num_launches_;
+  std::unique_ptr<Launch[]> launches_;  // one per KernelAbi launch
   std::mutex smem_mutex_;
-  std::vector<std::atomic<int64_t>> smem_limits_;  // per launch
 };
 
 }  // namespace

@@ -43,6 +43,7 @@ inline runtime::KernelAbi pointer_abi(int num_pointers) {
   }
   runtime::AbiLaunch launch;
   launch.entry = "tilejit_entry";
+  launch.grid[0] = 0, launch.grid[1] = 1, launch.grid[2] = 2, launch.smem = 3;  // as launch() gives
   abi.launches.push_back(launch);
   return abi;
 }
@@ -50,15 +51,16 @@ inline runtime::KernelAbi pointer_abi(int num_pointers) {
 /// Launches the module's one launch.
 inline void launch(runtime::Module& m, const std::vector<void*>& args,
                    const std::vector<int64_t>& symbols, std::array<int64_t, 3> grid) {
-  runtime::LaunchDims dims;
-  for (int i = 0; i < 3; ++i) dims.grid[i] = grid[size_t(i)];
+  // Results 0-3: the grid and the shared memory of a KernelAbi made from a
+  // request by hand (SourceRequest::launches).
+  const int64_t results[4] = {grid[0], grid[1], grid[2], 0};
   runtime::LaunchParams p;
   p.args = args.data();
   p.num_args = int(args.size());
   p.symbols = symbols.data();
   p.num_symbols = int(symbols.size());
-  p.launches = &dims;
-  p.num_launches = 1;
+  p.results = results;
+  p.num_results = 4;
   p.device = Device::cpu();
   m.launch(p);
 }

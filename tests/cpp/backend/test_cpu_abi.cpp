@@ -70,17 +70,17 @@ struct Call {
   int64_t desc[16];
   int64_t n = 1000;
   void* values[3] = {out, &alpha, desc};
-  runtime::LaunchDims dims[2];
+  // Launch "scale" reads its grid at results 0-2, "total" at 4-6.
+  int64_t results[8] = {16, 1, 1, 0, 1, 1, 1, 0};
   runtime::LaunchParams params;
   Call() {
     for (int i = 0; i < 16; ++i) desc[i] = i + 1;
-    dims[0].grid[0] = 16;
     params.args = values;
     params.num_args = 3;
     params.symbols = &n;
     params.num_symbols = 1;
-    params.launches = dims;
-    params.num_launches = 2;
+    params.results = results;
+    params.num_results = 8;
     params.device = Device::cpu();
   }
 };
@@ -101,13 +101,13 @@ TEST(CpuAbi, ByValueStructAndTwoLaunchesInOrder) {
 TEST(CpuAbi, LaunchWithAnotherShapeIsRefused) {
   auto m = cpu_backend().load(binary(), abi(), Device::cpu());
   Call c;
-  c.params.num_launches = 1;
+  c.params.num_results = 7;
   EXPECT_EQ(error_message([&] { m->launch(c.params); }, ErrorKind::kInternalError),
-            "cpu launch: 3 arguments, 1 symbols and 1 launch for a kernel built for 3, 1 and 2");
-  c.params.num_launches = 2;
+            "cpu launch: 3 arguments, 1 symbols and 7 results for a kernel that reads 3, 1 and 8");
+  c.params.num_results = 8;
   c.params.num_symbols = 0;
   EXPECT_EQ(error_message([&] { m->launch(c.params); }, ErrorKind::kInternalError),
-            "cpu launch: 3 arguments, 0 symbols and 2 launches for a kernel built for 3, 1 and 2");
+            "cpu launch: 3 arguments, 0 symbols and 8 results for a kernel that reads 3, 1 and 8");
   EXPECT_EQ(c.out[0], 0);  // nothing ran
 }
 

@@ -92,11 +92,11 @@ inline void launch(runtime::Module& m, const Launch& l) {
   p.num_args = int(l.args.size());
   p.symbols = l.symbols.data();
   p.num_symbols = int(l.symbols.size());
-  runtime::LaunchDims dims;  // threads come from the KernelAbi
-  for (int i = 0; i < 3; ++i) dims.grid[i] = l.grid[size_t(i)];
-  dims.dynamic_smem_bytes = l.smem;
-  p.launches = &dims;
-  p.num_launches = 1;
+  // Results 0-3 of a request made by hand (SourceRequest::launches); the
+  // threads come from the KernelAbi.
+  const int64_t results[4] = {l.grid[0], l.grid[1], l.grid[2], l.smem};
+  p.results = results;
+  p.num_results = 4;
   p.device = l.device;
   p.stream = l.stream;
   m.launch(p);

@@ -139,6 +139,10 @@ TEST(KernelAbi, ProblemNamesWhatIsWrong) {
   abi = sample();
   abi.launches[0].entry.clear();
   EXPECT_EQ(abi.problem(), "a launch without an entry name");
+  abi = sample();
+  abi.launches[1].smem = -1;
+  EXPECT_EQ(abi.problem(), "launch 'second' reads result -1");
+  EXPECT_EQ(sample().num_results(), 11);  // "second" reads results 7 to 10
 }
 
 }  // namespace
