@@ -421,8 +421,8 @@ def test_unknown_t_name_points_at_the_use():
         @T.prim_func
         def main(A: T.Tensor((4,), "float32")):
             with T.Kernel(1):
-                T.annotate_layout({})
-    kernel_error(AttributeError, "T.annotate_layout is not supported by tilejit's tile language",
+                T.set_max_nreg(240, 1)
+    kernel_error(AttributeError, "T.set_max_nreg is not supported by tilejit's tile language",
                  4, 17, make)
 
     def make():

@@ -577,7 +577,7 @@ def test_loop_over_tile_ranges_without_the_rewrite():
     assert lines(f)[1:] == ["  for i in serial(0, +8):", "    A[i] = 1.0"]
 
 
-@pytest.mark.parametrize("name", ["annotate_layout", "alloc_barrier"])
+@pytest.mark.parametrize("name", ["set_max_nreg", "alloc_barrier"])
 def test_unsupported_names_are_attribute_errors(name):
     with pytest.raises(AttributeError, match=f"T.{name} is not supported by tilejit's tile "
                                              f"language"):

@@ -32,8 +32,11 @@ def test_names_tilelang_programs_import():
                  "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh",
                  "sigmoid", "if_then_else", "infinity", "ceildiv", "symbolic", "dynamic",
                  "get_thread_binding", "print", "float16", "bfloat16", "float32", "float",
-                 "int32", "int64", "int8", "uint8", "bool", "float64"]:
+                 "int32", "int64", "int8", "uint8", "bool", "float64", "macro", "SharedBuffer",
+                 "FragmentBuffer", "LocalBuffer", "annotate_layout", "Layout", "Fragment",
+                 "use_swizzle"]:
         assert hasattr(T, name), name
+    assert callable(tilelang.layout.make_swizzled_layout)
 
 
 def test_math_helpers():

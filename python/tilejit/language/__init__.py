@@ -24,7 +24,9 @@ alloc_reducer / alloc_global``, ``T.copy``, ``T.gemm``, ``T.fill``,
 ``T.Cast`` / ``.astype``, ``T.max / min / abs / exp / exp2 / log / log2 /
 sqrt / rsqrt / tanh / sigmoid``, ``T.if_then_else``, ``T.infinity``,
 ``T.ceildiv``, dtype objects (``T.float16`` ...) and strings, ``T.symbolic``
-/ ``T.dynamic``, ``T.macro`` helpers, and ``T.use_swizzle`` (accepted; no
+/ ``T.dynamic``, ``T.macro`` helpers (with ``T.SharedBuffer`` / ``T.FragmentBuffer`` /
+``T.LocalBuffer`` parameter annotations, checked at the call),
+``T.annotate_layout`` (tilejit.layout) and ``T.use_swizzle`` (accepted; no
 target uses it yet). Anything else named ``T.x`` is an error naming it.
 
 Phase 1 body spelling (``T.source``): each body is C++ (CUDA C++ for
@@ -58,7 +60,10 @@ from .. import _C
 from . import dtypes
 from .builder import use_builder
 from .declare import (Buffer, Expr, Kernel, PrimFunc, Tensor, TensorType, _state, dynamic,
-                      macro, prim_func, source, symbolic)
+                      prim_func, source, symbolic)
+from .layouts import annotate_layout
+from .macros import BufferType, FragmentBuffer, LocalBuffer, SharedBuffer, macro
+from ..layout import Fragment, Layout
 from .dtypes import (DType, ScalarType, bfloat16, boolean, dtype_name, float16, float32,
                      float64, int8, int16, int32, int64, uint8)
 from .ops import (Cast, GemmWarpPolicy, Parallel, Pipelined, abs, alloc_fragment,
@@ -79,6 +84,8 @@ bool = boolean  # noqa: A001
 __all__ = [
     "Expr", "PrimFunc", "symbolic", "dynamic", "Tensor", "Buffer", "TensorType", "ScalarType",
     "DType", "dtype", "dtype_name", "Kernel", "source", "prim_func", "macro",
+    "SharedBuffer", "FragmentBuffer", "LocalBuffer", "BufferType", "annotate_layout", "Layout",
+    "Fragment",
     "float64", "float32", "float16", "bfloat16", "float", "double", "half", "int8", "int16",
     "int32", "int64", "uint8", "bool",
     "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_reducer",

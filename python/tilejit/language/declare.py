@@ -183,23 +183,3 @@ def prim_func(fn: Any = None, **options: Any) -> Any:
     except Exception as e:
         strip_internal_frames(e)
         raise e.with_traceback(e.__traceback__) from e.__cause__
-
-
-def macro(fn: Any = None, **options: Any) -> Any:
-    """``@T.macro``: a helper traced where a prim_func body calls it, with
-    the same rewrite as the body (so its ``if`` and ``for`` may be symbolic).
-    Its parameters are plain Python values: buffers, expressions, ints."""
-    if fn is None:
-        return lambda f: macro(f, **options)
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        tr = _tracer.active()
-        if tr is None:
-            raise RuntimeError(f"the T.macro {fn.__name__} is only callable inside a function "
-                               f"decorated with @T.prim_func")
-        return _rewrite.rewritten(fn, tr, fn.__name__)(*args, **kwargs)
-
-    call.__name__ = getattr(fn, "__name__", "macro")
-    call.__doc__ = getattr(fn, "__doc__", None)
-    call.__wrapped__ = fn
-    return call
