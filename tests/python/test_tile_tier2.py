@@ -362,3 +362,20 @@ def test_gathers_never_dereference_skip_or_sentinel_indices():
     for k in gather_kernels(rows, dim, topk):
         # Zero-copy: the kernel reads the guarded pages themselves.
         np.testing.assert_array_equal(k(guarded.array, idx), want)
+
+
+def test_the_guard_pages_fault():
+    # The check above means something only if a read past the array faults.
+    import signal
+    import subprocess
+    import sys
+    code = (
+        "import sys, ctypes, numpy as np; sys.path.insert(0, %r)\n"
+        "from test_tile_tier2 import Guarded\n"
+        "g = Guarded(np.zeros((64, 64), np.float32))\n"
+        "print('mapped', flush=True)\n"
+        "ctypes.string_at(g.array.ctypes.data + g.array.nbytes, 1)\n" % str(
+            __import__("pathlib").Path(__file__).parent))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout == "mapped\n"
+    assert done.returncode == -signal.SIGSEGV
