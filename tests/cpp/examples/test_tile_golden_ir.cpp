@@ -1,4 +1,4 @@
-// The printed IR (ir::print) of the GEMM and split-K examples, against golden
+// The printed IR (ir::print) of the GEMM, split-K and attention examples, against golden
 // files in golden/ next to this file. After an intended change to the
 // printer, the builder or an example, rewrite them with
 //
@@ -13,6 +13,8 @@
 #include <sstream>
 #include <string>
 
+#include "tile/flash_attention.h"
+#include "tile/sparse_attention.h"
 #include "tile/tile_kernels.h"
 #include "tilejit/ir/printer.h"
 
@@ -54,6 +56,17 @@ TEST(TileGoldenIr, SplitKGemmWithAWorkspaceParameter) {
 
 TEST(TileGoldenIr, SplitKGemmWithACounter) {
   check_golden("splitk_gemm_counted.txt", examples::tile::splitk_gemm_counted(4));
+}
+
+TEST(TileGoldenIr, CausalFlashAttention) {
+  examples::tile::FlashAttentionConfig cfg;
+  cfg.causal = true;
+  cfg.dtype = tilejit::DataType::float16();
+  check_golden("flash_attention_causal.txt", examples::tile::flash_attention(cfg));
+}
+
+TEST(TileGoldenIr, SparseAttention) {
+  check_golden("sparse_attention.txt", examples::tile::sparse_attention_tile({}));
 }
 
 }  // namespace
