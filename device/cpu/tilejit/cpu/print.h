@@ -1,5 +1,6 @@
 // T.print on the CPU: one line per value on stdout, in TileLang's format
-// (with one thread per block there is no thread index to show).
+// (with one thread per block there is no thread index to show). Lines of
+// blocks running at once never interleave: each is written under stdout's lock.
 //
 //   msg='<message>' BlockIdx=(x, y, z): value=<v>
 //   msg='<message>' BlockIdx=(x, y, z): buffer=<name>, index=(i, j), value=<v>
@@ -35,16 +36,20 @@ inline void head(const char* msg, const int64_t (&block)[3]) {
 
 template <typename T>
 inline void print_value(const char* msg, const int64_t (&block)[3], T v) {
+  // Blocks run on several threads: each line is written whole.
+  flockfile(stdout);
   print_detail::head(msg, block);
   std::printf("value=");
   print_detail::value(v);
   std::printf("\n");
   std::fflush(stdout);
+  funlockfile(stdout);
 }
 
 template <typename T, size_t N>
 inline void print_element(const char* msg, const int64_t (&block)[3], const char* buffer,
                           const int64_t (&index)[N], int rank, T v) {
+  flockfile(stdout);
   print_detail::head(msg, block);
   std::printf("buffer=%s, index=(", buffer);
   for (int d = 0; d < rank; ++d) std::printf(d ? ", %lld" : "%lld", static_cast<long long>(index[d]));
@@ -52,6 +57,7 @@ inline void print_element(const char* msg, const int64_t (&block)[3], const char
   print_detail::value(v);
   std::printf("\n");
   std::fflush(stdout);
+  funlockfile(stdout);
 }
 
 }  // namespace tilejit::cpu
