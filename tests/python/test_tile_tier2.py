@@ -379,3 +379,28 @@ def test_the_guard_pages_fault():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout == "mapped\n"
     assert done.returncode == -signal.SIGSEGV
+
+
+def test_index_loads_inside_tile_op_regions_are_guarded():
+    # The last block's rows run past the end of Idx: the loads of Idx that
+    # give the copy's row are guarded as any scalar load is (they read 0),
+    # and the copy's bounds keep the -1 and sentinel rows unread.
+    rows, dim, topk = 64, 64, 1024  # KV: four pages; Idx: one
+    rng = np.random.default_rng(5)
+    kv = Guarded(rng.standard_normal((rows, dim)).astype(np.float32))
+    idx_values = rng.integers(-1, rows + 1, size=topk).astype(np.int32)
+    idx = Guarded(idx_values)
+
+    @T.prim_func
+    def main(KV: T.Tensor((rows, dim), "float32"), Idx: T.Tensor((topk,), "int32"),
+             Out: T.Tensor((topk, dim), "float32")):
+        with T.Kernel(T.ceildiv(topk, 3)) as bx:
+            g = T.alloc_shared([3, dim], "float32")
+            for i in T.serial(3):
+                T.copy(KV[Idx[bx * 3 + i], :], g[i, :])
+            T.copy(g, Out[bx * 3, 0])
+
+    k = compile_cpu(main, out_idx=[2])
+    valid = (idx_values >= 0) & (idx_values < rows)
+    want = np.where(valid[:, None], kv.array[np.clip(idx_values, 0, rows - 1)], 0)
+    np.testing.assert_array_equal(k(kv.array, idx.array), want)

@@ -14,9 +14,10 @@ namespace tilejit::transform {
 /// loop variables and of lets (an index of [0, 127] in a dimension of 128),
 /// by the symbols of shapes being non-negative, or by a condition already in
 /// force (an enclosing `if` of the same comparison, or the store's own guard
-/// for the loads of its value). Tile ops are left as they are: each checks
-/// its own bounds in the target's lowering. A source body is returned
-/// unchanged.
+/// for the loads of its value). A tile op's regions are left as they are
+/// (each op checks its own bounds in the target's lowering), but loads in
+/// the expressions of its operands (a gather's row `KV[Idx[i], :]`, a fill
+/// value) are guarded as above. A source body is returned unchanged.
 ir::PrimFunc predicate(const ir::PrimFunc& func);
 
 }  // namespace tilejit::transform
