@@ -1,5 +1,6 @@
 #include "tilejit/transform/verify.h"
 
+#include <cstddef>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,6 +38,19 @@ std::vector<Expr> squeeze(const std::vector<Expr>& extents) {
     if (!(e.is_const() && e.int_value() == 1)) out.push_back(e);
   }
   return out;
+}
+
+// A gemm operand's matrix extents: leading dimensions of extent 1 left out
+// down to two, so that a [1, 64] tile stays a 1 x 64 matrix (a decode step's
+// single query row, M = 1) and a [64, 1] one a column (N = 1); a tile of more
+// dimensions then squeezes as elsewhere.
+std::vector<Expr> matrix_extents(const std::vector<Expr>& extents) {
+  size_t lead = 0;
+  while (extents.size() - lead > 2 && extents[lead].is_const() && extents[lead].int_value() == 1) {
+    ++lead;
+  }
+  std::vector<Expr> out(extents.begin() + std::ptrdiff_t(lead), extents.end());
+  return out.size() > 2 ? squeeze(out) : out;
 }
 
 // Whether two extents are provably different: both constant and unequal, or
@@ -315,8 +329,8 @@ class Verifier : public ir::IRMutator {
         << prefix(op->span, name) << "operands " << a.buffer.name() << " ("
         << a.buffer.dtype().name() << ") and " << b.buffer.name() << " ("
         << b.buffer.dtype().name() << ") differ in dtype";
-    const std::vector<Expr> ea = squeeze(a.extents()), eb = squeeze(b.extents()),
-                            ec = squeeze(c.extents());
+    const std::vector<Expr> ea = matrix_extents(a.extents()), eb = matrix_extents(b.extents()),
+                            ec = matrix_extents(c.extents());
     auto two_d = [&](const std::vector<Expr>& e, const Region& r, const char* role) {
       TILEJIT_CHECK(e.size() == 2, kValueError)
           << prefix(op->span, name) << role << " " << ir::to_string(r) << " is "

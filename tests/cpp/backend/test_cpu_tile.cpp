@@ -150,6 +150,37 @@ TEST(CpuTile, PrintWritesOneLinePerValue) {
             "msg='s' BlockIdx=(0, 0, 0): buffer=s, index=(1), value=3.5\n");
 }
 
+// A gemm whose M or N is 1 (one decode row against a tile of keys, a GEMV
+// written as a gemm) is a 1 x K or K x 1 matrix, not a 1-D tile.
+TEST(CpuTile, GemmWithOneRowOrOneColumn) {
+  TileBuilder b("gemv");
+  const Buffer X = b.tensor_param("X", {Expr(1), Expr(8)}, DataType::float32());
+  const Buffer W = b.tensor_param("W", {Expr(8), Expr(3)}, DataType::float32());
+  const Buffer Y = b.tensor_param("Y", {Expr(1), Expr(3)}, DataType::float32());
+  const Buffer Z = b.tensor_param("Z", {Expr(3), Expr(1)}, DataType::float32());
+  b.begin_kernel({Expr(1)}, {1});
+  const Buffer x = b.alloc("x", {1, 8}, DataType::float32(), Scope::kShared);
+  const Buffer w = b.alloc("w", {8, 3}, DataType::float32(), Scope::kShared);
+  const Buffer y = b.alloc("y", {1, 3}, DataType::float32(), Scope::kFragment);
+  const Buffer z = b.alloc("z", {3, 1}, DataType::float32(), Scope::kFragment);
+  b.copy(whole(X), whole(x));
+  b.copy(whole(W), whole(w));
+  b.gemm(whole(x), whole(w), whole(y), false, false, /*clear_accum=*/true);  // [1, 3]
+  b.gemm(whole(w), whole(x), whole(z), true, true, /*clear_accum=*/true);    // [3, 1]
+  b.copy(whole(y), whole(Y));
+  b.copy(whole(z), whole(Z));
+  b.end_kernel();
+  const Kernel k = jit(b.finish(), options({2, 3}));
+  Tensor x_in = tilejit::testing::iota({1, 8}, 1.f), w_in = tilejit::testing::iota({8, 3}, 0.f);
+  Outputs out = k(x_in, w_in);
+  for (int64_t n = 0; n < 3; ++n) {
+    float want = 0;
+    for (int64_t i = 0; i < 8; ++i) want += float(i + 1) * float(i * 3 + n);
+    EXPECT_EQ(out[0].data_as<float>()[n], want) << n;
+    EXPECT_EQ(out[1].data_as<float>()[n], want) << n;
+  }
+}
+
 // --- errors ------------------------------------------------------------------
 
 // (transform::verify, which the lowering runs first, says it.)
