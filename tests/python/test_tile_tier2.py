@@ -276,6 +276,39 @@ def test_annotate_layout_outside_a_kernel():
         make()
 
 
+# --- several T.Kernels in one prim_func --------------------------------------
+
+def test_kernels_run_in_order_and_share_their_workspaces():
+    # The first kernel's blocks fill W (declared inside it: visible to every
+    # kernel); each block of the second, with its own grid and threads, sums
+    # a reversed block of it, so it starts after the first ends.
+    n = T.symbolic("n")
+
+    @T.prim_func
+    def main(X: T.Tensor((n,), "float32"), Y: T.Tensor((T.ceildiv(n, 8),), "float32")):
+        with T.Kernel(T.ceildiv(n, 8), threads=1) as bx:
+            W = T.alloc_global((T.ceildiv(n, 8) * 8,), "float32")
+            s = T.alloc_shared((8,), "float32")
+            T.copy(X[bx * 8], s)  # zeros past n
+            T.copy(s, W[bx * 8])
+        with T.Kernel(T.ceildiv(n, 8), 1, threads=4) as (by, _):
+            t = T.alloc_fragment((8,), "float32")
+            r = T.alloc_fragment((1,), "float32")
+            T.copy(W[(T.ceildiv(n, 8) - 1 - by) * 8], t)
+            T.reduce_sum(t, r, dim=0)
+            Y[by] = r[0]
+
+    k = compile_cpu(main, out_idx=[1])
+    assert main.script().count("kernel(") == 2
+    for size in (1, 8, 61):
+        x = np.arange(1, size + 1, dtype=np.float32)
+        blocks = -(-size // 8)
+        assert [w["name"] for w in k.workspace_layout(x)] == ["W"]
+        assert k.workspace_bytes(x) == (blocks * 32 + 255) // 256 * 256
+        padded = np.concatenate([x, np.zeros(blocks * 8 - size, np.float32)])
+        np.testing.assert_array_equal(k(x), padded.reshape(blocks, 8).sum(axis=1)[::-1])
+
+
 # --- T.print on the CPU ------------------------------------------------------
 
 def test_print_of_a_value_and_a_buffer_on_the_cpu(capfd):
