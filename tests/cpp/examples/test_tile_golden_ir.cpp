@@ -1,4 +1,4 @@
-// The printed IR (ir::print) of the GEMM, split-K and attention examples, against golden
+// The printed IR (ir::print) of the GEMM, split-K, attention and decoding examples, against golden
 // files in golden/ next to this file. After an intended change to the
 // printer, the builder or an example, rewrite them with
 //
@@ -14,6 +14,8 @@
 #include <string>
 
 #include "tile/flash_attention.h"
+#include "tile/flash_decoding.h"
+#include "tile/gated_delta_rule.h"
 #include "tile/sparse_attention.h"
 #include "tile/tile_kernels.h"
 #include "tilejit/ir/printer.h"
@@ -67,6 +69,15 @@ TEST(TileGoldenIr, CausalFlashAttention) {
 
 TEST(TileGoldenIr, SparseAttention) {
   check_golden("sparse_attention.txt", examples::tile::sparse_attention_tile({}));
+}
+
+// Two kernels: the split and the combine, around the two workspaces.
+TEST(TileGoldenIr, FlashDecoding) {
+  check_golden("flash_decoding.txt", examples::tile::flash_decoding({}));
+}
+
+TEST(TileGoldenIr, GatedDeltaRule) {
+  check_golden("gated_delta_rule.txt", examples::tile::gated_delta_rule({}));
 }
 
 }  // namespace
