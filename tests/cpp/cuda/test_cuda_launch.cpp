@@ -215,7 +215,7 @@ TEST(CudaLaunch, Errors) {
             "cuda launch: a kernel loaded on cuda:0 launched on cuda:7");
   EXPECT_EQ(error_message([&] { launch(*m, {.args = {out.get(), out.get()}}); },
                           ErrorKind::kInternalError),
-            "cuda launch: 2 arguments, 0 symbols and 1 launch for a kernel built for 1, 0 and 1");
+            "cuda launch: 2 arguments, 0 symbols and 4 results for a kernel that reads 1, 0 and 4");
   // The kernel's __launch_bounds__(1): the driver refuses more threads.
   auto two = build(f, {}, {}, kDev, 2);
   EXPECT_EQ(error_message([&] { launch(*two, {.args = {out.get()}}); },
