@@ -33,6 +33,13 @@ bool is_contiguous(std::span<const int64_t> shape, std::span<const int64_t> stri
   return row_major;
 }
 
+// A view's own strides (out of line: most tensors are made row-major).
+[[gnu::noinline]] void Tensor::set_strides(Node* node, std::span<const int64_t> shape,
+                                           std::span<const int64_t> strides) noexcept {
+  node->contiguous = tilejit::is_contiguous(shape, strides);
+  for (size_t i = 0; i < shape.size(); ++i) node->strides[i] = strides[i];
+}
+
 Tensor Tensor::from_blob(void* data, std::span<const int64_t> shape, DataType dtype,
                          Device device, Deleter deleter, void* context,
                          std::span<const int64_t> strides) {
@@ -63,10 +70,7 @@ Tensor Tensor::from_blob(void* data, std::span<const int64_t> shape, DataType dt
     node->numel *= shape[i];
   }
   contiguous_strides(shape, node->strides);
-  if (!strides.empty()) {
-    node->contiguous = tilejit::is_contiguous(shape, strides);
-    for (size_t i = 0; i < shape.size(); ++i) node->strides[i] = strides[i];
-  }
+  if (!strides.empty()) set_strides(node, shape, strides);
   return Tensor(node);
 }
 

@@ -99,6 +99,8 @@ class Tensor {
     if (node_ != nullptr) release();
   }
   void release() noexcept;  // node_ != nullptr
+  static void set_strides(Node* node, std::span<const int64_t> shape,
+                          std::span<const int64_t> strides) noexcept;
 
   Node* node_ = nullptr;
 };
