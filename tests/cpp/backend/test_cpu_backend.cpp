@@ -136,30 +136,10 @@ ir::PrimFunc dynamic_func() {
       .build();
 }
 
-// Next to this file. CMake compiles with absolute paths; a relative __FILE__
-// (a hand-made build) is relative to the directory the build ran in.
-std::filesystem::path golden_dir() {
-  return std::filesystem::path(__FILE__).parent_path() / "golden";
-}
-
-// Compares with the golden file, or rewrites it under TILEJIT_UPDATE_GOLDEN=1.
 // The prelude is included by name, so the golden file pins only what is
 // particular to the kernel.
 void check_golden(const std::string& name, const std::string& text) {
-  const std::filesystem::path path = golden_dir() / name;
-  const char* update = std::getenv("TILEJIT_UPDATE_GOLDEN");
-  if (update != nullptr && std::string(update) == "1") {
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-    ASSERT_TRUE(out.good()) << "cannot write " << path;
-    GTEST_SKIP() << "rewrote " << path;
-  }
-  std::ifstream in(path, std::ios::binary);
-  ASSERT_TRUE(in.good()) << "missing " << path << "; run with TILEJIT_UPDATE_GOLDEN=1";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  EXPECT_EQ(ss.str(), text) << "generated source differs from " << path
-                            << "; run with TILEJIT_UPDATE_GOLDEN=1 if the change is intended";
+  tilejit::testing::check_golden("backend", name, text, "generated source");
 }
 
 TEST(CpuCodegen, GoldenStatic) {

@@ -7,8 +7,11 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "tilejit/core/error.h"
@@ -116,5 +119,29 @@ inline Tensor iota(std::initializer_list<int64_t> shape, float start = 0.f, floa
   for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = start + step * float(i);
   return t;
 }
+
+#ifdef TILEJIT_TESTS_DIR
+/// Compares `text` with the golden file tests/cpp/<suite>/golden/<name>, or
+/// rewrites the file under TILEJIT_UPDATE_GOLDEN=1. `what` names the text in
+/// the failure ("printed IR"). The directory comes from the build, so a test
+/// binary finds its files from any working directory.
+inline void check_golden(const std::string& suite, const std::string& name,
+                         const std::string& text, const char* what) {
+  const std::filesystem::path path = std::filesystem::path(TILEJIT_TESTS_DIR) / suite / "golden" / name;
+  const char* update = std::getenv("TILEJIT_UPDATE_GOLDEN");
+  if (update != nullptr && std::string(update) == "1") {
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+    ASSERT_TRUE(out.good()) << "cannot write " << path;
+    GTEST_SKIP() << "rewrote " << path;
+  }
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in.good()) << "missing " << path << "; run with TILEJIT_UPDATE_GOLDEN=1";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(ss.str(), text) << what << " differs from " << path
+                            << "; run with TILEJIT_UPDATE_GOLDEN=1 if the change is intended";
+}
+#endif
 
 }  // namespace tilejit::testing

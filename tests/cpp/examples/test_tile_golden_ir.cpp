@@ -7,11 +7,9 @@
 // and review the diff.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "common/test_util.h"
 
 #include "tile/flash_attention.h"
 #include "tile/flash_decoding.h"
@@ -22,28 +20,8 @@
 
 namespace {
 
-// __FILE__ is absolute, or (ccache with CCACHE_BASEDIR) relative to the
-// directory the compile ran in, which is where ctest runs the tests.
-std::filesystem::path golden_dir() {
-  return std::filesystem::path(__FILE__).parent_path() / "golden";
-}
-
 void check_golden(const std::string& name, const tilejit::PrimFunc& f) {
-  const std::string text = tilejit::ir::print(f);
-  const std::filesystem::path path = golden_dir() / name;
-  const char* update = std::getenv("TILEJIT_UPDATE_GOLDEN");
-  if (update != nullptr && std::string(update) == "1") {
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-    ASSERT_TRUE(out.good()) << "cannot write " << path;
-    GTEST_SKIP() << "rewrote " << path;
-  }
-  std::ifstream in(path, std::ios::binary);
-  ASSERT_TRUE(in.good()) << "missing " << path << "; run with TILEJIT_UPDATE_GOLDEN=1";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  EXPECT_EQ(ss.str(), text) << "printed IR differs from " << path
-                            << "; run with TILEJIT_UPDATE_GOLDEN=1 if the change is intended";
+  tilejit::testing::check_golden("examples", name, tilejit::ir::print(f), "printed IR");
 }
 
 TEST(TileGoldenIr, Gemm) {
