@@ -18,8 +18,6 @@
 // else get a suffix (`i`, `i_1`).
 #include "backend/cpu/tile_codegen.h"
 
-#include <cmath>
-#include <cstdio>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -35,289 +33,21 @@
 #include "tilejit/transform/verify.h"
 
 namespace tilejit::cpu {
-namespace {
 
 using ir::Expr;
-using ir::ExprKind;
 
-// Names the entry declares or C++ reserves: an IR variable never takes one.
-const char* const kReserved[] = {
-    "int", "float", "double", "char", "bool", "auto",
-    "for", "if", "else", "while", "do", "return", "break", "continue", "const", "static",
-    "void", "true", "false", "new", "delete", "this", "class", "struct", "union", "enum",
-    "switch", "case", "default", "goto", "sizeof", "signed", "unsigned", "long", "short",
-    "volatile", "register", "extern", "inline", "template", "typename", "namespace", "using",
-    "operator", "friend", "virtual", "public", "private", "protected", "try", "catch", "throw",
-    "and", "or", "not", "xor", "std", "tilejit", "min", "max", "floordiv", "floormod", "ceildiv"};
-
-bool is_half(DataType t) { return t == DataType::float16() || t == DataType::bfloat16(); }
-
-std::string int_literal(int64_t v) {
-  std::string s = std::to_string(v);
-  if (v > INT32_MAX || v < INT32_MIN) s += "LL";
-  return v < 0 ? "(" + s + ")" : s;
+std::string CpuTileCodegen::math(const char* fn, const char* ct,
+                                 const std::vector<std::string>& args) const {
+  const std::string name = fn;
+  if (name == "min" || name == "max") {
+    return "std::" + name + "<" + ct + ">(" + args[0] + ", " + args[1] + ")";
+  }
+  std::string out = "std::" + name + "(";
+  for (size_t i = 0; i < args.size(); ++i) out += (i ? ", " : "") + args[i];
+  return out + ")";
 }
 
-std::string float_literal(double v, DataType t) {
-  const bool f64 = t == DataType::float64();
-  if (std::isinf(v)) {
-    const std::string inf = f64 ? "double(INFINITY)" : "INFINITY";
-    return v > 0 ? inf : "(-" + inf + ")";
-  }
-  if (std::isnan(v)) return f64 ? "double(NAN)" : "NAN";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f64 ? "%.17g" : "%.9g", v);
-  std::string s = buf;
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";
-  if (!f64) s += 'f';
-  return v < 0 ? "(" + s + ")" : s;
-}
-
-// Scalar expressions as C++ (Note [CPU lowering of tile IR], "Scalars").
-class ExprEmitter : public ir::ExprFunctor<std::string> {
- public:
-  explicit ExprEmitter(TileCodegen& cg, std::map<uint64_t, std::string>& vars)
-      : cg_(cg), vars_(vars) {}
-
- private:
-  const char* walk_name() const override { return "CPU tile codegen"; }
-
-  std::string visit_int_imm(const ir::IntImmNode* op, const Expr&) override {
-    if (op->dtype == DataType::boolean()) return op->value ? "true" : "false";
-    return int_literal(op->value);
-  }
-  std::string visit_float_imm(const ir::FloatImmNode* op, const Expr&) override {
-    return float_literal(op->value, op->dtype);
-  }
-  std::string visit_var(const ir::VarNode* op, const Expr& e) override {
-    std::string name;
-    if (op->id == 0) {
-      name = op->name;  // a symbol or scalar parameter, declared by the entry
-    } else {
-      auto it = vars_.find(op->id);
-      TILEJIT_ICHECK(it != vars_.end()) << "IR variable '" << op->name << "' used unbound";
-      name = it->second;
-    }
-    return is_half(e.dtype()) ? "float(" + name + ")" : name;
-  }
-  std::string visit_binary(const ir::BinaryNode* op, const Expr& e) override {
-    const std::string a = visit_expr(op->a), b = visit_expr(op->b);
-    const bool is_float = op->a.dtype().is_float() || op->b.dtype().is_float();
-    const char* ct = TileCodegen::compute_type(ir::promote(op->a.dtype(), op->b.dtype()));
-    switch (op->kind) {
-      case ExprKind::kAdd: return "(" + a + " + " + b + ")";
-      case ExprKind::kSub: return "(" + a + " - " + b + ")";
-      case ExprKind::kMul: return "(" + a + " * " + b + ")";
-      case ExprKind::kDiv: return "(" + a + " / " + b + ")";
-      case ExprKind::kFloorDiv:
-        return is_float ? "std::floor(" + a + " / " + b + ")"
-                        : "tilejit::floordiv(" + a + ", " + b + ")";
-      case ExprKind::kFloorMod:
-        if (is_float) return "(" + a + " - std::floor(" + a + " / " + b + ") * " + b + ")";
-        return "tilejit::floormod(" + a + ", " + b + ")";
-      case ExprKind::kCeilDiv:
-        return is_float ? "std::ceil(" + a + " / " + b + ")"
-                        : "tilejit::ceildiv(" + a + ", " + b + ")";
-      case ExprKind::kMin: return std::string("std::min<") + ct + ">(" + a + ", " + b + ")";
-      case ExprKind::kMax: return std::string("std::max<") + ct + ">(" + a + ", " + b + ")";
-      case ExprKind::kEQ: return "(" + a + " == " + b + ")";
-      case ExprKind::kNE: return "(" + a + " != " + b + ")";
-      case ExprKind::kLT: return "(" + a + " < " + b + ")";
-      case ExprKind::kLE: return "(" + a + " <= " + b + ")";
-      case ExprKind::kGT: return "(" + a + " > " + b + ")";
-      case ExprKind::kGE: return "(" + a + " >= " + b + ")";
-      case ExprKind::kAnd: return "(" + a + " && " + b + ")";
-      case ExprKind::kOr: return "(" + a + " || " + b + ")";
-      default: break;
-    }
-    ir::unhandled_expr(walk_name(), e);
-  }
-  std::string visit_not(const ir::NotNode* op, const Expr&) override {
-    return "(!" + visit_expr(op->a) + ")";
-  }
-  std::string visit_select(const ir::SelectNode* op, const Expr& e) override {
-    const std::string ct = TileCodegen::compute_type(e.dtype());
-    return "(" + visit_expr(op->cond) + " ? " + ct + "(" + visit_expr(op->true_value) + ") : " +
-           ct + "(" + visit_expr(op->false_value) + "))";
-  }
-  std::string visit_cast(const ir::CastNode* op, const Expr& e) override {
-    const std::string v = visit_expr(op->value);
-    const DataType t = e.dtype();
-    if (is_half(t)) {
-      // Rounded to the 16-bit type, then computed on as float.
-      const char* st = t == DataType::bfloat16() ? "tilejit::bfloat16" : "tilejit::float16";
-      return std::string("float(") + st + "(float(" + v + ")))";
-    }
-    if (t == DataType::boolean()) return "static_cast<bool>(" + v + ")";
-    if (t.is_int() && t.bits < 64) {
-      // The value of the narrow type, held in the int64 compute type.
-      const std::string st = (t == DataType::uint8() ? "uint8_t" : "int" + std::to_string(t.bits) + "_t");
-      return "int64_t(static_cast<" + st + ">(" + v + "))";
-    }
-    return std::string("static_cast<") + TileCodegen::compute_type(t) + ">(" + v + ")";
-  }
-  std::string visit_call(const ir::CallNode* op, const Expr& e) override {
-    const std::string ct = TileCodegen::compute_type(e.dtype());
-    std::vector<std::string> args;
-    for (const Expr& a : op->args) args.push_back(ct + "(" + visit_expr(a) + ")");
-    auto fn = [&](const char* name) { return std::string(name) + "(" + args[0] + ")"; };
-    switch (op->op) {
-      case ir::Intrinsic::kExp: return fn("std::exp");
-      case ir::Intrinsic::kExp2: return fn("std::exp2");
-      case ir::Intrinsic::kLog: return fn("std::log");
-      case ir::Intrinsic::kLog2: return fn("std::log2");
-      case ir::Intrinsic::kSqrt: return fn("std::sqrt");
-      case ir::Intrinsic::kRsqrt: return "(" + ct + "(1) / std::sqrt(" + args[0] + "))";
-      case ir::Intrinsic::kTanh: return fn("std::tanh");
-      case ir::Intrinsic::kSigmoid:
-        return "(" + ct + "(1) / (" + ct + "(1) + std::exp(-" + args[0] + ")))";
-      case ir::Intrinsic::kAbs: return fn("std::abs");
-      case ir::Intrinsic::kFloor: return fn("std::floor");
-      case ir::Intrinsic::kCeil: return fn("std::ceil");
-      case ir::Intrinsic::kSin: return fn("std::sin");
-      case ir::Intrinsic::kCos: return fn("std::cos");
-      case ir::Intrinsic::kPow: return "std::pow(" + args[0] + ", " + args[1] + ")";
-    }
-    ir::unhandled_expr(walk_name(), e);
-  }
-  std::string visit_load(const ir::LoadNode* op, const Expr& e) override {
-    const BufferAccess& b = cg_.access(op->buffer, {}, "load");
-    std::string ref = element(b, op->indices);
-    return is_half(e.dtype()) ? "float(" + ref + ")" : ref;
-  }
-
- public:
-  // The element at `indices`: View call for a tensor, flat index for a tile.
-  std::string element(const BufferAccess& b, const std::vector<Expr>& indices) {
-    if (b.global) {
-      std::string out = b.name + "(";
-      for (size_t d = 0; d < indices.size(); ++d) out += (d ? ", " : "") + visit_expr(indices[d]);
-      return out + ")";
-    }
-    std::string flat;
-    int64_t stride = 1;
-    for (size_t d = indices.size(); d-- > 0;) {
-      std::string term = visit_expr(indices[d]);
-      if (stride != 1) term += " * " + std::to_string(stride);
-      flat = flat.empty() ? term : term + " + " + flat;
-      stride *= b.static_shape[d];
-    }
-    if (flat.empty()) flat = "0";
-    return b.name + "[" + flat + "]";
-  }
-
- private:
-  TileCodegen& cg_;
-  std::map<uint64_t, std::string>& vars_;
-};
-
-// True when `s` holds a loop (so a loop around it is not the innermost).
-bool has_loop(const ir::Stmt& s) {
-  struct Finder : ir::IRVisitor {
-    bool found = false;
-    void visit_for(const ir::ForStmt*, const ir::Stmt&) override { found = true; }
-    void visit_while(const ir::WhileStmt*, const ir::Stmt&) override { found = true; }
-  } f;
-  f.visit(s);
-  return f.found;
-}
-
-}  // namespace
-
-TileCodegen::TileCodegen(const ir::PrimFunc& func, const std::vector<std::string>& symbols,
-                         std::ostream& os)
-    : func_(func), os_(os) {
-  for (const char* r : kReserved) used_names_[r] = 1;
-  for (const ir::Param& p : func.params) used_names_[p.name] = 1;
-  for (const std::string& s : symbols) used_names_[s] = 1;
-}
-
-const char* TileCodegen::compute_type(DataType t) {
-  if (t == DataType::float64()) return "double";
-  if (t.is_float()) return "float";
-  if (t == DataType::boolean()) return "bool";
-  return "int64_t";
-}
-
-const char* TileCodegen::storage_type(DataType t, const ir::Span& span, const std::string& what) {
-  if (t == DataType::float64()) return "double";
-  if (t == DataType::float32()) return "float";
-  if (t == DataType::float16()) return "tilejit::float16";
-  if (t == DataType::bfloat16()) return "tilejit::bfloat16";
-  if (t == DataType::int8()) return "int8_t";
-  if (t == DataType::int16()) return "int16_t";
-  if (t == DataType::int32()) return "int32_t";
-  if (t == DataType::int64()) return "int64_t";
-  if (t == DataType::uint8()) return "uint8_t";
-  if (t == DataType::boolean()) return "bool";
-  fail(ErrorKind::kTypeError, span, what,
-       "dtype " + t.name() + " has no element type in the CPU backend");
-}
-
-std::string TileCodegen::fresh(const std::string& base) {
-  auto [it, inserted] = used_names_.emplace(base, 1);
-  if (inserted) return base;
-  for (;;) {
-    std::string name = base + "_" + std::to_string(it->second++);
-    if (used_names_.emplace(name, 1).second) return name;
-  }
-}
-
-std::string TileCodegen::var_name(const ir::Expr& v) {
-  auto it = vars_.find(v.var_id());
-  if (it != vars_.end()) return it->second;
-  std::string name = v.var_name();
-  if (name.rfind("tilejit", 0) == 0) name = "v_" + name;
-  name = fresh(name);
-  vars_.emplace(v.var_id(), name);
-  return name;
-}
-
-void TileCodegen::bind_var(const ir::Expr& var, const std::string& name) {
-  vars_[var.var_id()] = name;
-}
-
-std::string TileCodegen::expr(const ir::Expr& e) {
-  ExprEmitter emitter(*this, vars_);
-  return emitter.visit_expr(e);
-}
-
-void TileCodegen::line(const std::string& text) {
-  os_ << std::string(size_t(depth_ + 2) * 2, ' ') << text << '\n';
-}
-
-void TileCodegen::fail(ErrorKind kind, const ir::Span& span, const std::string& op,
-                       const std::string& what) const {
-  throw Error(kind, ir::diagnostic_prefix(span, func_.name, op) + what);
-}
-
-const BufferAccess& TileCodegen::access(const ir::Buffer& b, const ir::Span& span, const char* op) {
-  auto it = buffers_.find(b.id());
-  if (it != buffers_.end()) return it->second;
-  (void)span;
-  (void)op;
-  // A tensor parameter, or a T.alloc_global buffer: the hidden parameter
-  // transform::plan_workspaces made of it, a View the entry declares.
-  std::string view = b.scope() == ir::Scope::kGlobal && b.param() >= 0 ? b.name() : "";
-  const ir::TileBody& tile = *func_.tile();
-  for (size_t i = 0; view.empty() && i < tile.globals.size() && i < tile.global_params.size(); ++i) {
-    if (tile.globals[i] == b) view = func_.params[size_t(tile.global_params[i])].name;
-  }
-  TILEJIT_CHECK(!view.empty(), kInternalError)
-      << func_.name << ": CPU tile codegen: buffer '" << b.name() << "' used before its allocation";
-  BufferAccess a;
-  a.name = view;
-  a.dtype = b.dtype();
-  a.global = true;
-  a.data = view + ".data()";
-  for (const Expr& d : b.shape()) {
-    a.shape.push_back("int64_t(" + expr(d) + ")");
-    a.static_shape.push_back(d.is_const() ? d.int_value() : -1);
-  }
-  return buffers_.emplace(b.id(), std::move(a)).first->second;
-}
-
-void TileCodegen::emit_alloc(const ir::AllocStmt& op) {
+void CpuTileCodegen::emit_alloc(const ir::AllocStmt& op) {
   const ir::Buffer& b = op.buffer;
   if (b->layout != "row_major") {
     fail(ErrorKind::kValueError, op.span, "T.alloc",
@@ -350,23 +80,18 @@ void TileCodegen::emit_alloc(const ir::AllocStmt& op) {
          std::to_string(bytes) + " bytes");
     arena_bytes_ += (bytes + 63) / 64 * 64;
   }
-  buffers_[b.id()] = std::move(a);
+  a.layout = b->layout;
+  set_access(b, std::move(a));
 }
 
-void TileCodegen::emit_for(const ir::ForStmt& op) {
+void CpuTileCodegen::emit_for(const ir::ForStmt& op) {
   const std::string v = var_name(op.var);
   const std::string lo = expr(op.min);
-  std::string end;
-  if (op.min.is_const() && op.extent.is_const()) {
-    end = int_literal(op.min.int_value() + op.extent.int_value());
-  } else {
-    end = fresh(v + "_end");
-    line("const int64_t " + end + " = " + lo + " + " + expr(op.extent) + ";");
-  }
+  const std::string end = loop_end(v, op, lo);
   switch (op.for_kind) {
     case ir::ForKind::kParallel:
     case ir::ForKind::kVectorized:
-      if (!has_loop(op.body)) line("#pragma GCC ivdep");
+      if (!backend::has_loop(op.body)) line("#pragma GCC ivdep");
       break;
     case ir::ForKind::kUnroll:
       if (op.extent.is_const() && op.extent.int_value() <= 64) {
@@ -385,68 +110,21 @@ void TileCodegen::emit_for(const ir::ForStmt& op) {
   line("}");
 }
 
-void TileCodegen::emit_stmt(const ir::Stmt& s) {
-  if (!s.defined()) return;
+void CpuTileCodegen::emit_store(const ir::StoreStmt& op) {
+  const BufferAccess& b = access(op.buffer, op.span, "store");
+  const char* st = storage_type(b.dtype, op.span, "store");
+  line(element(b, op.indices) + " = tilejit::cpu::convert<" + st + ">(" + expr(op.value) + ");");
+}
+
+void CpuTileCodegen::emit_tile_op(const ir::Stmt& s) {
   switch (s.kind()) {
-    case ir::StmtKind::kKernel:
-      fail(ErrorKind::kValueError, s.span(), "T.Kernel",
-           "a kernel inside a kernel; the CPU backend runs one T.Kernel per function");
-    case ir::StmtKind::kAlloc: emit_alloc(*s.as<ir::AllocStmt>()); return;
-    case ir::StmtKind::kSeq:
-      for (const ir::Stmt& x : s.as<ir::SeqStmt>()->stmts) emit_stmt(x);
-      return;
-    case ir::StmtKind::kFor: emit_for(*s.as<ir::ForStmt>()); return;
-    case ir::StmtKind::kIf: {
-      const auto* op = s.as<ir::IfStmt>();
-      line("if (" + expr(op->cond) + ") {");
-      indent();
-      emit_stmt(op->then_case);
-      dedent();
-      if (op->else_case.defined()) {
-        line("} else {");
-        indent();
-        emit_stmt(op->else_case);
-        dedent();
-      }
-      line("}");
-      return;
-    }
-    case ir::StmtKind::kWhile: {
-      const auto* op = s.as<ir::WhileStmt>();
-      line("while (" + expr(op->cond) + ") {");
-      indent();
-      emit_stmt(op->body);
-      dedent();
-      line("}");
-      return;
-    }
-    case ir::StmtKind::kBreak: line("break;"); return;
-    case ir::StmtKind::kContinue: line("continue;"); return;
-    case ir::StmtKind::kStore: {
-      const auto* op = s.as<ir::StoreStmt>();
-      const BufferAccess& b = access(op->buffer, s.span(), "store");
-      const char* st = storage_type(b.dtype, s.span(), "store");
-      ExprEmitter emitter(*this, vars_);
-      line(emitter.element(b, op->indices) + " = tilejit::cpu::convert<" + st + ">(" +
-           expr(op->value) + ");");
-      return;
-    }
-    case ir::StmtKind::kLet: {
-      const auto* op = s.as<ir::LetStmt>();
-      const std::string value = expr(op->value);
-      line(std::string("const ") + compute_type(op->var.dtype()) + " " + var_name(op->var) +
-           " = " + value + ";");
-      return;
-    }
-    case ir::StmtKind::kEvaluate:
-      line("(void)(" + expr(s.as<ir::EvaluateStmt>()->value) + ");");
-      return;
-    case ir::StmtKind::kCopy: lower_copy(*this, *s.as<ir::CopyOp>()); return;
-    case ir::StmtKind::kGemm: lower_gemm(*this, *s.as<ir::GemmOp>()); return;
-    case ir::StmtKind::kFill: lower_fill(*this, *s.as<ir::FillOp>()); return;
-    case ir::StmtKind::kReduce: lower_reduce(*this, *s.as<ir::ReduceOp>()); return;
-    case ir::StmtKind::kAtomicAdd: lower_atomic_add(*this, *s.as<ir::AtomicAddOp>()); return;
-    case ir::StmtKind::kPrint: lower_print(*this, *s.as<ir::PrintOp>()); return;
+    case ir::StmtKind::kCopy: backend::lower_copy(*this, *s.as<ir::CopyOp>()); return;
+    case ir::StmtKind::kGemm: backend::lower_gemm(*this, *s.as<ir::GemmOp>()); return;
+    case ir::StmtKind::kFill: backend::lower_fill(*this, *s.as<ir::FillOp>()); return;
+    case ir::StmtKind::kReduce: backend::lower_reduce(*this, *s.as<ir::ReduceOp>()); return;
+    case ir::StmtKind::kAtomicAdd: backend::lower_atomic_add(*this, *s.as<ir::AtomicAddOp>()); return;
+    case ir::StmtKind::kPrint: backend::lower_print(*this, *s.as<ir::PrintOp>()); return;
+    default: break;
   }
   ir::unhandled_stmt("CPU tile codegen", s);
 }
@@ -459,7 +137,7 @@ void emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
                        const std::string& entry) {
   // The body first: it decides the arena's size and the names.
   std::ostringstream body;
-  TileCodegen cg(f, symbols, body);
+  CpuTileCodegen cg(f, symbols, body);
   static const char* const kBlock[] = {"tilejit_x", "tilejit_y", "tilejit_z"};
   std::vector<std::string> block_decls;
   for (size_t d = 0; d < kernel.block_vars.size(); ++d) {

@@ -1,10 +1,9 @@
-// The CPU backend's code generation for tile-IR bodies, in two files:
-//   tile_codegen.cpp     the unit, the entry, names, scalar expressions and
-//                        statements (loops, ifs, stores, lets, allocations)
-//   lower_tile_ops.cpp   the tile ops (T.copy, T.gemm, T.fill, T.reduce_*,
-//                        T.atomic_add, T.print) as calls of the CPU tile
-//                        library (device/cpu/tilejit/cpu/*.h)
-// TileCodegen is what the second needs of the first.
+// The CPU backend's code generation for tile-IR bodies, in two files over
+// the printer both targets share (backend/common/tile_codegen.h):
+//   tile_codegen.cpp     the unit, the entry, allocations, loops and stores
+// and the tile ops (T.copy, T.gemm, T.fill, T.reduce_*, T.atomic_add,
+// T.print) as calls of the CPU tile library (device/cpu/tilejit/cpu/*.h),
+// written by backend/common/lower_tile_ops.cpp.
 //
 // Note [CPU lowering of tile IR]
 // The grid's blocks run on the thread pool exactly as a source body's do
@@ -22,23 +21,14 @@
 // (TileLang's contract for T.Parallel); T.unroll carries `#pragma GCC unroll`;
 // T.Pipelined is a plain loop (there is nothing to overlap on one thread).
 //
-// Scalars: integers compute in int64_t whatever their IR dtype (indices
-// cannot overflow where the IR's int32 would), bfloat16 and float16 in
-// float, rounded when stored or cast; everything else in its own type.
-// Elements outside a tensor are neither read nor written: transform::
-// predicate guards the scalar accesses, and the tile ops check bounds.
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
 
-#include "tilejit/core/data_type.h"
-#include "tilejit/core/error.h"
-#include "tilejit/ir/buffer.h"
-#include "tilejit/ir/expr.h"
+#include "backend/common/tile_codegen.h"
 #include "tilejit/ir/prim_func.h"
 #include "tilejit/ir/stmt.h"
 #include "tilejit/runtime/backend.h"
@@ -51,76 +41,29 @@ inline constexpr int64_t kMaxStackTileBytes = 16 * 1024;
 /// The unit for a PrimFunc with a tile body (verified, one kernel).
 runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& request);
 
-/// How the generated code reaches a buffer.
-struct BufferAccess {
-  std::string name;            ///< C++: a View (tensor parameter) or a T* / T[] (tile)
-  DataType dtype;
-  bool global = false;         ///< a tensor, whose elements may not exist
-  std::vector<std::string> shape;    ///< C++ int64 expressions, one per dimension
-  std::vector<int64_t> static_shape; ///< constant extents; -1 where dynamic (globals)
-  std::string data;            ///< C++ pointer to element 0
-};
+using backend::BufferAccess;
 
-class TileCodegen {
+class CpuTileCodegen final : public backend::TileCodegen {
  public:
-  /// `symbols`: the request's, declared by the entry (names taken).
-  TileCodegen(const ir::PrimFunc& func, const std::vector<std::string>& symbols,
-              std::ostream& os);
+  CpuTileCodegen(const ir::PrimFunc& func, const std::vector<std::string>& symbols,
+                 std::ostream& os)
+      : TileCodegen(func, symbols, os, "CPU") {}
 
-  /// The C++ names of the block indices (x first), for T.print.
-  std::vector<std::string> block_names;
-
-  /// The C++ of a scalar expression, in its compute type (see the Note).
-  std::string expr(const ir::Expr& e);
-  /// The C++ type a value of `t` computes in ("int64_t", "float", ...).
-  static const char* compute_type(DataType t);
-  /// The C++ type a buffer of `t` stores ("tilejit::bfloat16", ...); throws
-  /// TypeError naming `what` for a dtype the CPU backend has no type for.
-  const char* storage_type(DataType t, const ir::Span& span, const std::string& what);
-
-  const BufferAccess& access(const ir::Buffer& b, const ir::Span& span, const char* op);
-  /// A C++ name not used yet, starting with `base`.
-  std::string fresh(const std::string& base);
-
-  /// Writes one line at the current indentation.
-  void line(const std::string& text);
-  void indent() { depth_ += 1; }
-  void dedent() { depth_ -= 1; }
-
-  /// Throws `kind` with "<span or func>: <op>: <what>".
-  [[noreturn]] void fail(ErrorKind kind, const ir::Span& span, const std::string& op,
-                         const std::string& what) const;
-
-  const ir::PrimFunc& func() const { return func_; }
-
-  /// Emits the kernel's body (its statements; see tile_codegen.cpp).
-  void emit_stmt(const ir::Stmt& s);
+  std::string lib() const override { return "tilejit::cpu"; }
+  std::string math(const char* fn, const char* ct,
+                   const std::vector<std::string>& args) const override;
   /// The arena bytes the body's large tiles need, known once emitted.
   int64_t arena_bytes() const { return arena_bytes_; }
 
-  /// Binds an IR variable to a C++ name (block and thread indices).
-  void bind_var(const ir::Expr& var, const std::string& name);
-
  private:
-  std::string var_name(const ir::Expr& v);
-  void emit_alloc(const ir::AllocStmt& op);
-  void emit_for(const ir::ForStmt& op);
+  void emit_alloc(const ir::AllocStmt& op) override;
+  void emit_for(const ir::ForStmt& op) override;
+  void emit_store(const ir::StoreStmt& op) override;
+  void emit_tile_op(const ir::Stmt& s) override;
 
-  const ir::PrimFunc& func_;
-  std::ostream& os_;
-  int depth_ = 0;
-  std::map<uint64_t, std::string> vars_;          // IR var id -> C++ name
-  std::map<uint64_t, BufferAccess> buffers_;      // buffer id -> access
-  std::map<std::string, int> used_names_;         // C++ names taken -> next suffix
   int64_t arena_bytes_ = 0;
 };
 
-// lower_tile_ops.cpp: each tile op as library calls.
-void lower_copy(TileCodegen& cg, const ir::CopyOp& op);
-void lower_gemm(TileCodegen& cg, const ir::GemmOp& op);
-void lower_fill(TileCodegen& cg, const ir::FillOp& op);
-void lower_reduce(TileCodegen& cg, const ir::ReduceOp& op);
-void lower_atomic_add(TileCodegen& cg, const ir::AtomicAddOp& op);
-void lower_print(TileCodegen& cg, const ir::PrintOp& op);
+using TileCodegen = backend::TileCodegen;
 
 }  // namespace tilejit::cpu

@@ -1,7 +1,10 @@
-// Tile ops as calls of the CPU tile library (tile_codegen.h). Regions are
+// Tile ops as calls of a target's tile library (tile_codegen.h): the CPU's
+// (device/cpu/tilejit/cpu/) and, for the operands it keeps in memory, the
+// CUDA's (device/cuda/tilejit/cuda/), which have the same functions: the
+// CUDA ones are run by every thread of the block together. Regions are
 // normalised by transform::verify: one (min, extent) per dimension.
 //
-// Note [CPU tile op shapes]
+// Note [Tile op shapes]
 // A copy, fill or atomic add walks the region's non-unit dimensions (its
 // "iteration shape", the same on both sides of a copy once unit dimensions
 // are dropped, as TileLang matches A[bx, 0:n] with a 1-D tile). The last two
@@ -20,12 +23,12 @@
 #include <utility>
 #include <vector>
 
-#include "backend/cpu/tile_codegen.h"
+#include "backend/common/tile_codegen.h"
 #include "tilejit/core/error.h"
 #include "tilejit/ir/buffer.h"
 #include "tilejit/ir/stmt.h"
 
-namespace tilejit::cpu {
+namespace tilejit::backend {
 namespace {
 
 using ir::Expr;
@@ -42,59 +45,6 @@ struct Side {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-// `r` as a full slice (Note [Region operands] in buffer.h): a whole buffer
-// spans its shape; a start corner takes `other`'s extents, aligned to its
-// last dimensions (the others of extent 1), as TileLang reads
-// T.copy(A[bx, k * 64], A_s). transform::verify does the same; doing it here
-// too keeps the lowering whole for bodies that skip it.
-ir::Region resolve(TileCodegen& cg, const ir::Region& r, const std::vector<Expr>* other,
-                   const ir::Span& span, const std::string& op) {
-  if (r.is_whole()) {
-    ir::Region out{r.buffer, {}};
-    for (const Expr& d : r.buffer.shape()) out.ranges.push_back({Expr(0), d});
-    return out;
-  }
-  if (!r.is_corner()) return r;
-  if (other == nullptr) {
-    cg.fail(ErrorKind::kValueError, span, op,
-            ir::to_string(r) + " is a start corner, and no other operand gives its extents");
-  }
-  std::vector<Expr> extents = *other;
-  const size_t rank = r.ranges.size();
-  while (extents.size() > rank && extents.front().is_const() && extents.front().int_value() == 1) {
-    extents.erase(extents.begin());
-  }
-  if (extents.size() > rank) {
-    cg.fail(ErrorKind::kValueError, span, op,
-            ir::to_string(r) + " has " + str(int64_t(rank)) + " dimensions; the other operand has " +
-                str(int64_t(extents.size())) + " of extent above 1");
-  }
-  while (extents.size() < rank) extents.insert(extents.begin(), Expr(1));
-  ir::Region out{r.buffer, {}};
-  for (size_t d = 0; d < rank; ++d) out.ranges.push_back({r.ranges[d].min, extents[d]});
-  return out;
-}
-
-std::vector<Expr> extents_of(const ir::Region& r) {
-  std::vector<Expr> e;
-  for (const ir::Range& range : r.ranges) e.push_back(range.extent);
-  return e;
-}
-
-// Both operands of a copy-like op resolved: a corner takes the other's extents.
-std::pair<ir::Region, ir::Region> resolve_pair(TileCodegen& cg, const ir::Region& a,
-                                               const ir::Region& b, const ir::Span& span,
-                                               const std::string& op) {
-  if (a.is_corner()) {
-    ir::Region rb = resolve(cg, b, nullptr, span, op);
-    const std::vector<Expr> eb = extents_of(rb);
-    return {resolve(cg, a, &eb, span, op), rb};
-  }
-  ir::Region ra = resolve(cg, a, nullptr, span, op);
-  const std::vector<Expr> ea = extents_of(ra);
-  return {ra, resolve(cg, b, &ea, span, op)};
-}
-
 Side make_side(TileCodegen& cg, const ir::Region& r, const ir::Span& span, const std::string& op,
                const char* role) {
   Side s;
@@ -108,7 +58,7 @@ Side make_side(TileCodegen& cg, const ir::Region& r, const ir::Span& span, const
     if (!range.extent.is_const()) {
       cg.fail(ErrorKind::kValueError, span, op,
               std::string(role) + " " + ir::to_string(r) +
-                  " has a dynamic extent; the CPU backend needs constant tile extents");
+                  " has a dynamic extent; the " + cg.display() + " backend needs constant tile extents");
     }
     s.mins.push_back(range.min.is_const() ? std::to_string(range.min.int_value())
                                           : "int64_t(" + cg.expr(range.min) + ")");
@@ -173,6 +123,29 @@ void close_loops(TileCodegen& cg, size_t count) {
   }
 }
 
+// One loop over all of `extents` whose iterations the block's threads share
+// (a target whose tile library runs on every thread of a block); returns the
+// index of each dimension, as open_loops. Closed by close_loops(cg, 1).
+std::vector<std::string> open_split_loops(TileCodegen& cg, const std::vector<int64_t>& extents) {
+  int64_t total = 1;
+  for (int64_t e : extents) total *= e;
+  const std::string f = cg.fresh("tilejit_f");
+  cg.line("for (int64_t " + f + " = " + cg.thread_index() + "; " + f + " < " + str(total) +
+          "; " + f + " += " + cg.thread_count() + ") {");
+  cg.indent();
+  std::vector<std::string> vars;
+  int64_t inner = total;
+  for (int64_t e : extents) {
+    inner /= e;
+    const std::string v = cg.fresh("tilejit_i");
+    std::string value = inner == 1 ? f : f + " / " + str(inner);
+    if (!vars.empty()) value = "(" + value + ") % " + str(e);
+    cg.line("const int64_t " + v + " = " + value + ";");
+    vars.push_back(v);
+  }
+  return vars;
+}
+
 // The position of every dimension of `s` for iteration indices `it` (C++,
 // one per iteration dimension): min + index on iteration dimensions, min on
 // unit ones.
@@ -203,14 +176,15 @@ std::string element(const Side& s, const std::vector<std::string>& pos) {
 
 // The Rect (copy.h) of `s` at leading iteration indices `lead`, over its
 // last one or two iteration dimensions (rows, cols).
-std::string rect(const Side& s, const std::vector<std::string>& lead, bool constant) {
+std::string rect(const TileCodegen& cg, const Side& s, const std::vector<std::string>& lead,
+                 bool constant) {
   const size_t q = s.iter_dims.size();
   std::vector<std::string> it = lead;
   while (it.size() < q) it.push_back("0");
   const std::vector<std::string> pos = position(s, it);
   const int col = q >= 1 ? s.iter_dims[q - 1] : -1;
   const int row = q >= 2 ? s.iter_dims[q - 2] : -1;
-  const std::string type = std::string("tilejit::cpu::Rect<") + (constant ? "const " : "") + s.type + ">";
+  const std::string type = cg.lib() + "::Rect<" + (constant ? "const " : "") + s.type + ">";
   const std::string origin = offset_of(s, pos);
   const std::string stride = row >= 0 ? s.strides[size_t(row)] : "0";
   std::string bounds;
@@ -234,7 +208,7 @@ std::string rect(const Side& s, const std::vector<std::string>& lead, bool const
       if (d != row && d != col) fixed.push_back(d);
     }
     const std::string cond = inside(s, pos, fixed);
-    if (!cond.empty()) out = "(" + cond + " ? " + out + " : tilejit::cpu::empty_rect(" + out + "))";
+    if (!cond.empty()) out = "(" + cond + " ? " + out + " : " + cg.lib() + "::empty_rect(" + out + "))";
   }
   return out;
 }
@@ -270,7 +244,9 @@ std::pair<int64_t, int64_t> rows_cols(const std::vector<int64_t>& shape) {
 template <typename Body>
 void elementwise(TileCodegen& cg, const std::vector<int64_t>& shape, const Side& dst,
                  const Side* src, Body body) {
-  const std::vector<std::string> it = open_loops(cg, shape, shape.size());
+  const bool split = cg.thread_index() != nullptr;
+  const std::vector<std::string> it =
+      split ? open_split_loops(cg, shape) : open_loops(cg, shape, shape.size());
   const std::vector<std::string> dpos = position(dst, it);
   std::vector<int> all_dst(dst.extents.size());
   for (size_t d = 0; d < all_dst.size(); ++d) all_dst[d] = int(d);
@@ -292,7 +268,7 @@ void elementwise(TileCodegen& cg, const std::vector<int64_t>& shape, const Side&
     cg.dedent();
     cg.line("}");
   }
-  close_loops(cg, shape.size());
+  close_loops(cg, split ? 1 : shape.size());
 }
 
 }  // namespace
@@ -316,17 +292,17 @@ void lower_copy(TileCodegen& cg, const ir::CopyOp& op) {
     const size_t lead = shape.size() > 2 ? shape.size() - 2 : 0;
     const std::vector<std::string> it = open_loops(cg, shape, lead);
     const auto [rows, cols] = rows_cols(shape);
-    cg.line("tilejit::cpu::copy<" + str(rows) + ", " + str(cols) + ">(" + rect(dst, it, false) +
-            ", " + rect(src, it, true) + ");");
+    cg.line(cg.lib() + "::copy<" + str(rows) + ", " + str(cols) + ">(" + rect(cg, dst, it, false) +
+            ", " + rect(cg, src, it, true) + ");");
     close_loops(cg, lead);
   } else {
     elementwise(cg, shape, dst, &src,
                 [&](const std::vector<std::string>& dpos, const std::vector<std::string>& spos,
                     const std::string& src_ok) {
-                  std::string value = "tilejit::cpu::convert<" + std::string(dst.type) + ">(" +
+                  std::string value = cg.lib() + "::convert<" + std::string(dst.type) + ">(" +
                                       element(src, spos) + ")";
                   if (!src_ok.empty()) {
-                    value = "(" + src_ok + " ? " + value + " : tilejit::cpu::convert<" +
+                    value = "(" + src_ok + " ? " + value + " : " + cg.lib() + "::convert<" +
                             std::string(dst.type) + ">(0.f))";
                   }
                   cg.line(element(dst, dpos) + " = " + value + ";");
@@ -350,14 +326,14 @@ void lower_fill(TileCodegen& cg, const ir::FillOp& op) {
     const size_t lead = shape.size() > 2 ? shape.size() - 2 : 0;
     const std::vector<std::string> it = open_loops(cg, shape, lead);
     const auto [rows, cols] = rows_cols(shape);
-    cg.line("tilejit::cpu::fill<" + str(rows) + ", " + str(cols) + ">(" + rect(dst, it, false) +
+    cg.line(cg.lib() + "::fill<" + str(rows) + ", " + str(cols) + ">(" + rect(cg, dst, it, false) +
             ", " + value + ");");
     close_loops(cg, lead);
   } else {
     elementwise(cg, shape, dst, nullptr,
                 [&](const std::vector<std::string>& dpos, const std::vector<std::string>&,
                     const std::string&) {
-                  cg.line(element(dst, dpos) + " = tilejit::cpu::convert<" +
+                  cg.line(element(dst, dpos) + " = " + cg.lib() + "::convert<" +
                           std::string(dst.type) + ">(" + value + ");");
                 });
   }
@@ -385,7 +361,7 @@ void lower_atomic_add(TileCodegen& cg, const ir::AtomicAddOp& op) {
     elementwise(cg, shape, dst, nullptr,
                 [&](const std::vector<std::string>& dpos, const std::vector<std::string>&,
                     const std::string&) {
-                  cg.line("tilejit::cpu::atomic_add(&" + element(dst, dpos) + ", " + value + ");");
+                  cg.line(cg.lib() + "::atomic_add(&" + element(dst, dpos) + ", " + value + ");");
                 });
   } else {
     const Side src = make_side(cg, src_r, op.span, name, "source");
@@ -400,7 +376,7 @@ void lower_atomic_add(TileCodegen& cg, const ir::AtomicAddOp& op) {
                 [&](const std::vector<std::string>& dpos, const std::vector<std::string>& spos,
                     const std::string& src_ok) {
                   const std::string add =
-                      "tilejit::cpu::atomic_add(&" + element(dst, dpos) + ", " + element(src, spos) + ");";
+                      cg.lib() + "::atomic_add(&" + element(dst, dpos) + ", " + element(src, spos) + ");";
                   cg.line(src_ok.empty() ? add : "if (" + src_ok + ") " + add);
                 });
   }
@@ -411,7 +387,7 @@ void lower_atomic_add(TileCodegen& cg, const ir::AtomicAddOp& op) {
 namespace {
 
 // A gemm or reduce operand: a tile whose last two dimensions are the matrix
-// (Note [CPU tile op shapes]); rows = 1 for a 1-D operand when allowed.
+// (Note [Tile op shapes]); rows = 1 for a 1-D operand when allowed.
 struct Matrix {
   std::string ptr;  // C++ pointer to element (0, 0)
   int64_t rows = 1, cols = 1, ld = 1;
@@ -424,8 +400,8 @@ Matrix matrix(TileCodegen& cg, const ir::Region& region, const ir::Span& span,
   const std::string what = std::string(role) + " " + ir::to_string(region);
   if (s.access->global) {
     cg.fail(ErrorKind::kValueError, span, op,
-            what + " is a global tensor; on the CPU the operands are shared, fragment or local "
-                   "buffers (T.copy it into one first)");
+            what + " is a global tensor; the operands are shared, fragment or local buffers "
+                   "(T.copy it into one first)");
   }
   const int rank = int(s.extents.size());
   if (rank < (allow_1d ? 1 : 2)) {
@@ -468,11 +444,11 @@ void lower_gemm(TileCodegen& cg, const ir::GemmOp& op) {
   if (!op.c.buffer.dtype().is_float()) {
     cg.fail(ErrorKind::kTypeError, op.span, name,
             "C " + ir::to_string(op.c) + " has dtype " + op.c.buffer.dtype().name() +
-                "; the CPU gemm accumulates in floating point");
+                "; the " + cg.display() + " gemm accumulates in floating point");
   }
   cg.line("// T.gemm(" + ir::to_string(op.a) + ", " + ir::to_string(op.b) + ", " +
           ir::to_string(op.c) + ")");
-  cg.line("tilejit::cpu::gemm<" + str(m) + ", " + str(n) + ", " + str(k) + ", " +
+  cg.line(cg.lib() + "::gemm<" + str(m) + ", " + str(n) + ", " + str(k) + ", " +
           (op.trans_a ? "true" : "false") + ", " + (op.trans_b ? "true" : "false") + ", " +
           str(a.ld) + ", " + str(b.ld) + ", " + str(c.ld) + ">(" + a.ptr + ", " + b.ptr + ", " +
           c.ptr + ", " + (op.clear_accum ? "true" : "false") + ");");
@@ -483,7 +459,7 @@ void lower_reduce(TileCodegen& cg, const ir::ReduceOp& op) {
   if (op.src.buffer.rank() > 2) {
     cg.fail(ErrorKind::kValueError, op.span, name,
             "source " + ir::to_string(op.src) + " has " + str(op.src.buffer.rank()) +
-                " dimensions; the CPU backend reduces dimension 0 or 1 of a 1-D or 2-D tile");
+                " dimensions; the " + cg.display() + " backend reduces dimension 0 or 1 of a 1-D or 2-D tile");
   }
   const Matrix src = matrix(cg, op.src, op.span, name, "source", true);
   const Side dst = make_side(cg, resolve(cg, op.dst, nullptr, op.span, name), op.span, name,
@@ -501,7 +477,7 @@ void lower_reduce(TileCodegen& cg, const ir::ReduceOp& op) {
     if (dim != 0 && dim != 1) {
       cg.fail(ErrorKind::kValueError, op.span, name,
               "dim " + str(op.dim) + " of " + ir::to_string(op.src) +
-                  "; the CPU backend reduces dimension 0 or 1 of a 1-D or 2-D tile");
+                  "; the " + cg.display() + " backend reduces dimension 0 or 1 of a 1-D or 2-D tile");
     }
   }
   const int64_t count = dim == 1 ? src.rows : src.cols;
@@ -519,7 +495,7 @@ void lower_reduce(TileCodegen& cg, const ir::ReduceOp& op) {
   static const char* const kKinds[] = {"kSum", "kMax", "kMin", "kAbsSum", "kAbsMax"};
   cg.line("// " + name + "(" + ir::to_string(op.src) + ", " + ir::to_string(op.dst) + ", dim=" +
           str(op.dim) + ", clear=" + (op.clear ? "True" : "False") + ")");
-  cg.line(std::string("tilejit::cpu::reduce<tilejit::cpu::ReduceKind::") +
+  cg.line(std::string(cg.lib() + "::reduce<" + cg.lib() + "::ReduceKind::") +
           kKinds[int(op.reduce_kind)] + ", " + str(src.rows) + ", " + str(src.cols) + ", " +
           str(dim) + ", " + str(src.ld) + ">(" + src.ptr + ", " + pointer_at(dst, dst.mins) + ", " +
           (op.clear ? "true" : "false") + ");");
@@ -541,7 +517,7 @@ void lower_print(TileCodegen& cg, const ir::PrintOp& op) {
     msg += ch;
   }
   if (!op.region.buffer.defined()) {
-    cg.line("tilejit::cpu::print_value(\"" + msg + "\", " + block_args + ", " + cg.expr(op.value) +
+    cg.line(cg.lib() + "::print_value(\"" + msg + "\", " + block_args + ", " + cg.expr(op.value) +
             ");");
     return;
   }
@@ -560,7 +536,7 @@ void lower_print(TileCodegen& cg, const ir::PrintOp& op) {
   std::string index = "{";
   for (size_t d = 0; d < pos.size(); ++d) index += (d ? ", " : "") + pos[d];
   index += "}";
-  const std::string call = "tilejit::cpu::print_element(\"" + msg + "\", " + block_args + ", \"" +
+  const std::string call = cg.lib() + "::print_element(\"" + msg + "\", " + block_args + ", \"" +
                            op.region.buffer.name() + "\", " + index + ", " + str(int64_t(pos.size())) +
                            ", " + element(s, pos) + ");";
   cg.line(guard.empty() ? call : "if (" + guard + ") " + call);
@@ -569,4 +545,4 @@ void lower_print(TileCodegen& cg, const ir::PrintOp& op) {
   cg.line("}");
 }
 
-}  // namespace tilejit::cpu
+}  // namespace tilejit::backend

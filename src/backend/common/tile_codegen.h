@@ -1,0 +1,167 @@
+// The C++ printer of tile-IR bodies that the CPU and CUDA backends share:
+// names, scalar expressions, statements (loops, ifs, stores, lets) and the
+// normalisation of tile-op regions. Each target derives from TileCodegen and
+// gives what is its own: where a tile buffer lives (emit_alloc), how a loop
+// runs (emit_for), how a store is written, the math functions, and the tile
+// ops (emit_tile_op). The CPU's is backend/cpu/tile_codegen.h, the CUDA's
+// backend/cuda/tile_codegen.h.
+//
+// Scalars (both targets): integers compute in int64_t whatever their IR
+// dtype (indices cannot overflow where the IR's int32 would), bfloat16 and
+// float16 in float, rounded when stored or cast; everything else in its own
+// type. Elements outside a tensor are neither read nor written:
+// transform::predicate guards the scalar accesses, and the tile ops check
+// bounds.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tilejit/core/data_type.h"
+#include "tilejit/core/error.h"
+#include "tilejit/ir/buffer.h"
+#include "tilejit/ir/expr.h"
+#include "tilejit/ir/prim_func.h"
+#include "tilejit/ir/stmt.h"
+
+namespace tilejit::backend {
+
+/// How the generated code reaches a buffer.
+struct BufferAccess {
+  std::string name;            ///< C++: a View (tensor parameter) or a T* / T[] (tile)
+  DataType dtype;
+  bool global = false;         ///< a tensor, whose elements may not exist
+  std::vector<std::string> shape;    ///< C++ int64 expressions, one per dimension
+  std::vector<int64_t> static_shape; ///< constant extents; -1 where dynamic (globals)
+  std::string data;            ///< C++ pointer to element 0
+  /// The buffer's layout (BufferNode::layout; empty for a tensor).
+  std::string layout;
+};
+
+/// The C++ literal of an integer (LL past int32) and of a float of `t`.
+std::string int_literal(int64_t v);
+std::string float_literal(double v, DataType t);
+
+/// True when `s` holds a loop (so a loop around it is not the innermost).
+bool has_loop(const ir::Stmt& s);
+
+class TileCodegen {
+ public:
+  /// `symbols`: the request's, declared by the entry (names taken).
+  /// `display`: the target's name in messages ("CPU", "CUDA").
+  TileCodegen(const ir::PrimFunc& func, const std::vector<std::string>& symbols,
+              std::ostream& os, const char* display);
+  virtual ~TileCodegen() = default;
+  TileCodegen(const TileCodegen&) = delete;
+  TileCodegen& operator=(const TileCodegen&) = delete;
+
+  /// The C++ names of the block indices (x first), for T.print.
+  std::vector<std::string> block_names;
+
+  /// The C++ of a scalar expression, in its compute type.
+  std::string expr(const ir::Expr& e);
+  /// The C++ type a value of `t` computes in ("int64_t", "float", ...).
+  static const char* compute_type(DataType t);
+  /// The C++ type a buffer of `t` stores ("tilejit::bfloat16", ...); throws
+  /// TypeError naming `what` for a dtype the target has no type for.
+  const char* storage_type(DataType t, const ir::Span& span, const std::string& what);
+
+  const BufferAccess& access(const ir::Buffer& b, const ir::Span& span, const char* op);
+  /// Registers the access of a tile buffer (from emit_alloc).
+  void set_access(const ir::Buffer& b, BufferAccess a) { buffers_[b.id()] = std::move(a); }
+  /// A C++ name not used yet, starting with `base`.
+  std::string fresh(const std::string& base);
+  /// The C++ name of an IR variable (a loop's, a let's), given on first use.
+  std::string var_name(const ir::Expr& v);
+  /// Binds an IR variable to a C++ name (block and thread indices).
+  void bind_var(const ir::Expr& var, const std::string& name);
+  /// Forgets a binding made by bind_var (a variable bound for one region).
+  void unbind_var(const ir::Expr& var) { vars_.erase(var.var_id()); }
+
+  /// The element of a tile buffer (not a tensor) at `indices`, as an
+  /// lvalue. The default is the row-major flat index into `a.name`.
+  virtual std::string tile_element(const BufferAccess& a, const std::vector<ir::Expr>& indices);
+  /// The element `indices` of any buffer (a View call for a tensor).
+  std::string element(const BufferAccess& a, const std::vector<ir::Expr>& indices);
+
+  /// Writes one line at the current indentation.
+  void line(const std::string& text);
+  void indent() { depth_ += 1; }
+  void dedent() { depth_ -= 1; }
+
+  /// Throws `kind` with "<span or func>: <op>: <what>".
+  [[noreturn]] void fail(ErrorKind kind, const ir::Span& span, const std::string& op,
+                         const std::string& what) const;
+
+  const ir::PrimFunc& func() const { return func_; }
+  const char* display() const { return display_; }
+
+  /// Emits a statement (the kernel's body, recursively).
+  void emit_stmt(const ir::Stmt& s);
+  /// Emits the statements of an if, a while or a loop body: the default is
+  /// emit_stmt; a target may wrap them.
+  virtual void emit_block(const ir::Stmt& s) { emit_stmt(s); }
+
+  /// The namespace of the target's tile library ("tilejit::cpu").
+  virtual std::string lib() const = 0;
+  /// Where the block's threads share the iterations of an element-by-element
+  /// tile op: the C++ of the thread's index and of the block's thread count
+  /// (nullptr: a block is one thread).
+  virtual const char* thread_index() const { return nullptr; }
+  virtual const char* thread_count() const { return nullptr; }
+
+  /// The C++ of a math function applied to arguments already in compute
+  /// type `ct`: "exp", "exp2", "log", "log2", "sqrt", "tanh", "abs",
+  /// "floor", "ceil", "sin", "cos", "pow", "min", "max".
+  virtual std::string math(const char* fn, const char* ct,
+                           const std::vector<std::string>& args) const = 0;
+
+ protected:
+  virtual void emit_alloc(const ir::AllocStmt& op) = 0;
+  virtual void emit_for(const ir::ForStmt& op) = 0;
+  virtual void emit_store(const ir::StoreStmt& op) = 0;
+  /// T.copy, T.gemm, T.fill, T.reduce_*, T.atomic_add, T.print.
+  virtual void emit_tile_op(const ir::Stmt& s) = 0;
+  /// The C++ of the end of a loop from `lo` over `extent` (a literal, or a
+  /// fresh const int64_t declared here).
+  std::string loop_end(const std::string& v, const ir::ForStmt& op, const std::string& lo);
+
+ private:
+  const ir::PrimFunc& func_;
+  std::ostream& os_;
+  const char* display_;
+  int depth_ = 0;
+  std::map<uint64_t, std::string> vars_;          // IR var id -> C++ name
+  std::map<uint64_t, BufferAccess> buffers_;      // buffer id -> access
+  std::map<std::string, int> used_names_;         // C++ names taken -> next suffix
+};
+
+// ---------------------------------------------------------------------------
+// Tile-op regions (Note [Region operands] in buffer.h).
+
+/// `r` as a full slice: a whole buffer spans its shape; a start corner
+/// takes `other`'s extents, aligned to its last dimensions (the others of
+/// extent 1), as TileLang reads T.copy(A[bx, k * 64], A_s).
+ir::Region resolve(TileCodegen& cg, const ir::Region& r, const std::vector<ir::Expr>* other,
+                   const ir::Span& span, const std::string& op);
+std::vector<ir::Expr> extents_of(const ir::Region& r);
+/// Both operands of a copy-like op resolved: a corner takes the other's extents.
+std::pair<ir::Region, ir::Region> resolve_pair(TileCodegen& cg, const ir::Region& a,
+                                               const ir::Region& b, const ir::Span& span,
+                                               const std::string& op);
+
+// ---------------------------------------------------------------------------
+// Tile ops as calls of the target's tile library (lower_tile_ops.cpp), whose
+// functions have the same names and meaning on every target.
+void lower_copy(TileCodegen& cg, const ir::CopyOp& op);
+void lower_gemm(TileCodegen& cg, const ir::GemmOp& op);
+void lower_fill(TileCodegen& cg, const ir::FillOp& op);
+void lower_reduce(TileCodegen& cg, const ir::ReduceOp& op);
+void lower_atomic_add(TileCodegen& cg, const ir::AtomicAddOp& op);
+void lower_print(TileCodegen& cg, const ir::PrintOp& op);
+
+}  // namespace tilejit::backend
