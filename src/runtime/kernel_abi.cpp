@@ -17,7 +17,7 @@ namespace {
 //   per arg: u8 kind, u8 dtype code, u8 dtype bits, u16 dtype lanes,
 //            i32 source, u32 offset, u32 size, u32 align, string name;
 //   u32 #launches,
-//   per launch: string entry, i32 grid[3], i32 smem, i32 threads[3];
+//   per launch: string entry, i32 grid[3], i32 smem, u32 smem_bytes, i32 threads[3];
 // a string being u32 length then its bytes. Little-endian throughout.
 constexpr char kMagic[8] = {'T', 'J', 'I', 'T', 'A', 'B', 'I', '\n'};
 constexpr size_t kHeaderBytes = 24;
@@ -235,6 +235,7 @@ std::string KernelAbi::str() const {
     os << "; launch " << l.entry << " grid (r" << l.grid[0] << ", r" << l.grid[1] << ", r"
        << l.grid[2] << ") threads (" << l.threads[0] << ", " << l.threads[1] << ", "
        << l.threads[2] << ") smem r" << l.smem;
+    if (l.smem_bytes != 0) os << " + " << l.smem_bytes;
   }
   return os.str();
 }
@@ -260,6 +261,7 @@ std::string KernelAbi::serialize() const {
     body.str(l.entry);
     for (int g : l.grid) body.i32(g);
     body.i32(l.smem);
+    body.u32(l.smem_bytes);
     for (int t : l.threads) body.i32(t);
   }
   Writer out;
@@ -308,6 +310,7 @@ std::optional<KernelAbi> KernelAbi::deserialize(std::string_view bytes, size_t* 
     l.entry = in.str();
     for (int& g : l.grid) g = in.i32();
     l.smem = in.i32();
+    l.smem_bytes = in.u32();
     for (int& t : l.threads) t = in.i32();
     abi.launches.push_back(std::move(l));
   }

@@ -24,7 +24,7 @@ class LayoutSetter : public ir::IRMutator {
       : func_name_(func_name), target_(target) {}
 
  private:
-  const char* target_name() const { return target_ == LayoutTarget::kCpu ? "CPU" : "target"; }
+  const char* target_name() const { return target_ == LayoutTarget::kCpu ? "CPU" : "CUDA backend"; }
 
   const ir::Buffer& laid_out(const ir::Buffer& b) {
     auto it = chosen_.find(b.id());

@@ -71,6 +71,9 @@ struct AbiLaunch {
   int smem = -1;
   /// Threads per block (x, y, z); the CPU backend runs a block on one.
   int threads[3] = {1, 1, 1};
+  /// Dynamic shared memory the lowering itself planned (a tile kernel's
+  /// shared and fragment tiles), launched with results[smem] added.
+  uint32_t smem_bytes = 0;
 
   bool operator==(const AbiLaunch&) const = default;
 };
@@ -78,7 +81,7 @@ struct AbiLaunch {
 struct KernelAbi {
   /// The serialisation's version; a stored KernelAbi of another reads as
   /// corrupt.
-  static constexpr uint32_t kVersion = 1;
+  static constexpr uint32_t kVersion = 2;
   /// The largest argument block any backend accepts (CUDA's 4 KiB of kernel
   /// parameters).
   static constexpr uint32_t kMaxBlockBytes = 4096;

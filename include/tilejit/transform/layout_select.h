@@ -5,7 +5,7 @@
 
 namespace tilejit::transform {
 
-enum class LayoutTarget : uint8_t { kCpu };
+enum class LayoutTarget : uint8_t { kCpu, kCuda };
 
 /// The layout every shared, fragment and local buffer has on the CPU:
 /// element (i_0, ..., i_n) of a buffer of shape (s_0, ..., s_n) at offset
@@ -27,7 +27,9 @@ inline constexpr const char* kRowMajor = "row_major";
 /// every tile is kRowMajor (the layout the CPU tile library's functions take:
 /// a pointer and a row length). A GPU target chooses per op here: fragment
 /// layouts for the mma/wgmma accumulators, swizzled shared layouts for their
-/// operands. Global buffers have no layout (tensors are row-major, strides
+/// operands. On CUDA every tile is kRowMajor too, for now: shared and
+/// fragment buffers in the block's shared memory, local ones per thread.
+/// Global buffers have no layout (tensors are row-major, strides
 /// given by their shape). A source body is returned unchanged.
 ir::PrimFunc select_layouts(const ir::PrimFunc& func, LayoutTarget target);
 

@@ -450,7 +450,7 @@ void lower_gemm(TileCodegen& cg, const ir::GemmOp& op) {
           ir::to_string(op.c) + ")");
   cg.line(cg.lib() + "::gemm<" + str(m) + ", " + str(n) + ", " + str(k) + ", " +
           (op.trans_a ? "true" : "false") + ", " + (op.trans_b ? "true" : "false") + ", " +
-          str(a.ld) + ", " + str(b.ld) + ", " + str(c.ld) + ">(" + a.ptr + ", " + b.ptr + ", " +
+          str(a.ld) + ", " + str(b.ld) + ", " + str(c.ld) + cg.gemm_template_tail() + ">(" + a.ptr + ", " + b.ptr + ", " +
           c.ptr + ", " + (op.clear_accum ? "true" : "false") + ");");
 }
 

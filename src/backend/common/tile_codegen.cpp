@@ -258,6 +258,7 @@ std::string TileCodegen::element(const BufferAccess& b, const std::vector<ir::Ex
 }
 
 void TileCodegen::line(const std::string& text) {
+  ++lines_;
   os_ << std::string(size_t(depth_ + 2) * 2, ' ') << text << '\n';
 }
 

@@ -90,6 +90,8 @@ class TileCodegen {
 
   /// Writes one line at the current indentation.
   void line(const std::string& text);
+  /// How many lines line() has written.
+  int64_t lines_written() const { return lines_; }
   void indent() { depth_ += 1; }
   void dedent() { depth_ -= 1; }
 
@@ -113,6 +115,9 @@ class TileCodegen {
   /// (nullptr: a block is one thread).
   virtual const char* thread_index() const { return nullptr; }
   virtual const char* thread_count() const { return nullptr; }
+  /// Template arguments the target's gemm takes after the CPU's (", 128":
+  /// the block's threads on the GPU).
+  virtual std::string gemm_template_tail() const { return ""; }
 
   /// The C++ of a math function applied to arguments already in compute
   /// type `ct`: "exp", "exp2", "log", "log2", "sqrt", "tanh", "abs",
@@ -135,6 +140,7 @@ class TileCodegen {
   std::ostream& os_;
   const char* display_;
   int depth_ = 0;
+  int64_t lines_ = 0;
   std::map<uint64_t, std::string> vars_;          // IR var id -> C++ name
   std::map<uint64_t, BufferAccess> buffers_;      // buffer id -> access
   std::map<std::string, int> used_names_;         // C++ names taken -> next suffix

@@ -27,10 +27,10 @@ class CudaBackend final : public runtime::Backend {
 
   Device default_device() const override { return Device::cuda(0); }
   void validate(const ir::PrimFunc& func) const override { validate_func(func); }
-  // A GPU is preferred to the host for a function with a body for both.
-  // Tile bodies are not lowered for CUDA yet.
+  // A GPU is preferred to the host for a function with a body for both,
+  // and for a tile body (lowered for both).
   int auto_rank(const ir::PrimFunc& func) const override {
-    return func.sources().count(target_) ? 1 : -1;
+    return func.tile() != nullptr || func.sources().count(target_) ? 1 : -1;
   }
 
   runtime::GeneratedSource generate(const runtime::SourceRequest& request) const override {

@@ -18,9 +18,11 @@
 #pragma once
 
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
+#include "backend/common/cxx_source.h"
 #include "tilejit/core/error.h"
 #include "tilejit/runtime/backend.h"
 
@@ -41,9 +43,19 @@ static_assert(kMaxArgSlots * 8 == runtime::KernelAbi::kMaxBlockBytes);
 void validate_func(const ir::PrimFunc& func);
 
 /// The translation unit for `request` (see cuda_codegen.cpp for its shape)
-/// and its KernelAbi. Throws ValueError when the PrimFunc has no "cuda" body,
-/// and as validate_func() does.
+/// and its KernelAbi: a tile body is lowered (tile_codegen.h); a source body
+/// needs a "cuda" body. Throws ValueError when there is neither, and as
+/// validate_func() does.
 runtime::GeneratedSource generate_source(const runtime::SourceRequest& request);
+
+/// The entry as the C++ pieces shared with the CPU backend see it
+/// (backend/common/cxx_source.h).
+extern const backend::CxxEntry kCudaEntry;
+
+/// Writes the argument struct tilejit::Args of `f`'s entries (Note [Kernel
+/// argument ABI]); ValueError past kMaxArgSlots.
+void emit_args_struct(std::ostream& os, const ir::PrimFunc& f,
+                      const std::vector<std::string>& symbols);
 
 /// NVRTC version, target architecture for `device` and flags.
 std::string toolchain_key(const runtime::CompileOptions& options, Device device);

@@ -71,6 +71,7 @@ class CudaModule final : public runtime::Module {
         out.threads[d] = unsigned(a.threads[d]);
       }
       out.smem = a.smem;
+      out.smem_bytes = a.smem_bytes;
       out.smem_limit.store(kDefaultSmemLimit, std::memory_order_relaxed);
     }
   }
@@ -111,7 +112,7 @@ class CudaModule final : public runtime::Module {
     for (size_t l = 0; l < num_launches_; ++l) {
       Launch& a = launches_[l];
       const int64_t gx = results[a.grid[0]], gy = results[a.grid[1]], gz = results[a.grid[2]];
-      const int64_t smem = results[a.smem];
+      const int64_t smem = results[a.smem] + a.smem_bytes;
       if (TILEJIT_UNLIKELY(gx <= 0 || gy <= 0 || gz <= 0 || gx > INT32_MAX || gy > 65535 ||
                            gz > 65535 || smem < 0 || smem > INT32_MAX)) {
         if (gx == 0 || gy == 0 || gz == 0) {
@@ -148,6 +149,7 @@ class CudaModule final : public runtime::Module {
     CUfunction function = nullptr;
     int grid[3] = {0, 0, 0};
     int smem = 0;
+    int64_t smem_bytes = 0;
     unsigned threads[3] = {1, 1, 1};
     std::atomic<int64_t> smem_limit{0};
   };

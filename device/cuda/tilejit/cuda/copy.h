@@ -1,0 +1,134 @@
+// T.copy and T.fill on the GPU: rectangles of elements, 2-D, with bounds, as
+// the CPU library has them (tilejit/cpu/copy.h: the same Rect, the same
+// meaning), shared among the block's threads.
+//
+// A Rect names a ROWS x COLS rectangle inside an array: element (r, c) is
+// base[origin + r * stride + c], and only the elements with r in [r_lo, r_hi)
+// and c in [c_lo, c_hi) exist.
+//
+//   copy<ROWS, COLS>(dst, src): every existing element of dst gets src's
+//     element at the same (r, c), converted, or 0 where src has none.
+//     Elements that do not exist are neither read nor written. Consecutive
+//     threads take consecutive columns, so a row of a tensor is read and
+//     written in whole transactions; where both sides hold 16-bit or 32-bit
+//     elements of the same type and a whole row of 16 bytes lies inside both,
+//     each thread moves 16 bytes at once (a global-to-shared copy through
+//     cp.async, waited for before the function returns).
+//   fill<ROWS, COLS>(dst, value): every existing element of dst = value.
+#pragma once
+
+#include "tilejit/cuda/tile.h"
+
+namespace tilejit::cuda {
+
+template <typename T>
+struct Rect {
+  T* base;
+  int64_t origin;  // the offset of element (0, 0), which need not exist
+  int64_t stride;  // elements between rows
+  int64_t r_lo, r_hi, c_lo, c_hi;
+};
+
+template <int ROWS, int COLS, typename T>
+__device__ __forceinline__ Rect<T> tile_rect(T* base, int64_t origin, int64_t stride) {
+  return {base, origin, stride, 0, ROWS, 0, COLS};
+}
+
+template <typename T>
+__device__ __forceinline__ Rect<T> rect_in(T* base, int64_t stride, int64_t rows, int64_t cols,
+                                           int64_t row0, int64_t col0) {
+  return {base, row0 * stride + col0, stride, -row0, rows - row0, -col0, cols - col0};
+}
+
+template <typename T>
+__device__ __forceinline__ Rect<T> empty_rect(Rect<T> r) {
+  r.r_hi = r.r_lo;
+  return r;
+}
+
+namespace copy_detail {
+
+__device__ __forceinline__ bool has(int64_t r, int64_t c, int64_t r_lo, int64_t r_hi, int64_t c_lo,
+                                    int64_t c_hi) {
+  return r >= r_lo && r < r_hi && c >= c_lo && c < c_hi;
+}
+
+__device__ __forceinline__ bool is_shared(const void* p) { return __isShared(p); }
+
+// 16 bytes from global `src` to shared `dst` without the registers.
+__device__ __forceinline__ void cp_async_16(void* dst, const void* src) {
+  const unsigned d = unsigned(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+}
+
+struct alignas(16) Chunk {
+  unsigned v[4];
+};
+
+}  // namespace copy_detail
+
+template <int ROWS, int COLS, typename D, typename S>
+__device__ __forceinline__ void copy(const Rect<D>& dst, const Rect<S>& src) {
+  using copy_detail::has;
+  using SV = typename RemoveConst<S>::type;
+  constexpr int kVec = 16 / int(sizeof(D));
+  if constexpr (is_same_v<D, SV> && (sizeof(D) == 2 || sizeof(D) == 4) && COLS % kVec == 0) {
+    // 16-byte chunks where both rows are aligned and wholly inside.
+    const bool aligned =
+        (reinterpret_cast<uint64_t>(dst.base + dst.origin) % 16 == 0) && (dst.stride % kVec == 0) &&
+        (reinterpret_cast<uint64_t>(src.base + src.origin) % 16 == 0) && (src.stride % kVec == 0);
+    if (aligned) {
+      const bool to_shared = copy_detail::is_shared(dst.base) && !copy_detail::is_shared(src.base);
+      constexpr int kChunks = COLS / kVec;
+      for (int e = thread_rank(); e < ROWS * kChunks; e += block_threads()) {
+        const int r = e / kChunks, c = (e % kChunks) * kVec;
+        const bool d_all = has(r, c, dst.r_lo, dst.r_hi, dst.c_lo, dst.c_hi) &&
+                           has(r, c + kVec - 1, dst.r_lo, dst.r_hi, dst.c_lo, dst.c_hi);
+        const bool s_all = has(r, c, src.r_lo, src.r_hi, src.c_lo, src.c_hi) &&
+                           has(r, c + kVec - 1, src.r_lo, src.r_hi, src.c_lo, src.c_hi);
+        D* out = dst.base + (dst.origin + r * dst.stride + c);
+        const SV* in = src.base + (src.origin + r * src.stride + c);
+        if (d_all && s_all) {
+          if (to_shared) {
+            copy_detail::cp_async_16(out, in);
+          } else {
+            *reinterpret_cast<copy_detail::Chunk*>(out) =
+                *reinterpret_cast<const copy_detail::Chunk*>(in);
+          }
+          continue;
+        }
+        for (int k = 0; k < kVec; ++k) {
+          if (!has(r, c + k, dst.r_lo, dst.r_hi, dst.c_lo, dst.c_hi)) continue;
+          out[k] = has(r, c + k, src.r_lo, src.r_hi, src.c_lo, src.c_hi) ? in[k]
+                                                                         : convert<D>(0.f);
+        }
+      }
+      if (to_shared) copy_detail::cp_async_wait_all();
+      return;
+    }
+  }
+  for (int e = thread_rank(); e < ROWS * COLS; e += block_threads()) {
+    const int r = e / COLS, c = e % COLS;
+    if (!has(r, c, dst.r_lo, dst.r_hi, dst.c_lo, dst.c_hi)) continue;
+    D v = convert<D>(0.f);
+    if (has(r, c, src.r_lo, src.r_hi, src.c_lo, src.c_hi)) {
+      v = convert<D>(src.base[src.origin + r * src.stride + c]);
+    }
+    dst.base[dst.origin + r * dst.stride + c] = v;
+  }
+}
+
+template <int ROWS, int COLS, typename D, typename V>
+__device__ __forceinline__ void fill(const Rect<D>& dst, V value) {
+  const D v = convert<D>(value);
+  for (int e = thread_rank(); e < ROWS * COLS; e += block_threads()) {
+    const int r = e / COLS, c = e % COLS;
+    if (!copy_detail::has(r, c, dst.r_lo, dst.r_hi, dst.c_lo, dst.c_hi)) continue;
+    dst.base[dst.origin + r * dst.stride + c] = v;
+  }
+}
+
+}  // namespace tilejit::cuda

@@ -1,0 +1,67 @@
+// T.reduce_* on the GPU for operands in memory, with the CPU library's
+// template arguments (tilejit/cpu/reduce.h): a ROWS x COLS source (row
+// length LDS) reduced over dimension kDim into ROWS (kDim 1) or COLS
+// (kDim 0) consecutive elements of dst, combined with dst's previous values
+// unless `clear`. The block's threads share the outputs; each reduces its
+// outputs' elements in order, in float for 16-bit floats.
+#pragma once
+
+#include "tilejit/cuda/tile.h"
+
+namespace tilejit::cuda {
+
+enum class ReduceKind { kSum, kMax, kMin, kAbsSum, kAbsMax };
+
+namespace reduce_detail {
+
+template <ReduceKind kKind, typename A>
+__device__ __forceinline__ A identity() {
+  if constexpr (kKind == ReduceKind::kMax) {
+    if constexpr (is_same_v<A, float> || is_same_v<A, double>) return A(-INFINITY);
+    else return A(1) << (sizeof(A) * 8 - 1);  // the most negative
+  } else if constexpr (kKind == ReduceKind::kMin) {
+    if constexpr (is_same_v<A, float> || is_same_v<A, double>) return A(INFINITY);
+    else return ~(A(1) << (sizeof(A) * 8 - 1));
+  } else {
+    return A(0);
+  }
+}
+
+template <ReduceKind kKind, typename A>
+__device__ __forceinline__ A element(A x) {
+  if constexpr (kKind == ReduceKind::kAbsSum || kKind == ReduceKind::kAbsMax) {
+    return x < A(0) ? -x : x;
+  } else {
+    return x;
+  }
+}
+
+template <ReduceKind kKind, typename A>
+__device__ __forceinline__ A combine(A a, A b) {
+  if constexpr (kKind == ReduceKind::kSum || kKind == ReduceKind::kAbsSum) {
+    return a + b;
+  } else if constexpr (kKind == ReduceKind::kMax || kKind == ReduceKind::kAbsMax) {
+    return a < b ? b : a;
+  } else {
+    return b < a ? b : a;
+  }
+}
+
+}  // namespace reduce_detail
+
+template <ReduceKind kKind, int ROWS, int COLS, int kDim, int LDS = COLS, typename S, typename D>
+__device__ __forceinline__ void reduce(const S* src, D* dst, bool clear) {
+  using A = acc_t<D>;
+  constexpr int kOut = kDim == 1 ? ROWS : COLS, kLen = kDim == 1 ? COLS : ROWS;
+  for (int o = thread_rank(); o < kOut; o += block_threads()) {
+    A acc = reduce_detail::identity<kKind, A>();
+    for (int k = 0; k < kLen; ++k) {
+      const S& x = kDim == 1 ? src[o * LDS + k] : src[k * LDS + o];
+      acc = reduce_detail::combine<kKind>(acc, reduce_detail::element<kKind>(convert<A>(x)));
+    }
+    if (!clear) acc = reduce_detail::combine<kKind>(convert<A>(dst[o]), acc);
+    dst[o] = convert<D>(acc);
+  }
+}
+
+}  // namespace tilejit::cuda

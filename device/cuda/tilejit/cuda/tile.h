@@ -1,0 +1,74 @@
+// The CUDA tile library's base: what every tile op of a block shares.
+//
+// Every function of the library is called by all threads of the block
+// together, with the same arguments (the generated code is uniform outside
+// T.Parallel loops, src/backend/cuda/tile_codegen.h); each thread does its
+// share of the elements. A function does not synchronise the block: the
+// generated code puts __syncthreads() between the statements that hand
+// shared memory from one thread to another.
+//
+//   is_same_v, is_half_v     type tests (NVRTC has no <type_traits>)
+//   convert<D>(s)            a value in another element type (bf16, fp16
+//                            through float; the hardware's rounding)
+//   thread_rank(), block_threads()   this thread's index in the block, and
+//                            the block's thread count (1-D blocks)
+#pragma once
+
+#include "tilejit/cuda/prelude.h"
+
+namespace tilejit::cuda {
+
+template <typename A, typename B>
+inline constexpr bool is_same_v = false;
+template <typename A>
+inline constexpr bool is_same_v<A, A> = true;
+
+template <typename T>
+inline constexpr bool is_half_v = is_same_v<T, tilejit::bfloat16> || is_same_v<T, tilejit::float16>;
+
+template <typename T>
+struct RemoveConst {
+  using type = T;
+};
+template <typename T>
+struct RemoveConst<const T> {
+  using type = T;
+};
+
+template <bool kCond, typename T, typename F>
+struct Conditional {
+  using type = T;
+};
+template <typename T, typename F>
+struct Conditional<false, T, F> {
+  using type = F;
+};
+
+/// The type a tile op computes a value of T in: float for 16-bit floats.
+template <typename T>
+using acc_t = typename Conditional<is_half_v<T>, float, T>::type;
+
+template <typename D, typename S>
+__device__ __forceinline__ D convert(S s) {
+  if constexpr (is_same_v<D, S>) {
+    return s;
+  } else if constexpr (is_half_v<S>) {
+    return convert<D>(float(s));
+  } else if constexpr (is_same_v<D, tilejit::bfloat16>) {
+    return __float2bfloat16_rn(float(s));
+  } else if constexpr (is_same_v<D, tilejit::float16>) {
+    return __float2half_rn(float(s));
+  } else {
+    return static_cast<D>(s);
+  }
+}
+
+template <typename S>
+__device__ __forceinline__ float to_float(S s) {
+  return convert<float>(s);
+}
+
+__device__ __forceinline__ int thread_rank() { return int(threadIdx.x); }
+__device__ __forceinline__ int block_threads() { return int(blockDim.x); }
+
+}  // namespace tilejit::cuda

@@ -1,0 +1,10 @@
+// The CUDA tile library, whole: what a generated tile kernel includes.
+#pragma once
+
+#include "tilejit/cuda/atomic.h"
+#include "tilejit/cuda/copy.h"
+#include "tilejit/cuda/gemm.h"
+#include "tilejit/cuda/mma.h"
+#include "tilejit/cuda/print.h"
+#include "tilejit/cuda/reduce.h"
+#include "tilejit/cuda/tile.h"
