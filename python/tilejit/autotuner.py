@@ -185,7 +185,10 @@ class AutoTuneImpl:
         except (OSError, ValueError, KeyError, TypeError):
             return None
         arguments = candidates[index]
-        kernel = self.jit_impl(**arguments)
+        try:
+            kernel = self.jit_impl(**arguments)
+        except Exception:  # no longer builds here (a new compiler, say): tune among the rest
+            return None
         config = {k: arguments[k] for k in {k for c in configs for k in c}}
         return config, latency, kernel
 

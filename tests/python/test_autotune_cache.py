@@ -175,3 +175,35 @@ def test_a_new_process_does_not_tune_again(tmp_path):
     second = subprocess.run(run, env=env, capture_output=True, text=True, check=True).stdout
     assert first.strip() == "[(16, 2.0), (16, 3.0)] 1 {'factor': 2.0}"
     assert second.strip() == "[(16, 2.0)] 0 {'factor': 2.0}"
+
+
+def test_a_stored_config_that_no_longer_builds_is_tuned_again(cache_dir):
+    directory, timings = cache_dir
+
+    def make(broken, built):
+        @tilelang.autotune(configs=[{"variant": 0}, {"variant": 1}], warmup=1, rep=2)
+        @tilelang.jit(out_idx=[1], target="cpu")
+        def copied(n, variant=0):
+            built.append(variant)
+            if variant in broken:
+                raise ValueError(f"variant {variant} does not build here")
+
+            @T.prim_func
+            def main(X: T.Tensor([n], "float32"), Y: T.Tensor([n], "float32")):
+                with T.Kernel(1, threads=1):
+                    T.source(cpu=f"for (int i = 0; i < {n}; ++i) Y(i) = X(i);  // {variant}")
+            return main
+        return copied
+
+    first = make(set(), [])
+    first(8)
+    chosen = first.best_config["variant"]
+    built = []
+    second = make({chosen}, built)
+    second(8)
+    # The stored choice failed to build; the tuning compiled both again and
+    # kept the one that builds.
+    assert sorted(built) == sorted([0, 1, chosen]) and second.best_config == {"variant": 1 - chosen}
+    [path] = entries(directory)
+    assert json.loads(path.read_text())["candidate"] == 1 - chosen
+    assert len(timings) == 2 + 1
