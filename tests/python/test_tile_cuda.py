@@ -80,6 +80,17 @@ TORCH_DTYPE = {"bfloat16": BF16, "float16": F16, "float32": F32}
 readme_gemm = tilelang.jit(readme_matmul, out_idx=[-1], target="cpu")
 readme_gemm_c = tilelang.jit(readme_matmul, target="cpu")  # C given, as the README calls it
 
+# The CUDA factories, one per program (retarget checks nothing until a
+# factory compiles, so this module imports anywhere).
+cuda = {name: factory.retarget("cuda") for name, factory in {
+    "readme_gemm": readme_gemm, "readme_gemm_c": readme_gemm_c, "symbolic_gemm": symbolic_gemm,
+    "splitk_gemm": splitk_gemm, "splitk_gemm_workspace": splitk_gemm_workspace,
+    "splitk_gemm_global": splitk_gemm_global, "splitk_gemm_counted": splitk_gemm_counted,
+    "rms_norm": rms_norm, "softmax_rows": softmax_rows,
+    "softmax_symbolic_rows": softmax_symbolic_rows, "flashattn": fa.flashattn,
+    "flashdecode": fd.flashdecode, "sparse_attention_fwd": sa.sparse_attention_fwd,
+    "chunk_gated_delta_rule_fwd": gd.chunk_gated_delta_rule_fwd}.items()}
+
 
 def rand(*shape, dtype=F32, seed=0, scale=1.0):
     g = torch.Generator(device=DEV).manual_seed(seed)
@@ -120,7 +131,7 @@ GEMM_SHAPES = [(128, 128, 32), (256, 384, 96), (200, 130, 100), (129, 257, 33), 
 @pytest.fixture(scope="module", params=["bfloat16", "float16", "float32"])
 def symbolic_readme_gemm(request):
     M, N, K = T.symbolic("M"), T.symbolic("N"), T.symbolic("K")
-    kernel = readme_gemm.retarget("cuda")(M, N, K, 128, 128, 32, request.param)
+    kernel = cuda["readme_gemm"](M, N, K, 128, 128, 32, request.param)
     return TORCH_DTYPE[request.param], kernel
 
 
@@ -134,16 +145,17 @@ def test_readme_gemm_over_symbolic_shapes(symbolic_readme_gemm, m, n, k):
 
 
 def test_readme_gemm_as_the_readme_runs_it():
-    kernel = readme_gemm_c.retarget("cuda")(1024, 512, 256, 128, 128, 32)  # float16
+    kernel = cuda["readme_gemm_c"](1024, 512, 256, 128, 128, 32)  # float16
     a, b = rand(1024, 256, dtype=F16, seed=1), rand(256, 512, dtype=F16, seed=2)
     c = torch.empty(1024, 512, dtype=F16, device=DEV)
     assert kernel(a, b, c) is None
     check(c, torch.relu(a.double() @ b.double()), TOL[F16])
     assert readme_gemm_c.cache_size() == 0  # the CPU factory compiled nothing
+    assert cuda["readme_gemm_c"].target == "cuda"
 
 
 def test_symbolic_gemm_at_random_shapes():
-    kernel = symbolic_gemm.retarget("cuda")()
+    kernel = cuda["symbolic_gemm"]()
     shapes = [(32, 32, 16), (50, 70, 30), (100, 33, 17), (513, 257, 129)]
     rng = np.random.default_rng(2026)
     shapes += [tuple(int(v) for v in rng.integers(1, 300, size=3)) for _ in range(4)]
@@ -159,7 +171,7 @@ def test_symbolic_gemm_at_random_shapes():
 # split-K forms cover those that do not).
 @pytest.mark.parametrize("m, n, k, split_k", [(64, 64, 128, 4), (128, 96, 192, 3)])
 def test_splitk_gemm_with_atomic_add(m, n, k, split_k):
-    kernel = splitk_gemm.retarget("cuda")(m, n, k, split_k)
+    kernel = cuda["splitk_gemm"](m, n, k, split_k)
     a, b = rand(m, k, seed=1), rand(k, n, seed=2)
     for _ in range(2):
         c = torch.zeros(m, n, device=DEV)
@@ -167,10 +179,10 @@ def test_splitk_gemm_with_atomic_add(m, n, k, split_k):
         check(c, a.double() @ b.double(), TOL[F32])
 
 
-@pytest.mark.parametrize("factory", [splitk_gemm_workspace, splitk_gemm_global],
+@pytest.mark.parametrize("factory", ["splitk_gemm_workspace", "splitk_gemm_global"],
                          ids=["workspace_idx", "alloc_global"])
 def test_splitk_gemm_with_the_partials_in_a_workspace(factory):
-    kernel = factory.retarget("cuda")(3)
+    kernel = cuda[factory](3)
     assert kernel.workspace_names == ["Partial"] and kernel.input_names == ["A", "B"]
     for m, n, k in [(70, 50, 100), (64, 64, 96), (5, 3, 7), (300, 200, 1000)]:
         a, b = rand(m, k, seed=m), rand(k, n, seed=n)
@@ -182,7 +194,7 @@ def test_splitk_gemm_with_the_partials_in_a_workspace(factory):
 
 @pytest.mark.parametrize("m, n, k, split_k", [(64, 64, 128, 4), (50, 70, 45, 3), (33, 17, 100, 2)])
 def test_splitk_gemm_with_compiler_made_workspaces_and_a_tile_counter(m, n, k, split_k):
-    kernel = splitk_gemm_counted.retarget("cuda")(m, n, k, split_k)
+    kernel = cuda["splitk_gemm_counted"](m, n, k, split_k)
     assert kernel.workspace_names == ["Partial", "Count"]
     # Twice with new inputs: the second call finds the counters re-armed.
     for seed in range(2):
@@ -197,7 +209,7 @@ def test_rms_norm(m, n):
     x = rand(m, n, seed=n)
     xd = x.double()
     ref = xd / torch.sqrt((xd * xd).mean(dim=1, keepdim=True) + 1e-6)
-    check(rms_norm.retarget("cuda")(m, n)(x), ref, 1e-4)
+    check(cuda["rms_norm"](m, n)(x), ref, 1e-4)
 
 
 def softmax_reference(x):
@@ -207,11 +219,11 @@ def softmax_reference(x):
 @pytest.mark.parametrize("m, n", [(10, 24), (13, 256)])
 def test_softmax_rows(m, n):
     x = rand(m, n, seed=m, scale=4)
-    check(softmax_rows.retarget("cuda")(m, n)(x), softmax_reference(x), 1e-5)
+    check(cuda["softmax_rows"](m, n)(x), softmax_reference(x), 1e-5)
 
 
 def test_softmax_over_symbolic_rows():
-    kernel = softmax_symbolic_rows.retarget("cuda")(37)
+    kernel = cuda["softmax_symbolic_rows"](37)
     for m in (1, 4, 5, 49, 1000):
         x = rand(m, 37, seed=m, scale=4)
         check(kernel(x), softmax_reference(x), 1e-5, f"M={m}")
@@ -225,7 +237,7 @@ HEADS, DIM = 4, 64
 @pytest.fixture(scope="module", params=[False, True], ids=["full", "causal"])
 def flash(request):
     causal = request.param
-    kernel = fa.flashattn.retarget("cuda")(T.symbolic("batch"), HEADS, T.symbolic("seq_len"),
+    kernel = cuda["flashattn"](T.symbolic("batch"), HEADS, T.symbolic("seq_len"),
                                            DIM, causal, dtype="bfloat16")
     return causal, kernel
 
@@ -240,7 +252,7 @@ def test_flash_attention_bfloat16(flash, batch, seq_len):
 
 
 def test_flash_attention_float16_as_tilelang_writes_it():
-    kernel = fa.flashattn.retarget("cuda")(1, 2, 200, 128, True, block_M=32, block_N=64)
+    kernel = cuda["flashattn"](1, 2, 200, 128, True, block_M=32, block_N=64)
     q, k, v = (randn(1, 200, 2, 128, dtype=F16, seed=7 + i) for i in range(3))
     out = kernel(q, k, v)
     assert out.dtype == F16
@@ -255,7 +267,7 @@ D_HEADS, D_KV_HEADS, D_DIM, D_SPLITS = 8, 2, 128, 4
 @pytest.fixture(scope="module")
 def decoding():
     """GQA in bfloat16; one kernel serves every batch and sequence length."""
-    return fd.flashdecode.retarget("cuda")(T.symbolic("batch"), D_HEADS, D_KV_HEADS,
+    return cuda["flashdecode"](T.symbolic("batch"), D_HEADS, D_KV_HEADS,
                                            T.symbolic("seqlen_kv"), D_DIM, num_split=D_SPLITS,
                                            block_N=32, dtype="bfloat16")
 
@@ -283,14 +295,14 @@ def test_flash_decoding_bfloat16(decoding, batch, seqlen_kv):
 
 @pytest.mark.parametrize("num_split, seqlen_kv", [(7, 40), (16, 3)])
 def test_flash_decoding_with_splits_that_walk_no_block(num_split, seqlen_kv):
-    kernel = fd.flashdecode.retarget("cuda")(2, 2, 2, seqlen_kv, 32, num_split=num_split,
+    kernel = cuda["flashdecode"](2, 2, 2, seqlen_kv, 32, num_split=num_split,
                                              block_N=16, dtype="float32")
     q, k, v = decoding_inputs(2, seqlen_kv, 2, 2, 32, F32, seed=num_split)
     check(kernel(q, k, v), fd.reference(*host(q, k, v)), TOL[F32])
 
 
 def test_flash_decoding_float16_as_tilelang_writes_it():
-    kernel = fd.flashdecode.retarget("cuda")(1, 8, 1, 300, 64, num_split=4)
+    kernel = cuda["flashdecode"](1, 8, 1, 300, 64, num_split=4)
     q, k, v = decoding_inputs(1, 300, 8, 1, 64, F16, seed=3)
     out = kernel(q, k, v)
     assert out.dtype == F16
@@ -302,7 +314,7 @@ def test_flash_decoding_float16_as_tilelang_writes_it():
 @pytest.fixture(scope="module")
 def sparse_seed():
     """The seed's shape (heads 16, dim 128, topk 512) in bfloat16."""
-    return sa.sparse_attention_fwd.retarget("cuda")(16, 128, 512, dtype="bfloat16")
+    return cuda["sparse_attention_fwd"](16, 128, 512, dtype="bfloat16")
 
 
 def sparse_inputs(seed, b, s, s_kv, heads, dim, topk, dtype):
@@ -351,7 +363,7 @@ def test_sparse_attention_does_not_depend_on_what_the_workspace_held(sparse_seed
 
 @pytest.mark.parametrize("topk, block", [(100, 16), (8, 64)])
 def test_sparse_attention_topk_that_does_not_divide_the_block(topk, block):
-    op = sa.sparse_attention_fwd.retarget("cuda")(4, 32, topk, block=block, dtype="float32")
+    op = cuda["sparse_attention_fwd"](4, 32, topk, block=block, dtype="float32")
     for b, s, s_kv in [(2, 3, 40), (1, 2, 5)]:
         q, kv, indices = sparse_inputs(topk, b, s, s_kv, 4, 32, topk, F32)
         check(op(q, kv, indices), sa.reference(*host(q, kv), indices.cpu().numpy()), TOL[F32])
@@ -376,7 +388,7 @@ def run_delta_rule(kernel, inputs, heads, dv, dk):
 @pytest.mark.parametrize("b, seq", [(1, 16), (2, 37), (1, 1), (3, 64), (1, 500)])
 def test_chunked_gated_delta_rule(b, seq):
     heads, dk, dv = 2, 32, 16
-    kernel = gd.chunk_gated_delta_rule_fwd.retarget("cuda")(heads, dk, dv, chunk_size=16)
+    kernel = cuda["chunk_gated_delta_rule_fwd"](heads, dk, dv, chunk_size=16)
     assert kernel.workspace_names == ["ws_w", "ws_u", "ws_kd"] and kernel.output_names == []
     inputs = gd.make_inputs(np.random.default_rng(seq), b, seq, heads, dk, dv)
     o, s = run_delta_rule(kernel, inputs, heads, dv, dk)
@@ -386,7 +398,7 @@ def test_chunked_gated_delta_rule(b, seq):
 
 
 def test_the_delta_rule_chunk_of_its_authors():
-    kernel = gd.chunk_gated_delta_rule_fwd.retarget("cuda")(1, 64, 64)
+    kernel = cuda["chunk_gated_delta_rule_fwd"](1, 64, 64)
     inputs = gd.make_inputs(np.random.default_rng(3), 1, 300, 1, 64, 64)
     o, s = run_delta_rule(kernel, inputs, 1, 64, 64)
     want_o, want_s = gd.reference(*inputs)
@@ -399,7 +411,7 @@ def test_the_delta_rule_chunk_of_its_authors():
 def _stream_case(name):
     """(kernel, inputs for stream A, inputs for stream B, reference)."""
     if name == "flash_decoding":
-        kernel = fd.flashdecode.retarget("cuda")(T.symbolic("batch"), D_HEADS, D_KV_HEADS,
+        kernel = cuda["flashdecode"](T.symbolic("batch"), D_HEADS, D_KV_HEADS,
                                                  T.symbolic("seqlen_kv"), D_DIM,
                                                  num_split=16, block_N=32, dtype="bfloat16")
         a, b = decoding_inputs(4, 8192, seed=1), decoding_inputs(4, 8192, seed=2)
@@ -408,11 +420,11 @@ def _stream_case(name):
             return torch.as_tensor(fd.reference(*host(q, k, v)))
         return kernel, a, b, reference, TOL[BF16]
     if name == "splitk_alloc_global":
-        kernel = splitk_gemm_global.retarget("cuda")(4)
+        kernel = cuda["splitk_gemm_global"](4)
         a = (rand(512, 2048, seed=1), rand(2048, 256, seed=2))
         b = (rand(512, 2048, seed=3), rand(2048, 256, seed=4))
     else:
-        kernel = splitk_gemm_counted.retarget("cuda")(256, 256, 1024, 4)
+        kernel = cuda["splitk_gemm_counted"](256, 256, 1024, 4)
         a = (rand(256, 1024, seed=1), rand(1024, 256, seed=2))
         b = (rand(256, 1024, seed=3), rand(1024, 256, seed=4))
 
