@@ -23,7 +23,11 @@ retargeted with ``factory.retarget("cuda")``:
   first call       per example: factory call -> compiled kernel -> first run,
                    synchronised, in a new Python process with an empty
                    tilejit.set_cache_dir() directory (a compile), then in
-                   another new process on the same directory (a disk hit).
+                   another new process on the same directory (a disk hit);
+                   the examples run in the order listed, one process per
+                   cache state, the inputs and the CUDA context made before
+                   the clock starts (so the first example also pays for
+                   loading NVRTC).
 
 Times are medians: triton.testing.do_bench (return_mode "median", at least
 100 repetitions) when triton imports, else CUDA events around each of the
