@@ -63,4 +63,16 @@ if [[ "${TILEJIT_GPU_SKIP_PYTHON:-0}" != 1 ]] && python3 -c "import torch, nanob
   (cd /tmp && python3 "$root/bench/bench_python_cuda.py" --cpp-bench "$root/build-gpu/bench/bench_cuda_call" 2>&1 | tee -a "$summary")
   log "## Example kernels against torch"
   (cd /tmp && python3 "$root/bench/bench_examples_torch.py" 2>&1 | tee -a "$summary")
+  log "## The tile programs on the GPU (tests/python/test_tile_cuda.py -v)"
+  (cd /tmp && python3 -m pytest -v -rs -p no:cacheprovider "$root/tests/python/test_tile_cuda.py" \
+    >"$OUT/pytest_tile_cuda.log" 2>&1)
+  log "pytest test_tile_cuda.py: $(tail -1 "$OUT/pytest_tile_cuda.log")"
+  grep -E "^FAILED|^ERROR|SKIPPED" "$OUT/pytest_tile_cuda.log" | head -40 | tee -a "$summary"
+  # Optional: a failure is logged and the script goes on.
+  log "## The tile programs against torch (bench/bench_tile_cuda.sh)"
+  if ! (cd /tmp && bash "$root/bench/bench_tile_cuda.sh" 2>"$OUT/bench_tile_cuda.err" |
+        tee "$OUT/bench_tile_cuda.md" | tee -a "$summary"); then
+    log "bench_tile_cuda failed (stderr: $OUT/bench_tile_cuda.err)"
+    tail -20 "$OUT/bench_tile_cuda.err" | tee -a "$summary"
+  fi
 fi

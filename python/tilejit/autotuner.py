@@ -15,16 +15,32 @@ left out; the candidates compile in parallel, each is checked against
 generated from its signature (profiler.py), and the fastest kernel is
 returned. The choice is remembered per call arguments: ``best_config`` and
 ``best_latency`` (ms) describe the latest one.
+
+The choice also persists in the disk cache's directory (tilejit.set_cache_dir,
+TILEJIT_CACHE_DIR), one JSON file per key under ``autotune/``: the key hashes
+the factory's qualified name and source, the call's arguments (their repr),
+the configs (their repr) and the target, so a new process that makes the
+same call compiles the stored config alone and times nothing. A file is
+written to a temporary name and renamed into place; one that is unreadable,
+not the effective user's, or names no candidate of the current configs is
+ignored and the call tunes again. tilejit.disable_cache(), jit's
+disk_cache=False, or arguments whose repr is not stable (an object's
+address) keep the choice in memory only.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import hashlib
 import inspect
+import json
 import os
+import tempfile
 import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
+from . import _C
+from . import cache as _cache
 from .profiler import Profiler, TensorSupplyType
 
 __all__ = ["autotune", "AutoTuneImpl"]
@@ -84,19 +100,122 @@ class AutoTuneImpl:
         if hit is not None:
             self.best_config, self.best_latency, kernel = hit
             return kernel
-        best = self._tune(given, configs)
+        candidates = self._candidates(given, configs)
+        path, key_text = self._disk_entry(given, configs)
+        best = self._load(path, key_text, candidates, configs) if path else None
+        if best is None:
+            best = self._tune(candidates, configs)
+            if path:
+                self._store(path, key_text, candidates, best)
         with self._lock:
             self._tuned[key] = best
         self.best_config, self.best_latency, kernel = best
         return kernel
 
-    def _tune(self, given: Dict[str, Any], configs: List[Dict[str, Any]]) -> Any:
+    def retarget(self, target: Any) -> "AutoTuneImpl":
+        """The same tuning over ``jit_impl.retarget(target)``: its own
+        choices, in memory and on disk."""
+        return AutoTuneImpl(self.jit_impl.retarget(target), self.configs, self.warmup, self.rep,
+                            self.supply_type, self.ref_prog, self.supply_prog, self.rtol,
+                            self.atol, self.max_mismatched_ratio, self.skip_check)
+
+    @staticmethod
+    def _candidates(given: Dict[str, Any], configs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
         candidates: List[Dict[str, Any]] = []
         for c in configs:
             merged = dict(c)
             merged.update(given)  # what the caller gave wins
             if merged not in candidates:
                 candidates.append(merged)
+        return candidates
+
+    # --- the disk cache of choices -------------------------------------------
+
+    def _disk_entry(self, given: Dict[str, Any], configs: List[Dict[str, Any]]) -> Any:
+        """(path, key text) of this call's stored choice, or (None, None)
+        when the choice is not to persist."""
+        if not _cache.is_cache_enabled() or not self.jit_impl._options.get("disk_cache", True):
+            return None, None
+        directory = _C.cache_dir()
+        if not directory:
+            return None, None
+        func = self.jit_impl._func
+        try:
+            source = inspect.getsource(func)
+        except (OSError, TypeError):
+            source = ""
+        from .jit import _target_name
+        target = _target_name(self.jit_impl._options.get("target", "auto"))
+        if target == "auto":  # what "auto" picks depends on what this machine has
+            available = [t for t in _C.registered_targets() if _C.target_available(t)]
+            target = f"auto ({', '.join(available)})"
+        key = {
+            "factory": f"{getattr(func, '__module__', '')}.{getattr(func, '__qualname__', '')}",
+            "source": hashlib.sha256(source.encode()).hexdigest(),
+            "arguments": repr(sorted(given.items())),
+            "configs": repr(configs),
+            "target": repr(target),
+        }
+        # An address in a repr differs from process to process: such a key
+        # would never hit, and would leave a file per process.
+        if any(" at 0x" in key[k] for k in ("arguments", "configs", "target")):
+            return None, None
+        text = json.dumps(key, sort_keys=True)
+        name = hashlib.sha256(text.encode()).hexdigest()[:32] + ".json"
+        return os.path.join(directory, "autotune", name), text
+
+    def _load(self, path: str, key_text: str, candidates: List[Dict[str, Any]],
+              configs: List[Dict[str, Any]]) -> Any:
+        """The stored choice as (config, latency, kernel), or None."""
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            return None
+        try:
+            with os.fdopen(fd, "r", encoding="utf-8") as f:
+                if os.fstat(f.fileno()).st_uid != os.geteuid():
+                    return None
+                entry = json.load(f)
+            index = entry["candidate"]
+            if entry["key"] != json.loads(key_text) or not isinstance(index, int) or \
+                    not 0 <= index < len(candidates) or \
+                    entry["arguments"] != repr(sorted(candidates[index].items())):
+                return None
+            latency = float(entry["latency_ms"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        arguments = candidates[index]
+        try:
+            kernel = self.jit_impl(**arguments)
+        except Exception:  # no longer builds here (a new compiler, say): tune among the rest
+            return None
+        config = {k: arguments[k] for k in {k for c in configs for k in c}}
+        return config, latency, kernel
+
+    def _store(self, path: str, key_text: str, candidates: List[Dict[str, Any]],
+               best: Any) -> None:
+        config, latency, _ = best
+        # Candidates are distinct and share the call's arguments: the first
+        # whose tuned values are the chosen ones is the one that won.
+        index = next(i for i, c in enumerate(candidates)
+                     if all(c[k] == v and type(c[k]) is type(v) for k, v in config.items()))
+        entry = {"key": json.loads(key_text), "candidate": index,
+                 "arguments": repr(sorted(candidates[index].items())), "latency_ms": latency}
+        directory = os.path.dirname(path)
+        try:
+            os.makedirs(directory, mode=0o700, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    json.dump(entry, f, indent=1, sort_keys=True)
+                os.replace(tmp, path)  # readers see the old file or the new one, whole
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        except OSError:
+            pass  # an unwritable cache costs the next process a tuning, nothing else
+
+    def _tune(self, candidates: List[Dict[str, Any]], configs: List[Dict[str, Any]]) -> Any:
         errors: List[BaseException] = []
 
         def build(arguments: Dict[str, Any]) -> Any:

@@ -4,7 +4,7 @@
 the disk cache of compiled binaries (factories still keep the kernels they
 made in memory, as TileLang's do); ``tilejit.cache.clear_cache()`` drops the
 factories' kernels, the loaded modules no kernel holds, and the disk cache's
-entries.
+entries (the compiled binaries and the autotuner's stored choices).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ __all__ = ["disable_cache", "enable_cache", "is_cache_enabled", "clear_cache"]
 _lock = threading.Lock()
 _enabled = True
 _ENTRY = re.compile(r"^[0-9a-f]{32}\.bin$")  # DiskCache's entry names
+_TUNED = re.compile(r"^[0-9a-f]{32}\.json$")  # the autotuner's stored choices (autotune/)
 
 
 def disable_cache() -> None:
@@ -38,16 +39,29 @@ def is_cache_enabled() -> bool:
 
 def clear_cache() -> int:
     """Empties the caches (see the module docstring); returns the number of
-    disk entries removed. Only files named as the disk cache names its
-    entries are removed."""
+    disk entries removed. Only files named as the disk cache and the
+    autotuner name their entries are removed."""
     from . import _C, empty_cache
     empty_cache()
     directory = _C.cache_dir()
     removed = 0
     if not directory or not os.path.isdir(directory):
         return 0
+    removed += _remove_matching(directory, _ENTRY)
+    tuned = os.path.join(directory, "autotune")
+    if os.path.isdir(tuned):
+        removed += _remove_matching(tuned, _TUNED)
+        try:
+            os.rmdir(tuned)  # only when nothing else is in it
+        except OSError:
+            pass
+    return removed
+
+
+def _remove_matching(directory: str, pattern: "re.Pattern[str]") -> int:
+    removed = 0
     for name in os.listdir(directory):
-        if _ENTRY.match(name):
+        if pattern.match(name):
             try:
                 os.remove(os.path.join(directory, name))
                 removed += 1

@@ -170,6 +170,27 @@ class JitFunction:
                             f"got {type(result).__name__}")
         return compile(result, **self._options)
 
+    def retarget(self, target: Any) -> "JitFunction":
+        """A new factory over the same function with the same options but
+        `target`, and a kernel cache of its own: the program written once
+        (``@jit(target="cpu")``) serves another target,
+        ``flashattn.retarget("cuda")(batch, heads, ...)``. The target takes
+        compile()'s spellings and is checked, as @jit's, when the new factory
+        first compiles."""
+        if not isinstance(_target_name(target), str):
+            raise TypeError(f"{self.name}: target must be a str, got {type(target).__name__}")
+        # Private copies of the list and dict options: the two factories
+        # share nothing mutable.
+        options = {k: dict(v) if isinstance(v, dict) else _copy_index(v)
+                   for k, v in self._options.items()}
+        options["target"] = target
+        return JitFunction(self._func, options)
+
+    @property
+    def target(self) -> Any:
+        """The target this factory compiles for (as given to jit or retarget)."""
+        return self._options["target"]
+
     def cache_clear(self) -> None:
         """Drops this factory's compiled kernels."""
         with self._lock:

@@ -239,3 +239,68 @@ def test_kernel_objects_are_made_by_jit_only():
     with raises_exact(TypeError, "tilejit.Kernel objects are made by tilejit.jit and "
                                  "tilejit.compile"):
         tilejit.Kernel()
+
+
+# --- retarget: the same program for another target ----------------------------
+
+_tile_builds = []
+
+
+@tilejit.jit(out_idx=[1], workspace_init={}, target="cpu")
+def tile_double(block=16):
+    _tile_builds.append(block)
+    n = T.symbolic("n")
+
+    @T.prim_func
+    def main(X: T.Tensor((n,), "float32"), Y: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, block), threads=32) as bx:
+            for i in T.Parallel(block):
+                if bx * block + i < n:
+                    Y[bx * block + i] = X[bx * block + i] * 2
+    return main
+
+
+def test_retarget_makes_a_factory_with_its_own_cache():
+    _tile_builds.clear()
+    original = tile_double(16)
+    again = tile_double.retarget("cpu")
+    assert isinstance(again, tilejit.JitFunction) and again is not tile_double
+    assert again.__name__ == "tile_double" and repr(again) == "<tilejit.jit tile_double>"
+    assert again.target == "cpu" and tile_double.target == "cpu"
+    assert again.cache_size() == 0 and tile_double.cache_size() == 1
+    kernel = again(16)
+    assert kernel is not original and again(block=16) is kernel
+    assert _tile_builds == [16, 16]  # traced again: the caches are separate
+    assert again.cache_size() == 1 and tile_double.cache_size() == 1
+    x = np.arange(37, dtype=np.float32)
+    np.testing.assert_array_equal(kernel(x), x * 2)
+    np.testing.assert_array_equal(original(x), x * 2)
+    again.cache_clear()
+    assert again.cache_size() == 0 and tile_double(16) is original
+    # The options are copies: everything but the target is the original's.
+    assert {**again._options, "target": "cpu"} == tile_double._options
+    assert again._options["out_idx"] is not tile_double._options["out_idx"]
+    assert again._options["workspace_init"] is not tile_double._options["workspace_init"]
+
+
+def test_retarget_takes_tilelangs_spellings():
+    llvm = tile_double.retarget("llvm")
+    assert llvm.target == "llvm"
+    x = np.ones(5, np.float32)
+    np.testing.assert_array_equal(llvm(8)(x), x * 2)
+    assert tile_double.retarget({"kind": "cpu"})(8)(x).tolist() == [2.0] * 5
+
+
+def test_retarget_to_an_unknown_target_fails_as_compile_does():
+    targets = ", ".join(tilejit._C.registered_targets())
+    message = f"unknown target 'tpu'; registered targets: {targets}"
+    bad = tile_double.retarget("tpu")  # checked when it compiles, as @jit(target=...) is
+    with raises_exact(ValueError, message):
+        bad(16)
+    with raises_exact(ValueError, message):
+        tilejit.compile(tile_double._func(16), out_idx=[1], target="tpu")
+    with raises_exact(ValueError, message):
+        tilejit.jit(out_idx=[1], target="tpu")(tile_double._func)(16)
+    assert bad.cache_size() == 0
+    with raises_exact(TypeError, "tile_double: target must be a str, got int"):
+        tile_double.retarget(3)

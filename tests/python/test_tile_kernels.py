@@ -263,6 +263,85 @@ def test_splitk_gemm_with_atomic_add():
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
 
 
+def _splitk_partials(split_k, alloc_global, bm=64, bn=64, bk=32):
+    """Split-K with the partial sums in a workspace: a parameter (the
+    factory's workspace_idx) or a T.alloc_global the compiler plans
+    (examples::tile::splitk_gemm in examples/tile/tile_kernels.h). Each block
+    computes its tile's slices into Partial[s], then reduces them into C; a
+    slice's last K tile may reach into the next slice, so what lies past the
+    slice's end is zeroed and each K element is summed once."""
+    M, N, K = T.symbolic("M"), T.symbolic("N"), T.symbolic("K")
+    chunk = T.ceildiv(K, split_k)
+
+    @T.macro
+    def tile(A, B, C, Partial, bx, by):
+        A_s = T.alloc_shared((bm, bk), "float32")
+        B_s = T.alloc_shared((bk, bn), "float32")
+        P_s = T.alloc_shared((bm, bn), "float32")
+        C_l = T.alloc_fragment((bm, bn), "float32")
+        for s in T.serial(split_k):
+            T.clear(C_l)
+            k_end = T.min(s * chunk + chunk, K)
+            for ko in T.Pipelined(T.ceildiv(chunk, bk), num_stages=2):
+                k0 = s * chunk + ko * bk
+                T.copy(A[by * bm, k0], A_s)
+                T.copy(B[k0, bx * bn], B_s)
+                for i, kk in T.Parallel(bm, bk):
+                    A_s[i, kk] = T.if_then_else(k0 + kk < k_end, A_s[i, kk], 0)
+                for kk, j in T.Parallel(bk, bn):
+                    B_s[kk, j] = T.if_then_else(k0 + kk < k_end, B_s[kk, j], 0)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, Partial[s, by * bm, bx * bn])
+        T.clear(C_l)
+        for s in T.serial(split_k):
+            T.copy(Partial[s, by * bm, bx * bn], P_s)
+            for i, j in T.Parallel(bm, bn):
+                C_l[i, j] += P_s[i, j]
+        T.copy(C_l, C[by * bm, bx * bn])
+
+    if alloc_global:
+        @T.prim_func
+        def main(A: T.Tensor((M, K), "float32"), B: T.Tensor((K, N), "float32"),
+                 C: T.Tensor((M, N), "float32")):
+            Partial = T.alloc_global((split_k, M, N), "float32")
+            with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+                tile(A, B, C, Partial, bx, by)
+    else:
+        @T.prim_func
+        def main(A: T.Tensor((M, K), "float32"), B: T.Tensor((K, N), "float32"),
+                 C: T.Tensor((M, N), "float32"), Partial: T.Tensor((split_k, M, N), "float32")):
+            with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+                tile(A, B, C, Partial, bx, by)
+    return main
+
+
+@tilelang.jit(out_idx=[2], workspace_idx=[3], target="cpu")
+def splitk_gemm_workspace(split_k, bm=64, bn=64, bk=32):
+    return _splitk_partials(split_k, False, bm, bn, bk)
+
+
+@tilelang.jit(out_idx=[2], target="cpu")
+def splitk_gemm_global(split_k, bm=64, bn=64, bk=32):
+    return _splitk_partials(split_k, True, bm, bn, bk)
+
+
+@needs_tile_cpu
+@pytest.mark.parametrize("factory", [splitk_gemm_workspace, splitk_gemm_global],
+                         ids=["workspace_idx", "alloc_global"])
+def test_splitk_gemm_with_the_partials_in_a_workspace(factory):
+    # K = 100 over 3 slices of 34: each slice's second K tile of 32 reaches
+    # into the next slice. M and N do not divide the tiles either.
+    kernel = factory(3)
+    for m, n, k in [(70, 50, 100), (64, 64, 96), (5, 3, 7)]:
+        a, b = rand(m, k), rand(k, n)
+        np.testing.assert_allclose(kernel(a, b), a @ b, rtol=1e-4, atol=1e-4,
+                                   err_msg=f"M={m} N={n} K={k}")
+        assert kernel.workspace_layout(a, b) == [
+            {"name": "Partial", "offset": 0, "bytes": 3 * m * n * 4, "shape": (3, m, n),
+             "dtype": "float32", "init": "empty"}]
+    assert kernel.workspace_names == ["Partial"] and kernel.input_names == ["A", "B"]
+
+
 @tilelang.jit(out_idx=[-1], target="cpu")
 def splitk_gemm_counted(M, N, K, split_k, block=32, block_k=16):
     # The slices are whole K tiles, so none straddles two slices; the copies'
