@@ -211,8 +211,19 @@ void CudaTileCodegen::emit_store(const ir::StoreStmt& op) {
 
 void CudaTileCodegen::emit_tile_op(const ir::Stmt& s) {
   if (parallel_depth_ > 0) {
+    // One thread's element: T.atomic_add(C[i, j], C_f[i, j]), T.print.
+    if (s.kind() == ir::StmtKind::kAtomicAdd) {
+      backend::lower_atomic_add(*this, *s.as<ir::AtomicAddOp>());
+      return;
+    }
+    if (s.kind() == ir::StmtKind::kPrint) {
+      backend::lower_print(*this, *s.as<ir::PrintOp>());
+      return;
+    }
     fail(ErrorKind::kValueError, s.span(), "tile op",
-         "a tile op inside a T.Parallel loop; the CUDA backend runs tile ops on the whole block");
+         "a tile op inside a T.Parallel loop; the CUDA backend runs T.copy, T.gemm, T.fill and "
+         "the reductions on the whole block (only T.atomic_add and T.print may take one "
+         "element in a T.Parallel loop)");
   }
   sync();
   switch (s.kind()) {

@@ -20,7 +20,9 @@
 //  - A T.Parallel nest is one loop over all its iterations that the
 //    block's threads share (iteration f on thread f % threads); loops inside
 //    it run on their thread.
-//  - Tile ops are library calls that the block's threads make together.
+//  - Tile ops are library calls that the block's threads make together;
+//    inside a T.Parallel nest, where TileLang writes T.atomic_add or T.print
+//    of one element, the op is the calling thread's alone.
 //  - A store outside a T.Parallel loop into a shared, fragment or global
 //    buffer is made by thread 0 alone (the value is the same on every
 //    thread); a store into a local buffer by every thread.
@@ -56,8 +58,13 @@ class CudaTileCodegen final : public backend::TileCodegen {
       : TileCodegen(func, symbols, os, "CUDA"), threads_(threads) {}
 
   std::string lib() const override { return "tilejit::cuda"; }
-  const char* thread_index() const override { return "tilejit_tid"; }
-  const char* thread_count() const override { return "tilejit_nthreads"; }
+  // Inside a T.Parallel nest an op is its thread's alone.
+  const char* thread_index() const override {
+    return parallel_depth_ > 0 ? nullptr : "tilejit_tid";
+  }
+  const char* thread_count() const override {
+    return parallel_depth_ > 0 ? nullptr : "tilejit_nthreads";
+  }
   std::string gemm_template_tail() const override { return ", " + std::to_string(threads_); }
   std::string math(const char* fn, const char* ct,
                    const std::vector<std::string>& args) const override;

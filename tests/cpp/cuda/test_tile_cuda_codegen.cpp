@@ -12,6 +12,7 @@
 #include "tile/gated_delta_rule.h"
 #include "tile/sparse_attention.h"
 #include "tile/tile_kernels.h"
+#include "tilejit/ir/tile_builder.h"
 #include "tilejit/transform/verify.h"
 #include "tilejit/transform/workspace_plan.h"
 
@@ -19,6 +20,7 @@ namespace tilejit::cuda::testing {
 namespace {
 
 namespace ex = ::examples::tile;
+using ir::Expr;
 
 struct Lowered {
   ir::PrimFunc func;  // after plan_workspaces, as jit() hands it on
@@ -88,6 +90,38 @@ TEST_F(CudaTileCodegen, FlashDecodingIsTwoEntries) {
   EXPECT_EQ(l.generated.abi.launches[0].entry, "tilejit_kernel");
   EXPECT_EQ(l.generated.abi.launches[1].entry, "tilejit_kernel_1");
   EXPECT_NE(l.generated.source.find("tilejit_kernel_1("), std::string::npos);
+}
+
+// T.atomic_add of one element in a T.Parallel loop is that thread's own;
+// other tile ops there are refused, naming the op's line.
+TEST_F(CudaTileCodegen, OneElementAtomicsInAParallelLoopAreTheThreads) {
+  auto program = [](bool with_copy) {
+    ir::TileBuilder b("column_sums");
+    const Expr n = ir::symbolic("n");
+    const DataType f32 = DataType::float32();
+    const ir::Buffer A = b.tensor_param("A", {n, Expr(64)}, f32);
+    const ir::Buffer S = b.tensor_param("S", {Expr(64)}, f32);
+    const auto blk = b.begin_kernel({ir::ceildiv(n, 32)}, {128});
+    const ir::Buffer F = b.alloc("F", {32, 64}, f32, ir::Scope::kFragment);
+    b.copy(ir::corner(A, {blk[0] * 32, Expr(0)}), ir::whole(F));
+    const Expr i = b.begin_for("i", 0, 32, ir::ForKind::kParallel);
+    const Expr j = b.begin_for("j", 0, 64, ir::ForKind::kParallel);
+    if (with_copy) {
+      b.copy(ir::whole(F), ir::corner(A, {i, j}), ir::Span{"k.py", 7, 5});
+    } else {
+      b.atomic_add(ir::region(S, {ir::Range{j, Expr(1)}}), ir::load(F, {i, j}));
+    }
+    b.end_for();
+    b.end_for();
+    b.end_kernel();
+    return b.finish();
+  };
+  const Lowered l = compiles(program(false));
+  EXPECT_NE(l.generated.source.find("tilejit::cuda::atomic_add(&S("), std::string::npos)
+      << l.generated.source;
+  const std::string msg = error_message([&] { lower(program(true)); }, ErrorKind::kValueError);
+  EXPECT_NE(msg.find("k.py:7:5"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("a tile op inside a T.Parallel loop"), std::string::npos) << msg;
 }
 
 TEST_F(CudaTileCodegen, SparseAttentionAndGatedDeltaRule) {
