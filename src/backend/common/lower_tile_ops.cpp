@@ -273,6 +273,17 @@ void elementwise(TileCodegen& cg, const std::vector<int64_t>& shape, const Side&
 
 }  // namespace
 
+std::string copy_side_rect(TileCodegen& cg, const ir::CopyOp& op, bool source) {
+  const std::string name = "T.copy";
+  const auto [src_r, dst_r] = resolve_pair(cg, op.src, op.dst, op.span, name);
+  const Side side = make_side(cg, source ? src_r : dst_r, op.span, name,
+                              source ? "source" : "destination");
+  TILEJIT_ICHECK(rect_path({&side}) && side.iter_dims.size() <= 2)
+      << cg.func().name << ": T.copy: " << ir::to_string(source ? op.src : op.dst)
+      << " is not a rectangle";
+  return rect(cg, side, {}, source);
+}
+
 void lower_copy(TileCodegen& cg, const ir::CopyOp& op) {
   const std::string name = "T.copy";
   const auto [src_r, dst_r] = resolve_pair(cg, op.src, op.dst, op.span, name);

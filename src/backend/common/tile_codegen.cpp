@@ -306,6 +306,7 @@ std::string TileCodegen::loop_end(const std::string& v, const ir::ForStmt& op,
 
 void TileCodegen::emit_stmt(const ir::Stmt& s) {
   if (!s.defined()) return;
+  if (s.kind() != ir::StmtKind::kSeq) before_stmt(s);
   switch (s.kind()) {
     case ir::StmtKind::kKernel:
       fail(ErrorKind::kValueError, s.span(), "T.Kernel",

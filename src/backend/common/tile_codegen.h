@@ -104,9 +104,12 @@ class TileCodegen {
 
   /// Emits a statement (the kernel's body, recursively).
   void emit_stmt(const ir::Stmt& s);
-  /// Emits the statements of an if, a while or a loop body: the default is
-  /// emit_stmt; a target may wrap them.
+  /// Emits the statements of an if's branch or a while's body: the default
+  /// is emit_stmt; a target may wrap them.
   virtual void emit_block(const ir::Stmt& s) { emit_stmt(s); }
+  /// Called before each statement but a sequence is emitted (a target's
+  /// barriers before what its expressions read).
+  virtual void before_stmt(const ir::Stmt&) {}
 
   /// The namespace of the target's tile library ("tilejit::cpu").
   virtual std::string lib() const = 0;
@@ -169,5 +172,9 @@ void lower_fill(TileCodegen& cg, const ir::FillOp& op);
 void lower_reduce(TileCodegen& cg, const ir::ReduceOp& op);
 void lower_atomic_add(TileCodegen& cg, const ir::AtomicAddOp& op);
 void lower_print(TileCodegen& cg, const ir::PrintOp& op);
+/// The library's Rect (copy.h) of one side of a copy whose iteration shape
+/// is at most 2-D with contiguous rows: `source` the (const) source, else
+/// the destination.
+std::string copy_side_rect(TileCodegen& cg, const ir::CopyOp& op, bool source);
 
 }  // namespace tilejit::backend

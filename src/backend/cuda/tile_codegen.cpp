@@ -16,6 +16,7 @@
 //   }
 #include "backend/cuda/tile_codegen.h"
 
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -35,21 +36,68 @@ namespace {
 
 using ir::Expr;
 
-// The outermost T.Parallel loops of a nest: each loop whose body is the next.
-std::vector<const ir::ForStmt*> parallel_nest(const ir::ForStmt& op) {
-  std::vector<const ir::ForStmt*> nest{&op};
-  for (;;) {
-    const ir::Stmt& body = nest.back()->body;
-    const ir::ForStmt* inner = nullptr;
-    if (body.kind() == ir::StmtKind::kFor) inner = body.as<ir::ForStmt>();
-    if (body.kind() == ir::StmtKind::kSeq && body.as<ir::SeqStmt>()->stmts.size() == 1 &&
-        body.as<ir::SeqStmt>()->stmts[0].kind() == ir::StmtKind::kFor) {
-      inner = body.as<ir::SeqStmt>()->stmts[0].as<ir::ForStmt>();
-    }
-    if (inner == nullptr || inner->for_kind != ir::ForKind::kParallel) return nest;
-    nest.push_back(inner);
+// The buffers a statement (or expression) reads and writes, tile-op
+// operands included.
+struct Accessed : ir::IRVisitor {
+  std::set<uint64_t> ids, reads, writes;
+  void visit_load(const ir::LoadNode* op, const Expr& e) override {
+    ids.insert(op->buffer.id());
+    reads.insert(op->buffer.id());
+    ir::IRVisitor::visit_load(op, e);
   }
+  void visit_store(const ir::StoreStmt* op, const ir::Stmt& s) override {
+    ids.insert(op->buffer.id());
+    writes.insert(op->buffer.id());
+    ir::IRVisitor::visit_store(op, s);
+  }
+  void read(const ir::Region& r) {
+    if (r.buffer.defined()) reads.insert(r.buffer.id());
+  }
+  void write(const ir::Region& r) {
+    if (r.buffer.defined()) writes.insert(r.buffer.id());
+  }
+  void visit_copy(const ir::CopyOp* op, const ir::Stmt& s) override {
+    read(op->src);
+    write(op->dst);
+    ir::IRVisitor::visit_copy(op, s);
+  }
+  void visit_gemm(const ir::GemmOp* op, const ir::Stmt& s) override {
+    read(op->a);
+    read(op->b);
+    read(op->c);
+    write(op->c);
+    ir::IRVisitor::visit_gemm(op, s);
+  }
+  void visit_fill(const ir::FillOp* op, const ir::Stmt& s) override {
+    write(op->dst);
+    ir::IRVisitor::visit_fill(op, s);
+  }
+  void visit_reduce(const ir::ReduceOp* op, const ir::Stmt& s) override {
+    read(op->src);
+    read(op->dst);
+    write(op->dst);
+    ir::IRVisitor::visit_reduce(op, s);
+  }
+  void visit_atomic_add(const ir::AtomicAddOp* op, const ir::Stmt& s) override {
+    read(op->src);
+    read(op->dst);
+    write(op->dst);
+    ir::IRVisitor::visit_atomic_add(op, s);
+  }
+  void visit_print(const ir::PrintOp* op, const ir::Stmt& s) override {
+    read(op->region);
+    ir::IRVisitor::visit_print(op, s);
+  }
+};
+
+bool meets(const std::set<uint64_t>& a, const std::set<uint64_t>& b) {
+  for (uint64_t x : a) {
+    if (b.count(x)) return true;
+  }
+  return false;
 }
+
+std::string str(int64_t v) { return std::to_string(v); }
 
 }  // namespace
 
@@ -74,9 +122,51 @@ std::string CudaTileCodegen::math(const char* fn, const char* ct,
 }
 
 void CudaTileCodegen::sync() {
+  read_since_.clear();
+  written_since_.clear();
   if (synced_at_ == lines_written()) return;
-  line("__syncthreads();");
+  line("tilejit::cuda::barrier();");
   synced_at_ = lines_written();
+}
+
+std::set<uint64_t> CudaTileCodegen::visible(const std::set<uint64_t>& ids) const {
+  std::set<uint64_t> out;
+  for (uint64_t id : ids) {
+    if (!locals_.count(id) && !choice_.registers.count(id)) out.insert(id);
+  }
+  return out;
+}
+
+void CudaTileCodegen::enter(const std::set<uint64_t>& reads, const std::set<uint64_t>& writes) {
+  const std::set<uint64_t> r = visible(reads), w = visible(writes);
+  if (meets(written_since_, r) || meets(written_since_, w) || meets(read_since_, w)) sync();
+  read_since_.insert(r.begin(), r.end());
+  written_since_.insert(w.begin(), w.end());
+}
+
+void CudaTileCodegen::emit_block(const ir::Stmt& s) {
+  sync();
+  emit_stmt(s);
+  sync();
+}
+
+void CudaTileCodegen::before_stmt(const ir::Stmt& s) {
+  if (parallel_depth_ > 0) return;
+  // What uniform code's own expressions read (bodies and tile ops are
+  // entered where they are emitted).
+  Accessed a;
+  switch (s.kind()) {
+    case ir::StmtKind::kLet: a.visit(s.as<ir::LetStmt>()->value); break;
+    case ir::StmtKind::kEvaluate: a.visit(s.as<ir::EvaluateStmt>()->value); break;
+    case ir::StmtKind::kIf: a.visit(s.as<ir::IfStmt>()->cond); break;
+    case ir::StmtKind::kWhile: a.visit(s.as<ir::WhileStmt>()->cond); break;
+    case ir::StmtKind::kFor:
+      a.visit(s.as<ir::ForStmt>()->min);
+      a.visit(s.as<ir::ForStmt>()->extent);
+      break;
+    default: return;
+  }
+  enter(a.reads, {});
 }
 
 void CudaTileCodegen::emit_alloc(const ir::AllocStmt& op) {
@@ -103,29 +193,88 @@ void CudaTileCodegen::emit_alloc(const ir::AllocStmt& op) {
     a.shape.push_back(std::to_string(d.int_value()));
     elements *= d.int_value();
   }
+  if (const AccLayout* reg = register_layout(b)) {
+    a.layout = "mma";
+    line("float " + a.name + "[" + str(reg->registers()) + "];  // fragment in registers: " +
+         reg->type());
+    set_access(b, std::move(a));
+    return;
+  }
+  if (choice_.padded.count(b.id())) {
+    // Note [Padded gemm operands].
+    a.static_shape.back() += kOperandPad;
+    a.shape.back() = str(a.static_shape.back());
+    elements = elements / (a.static_shape.back() - kOperandPad) * a.static_shape.back();
+  }
   const int64_t bytes = elements * b.dtype().bytes();
   if (b.scope() == ir::Scope::kLocal) {
+    locals_.insert(b.id());
     line(std::string(st) + " " + a.name + "[" + std::to_string(elements) + "];  // local");
   } else {
-    const int64_t offset = (smem_bytes_ + 127) / 128 * 128;
-    if (offset + bytes > kMaxSharedBytes) {
-      fail(ErrorKind::kValueError, op.span, "T.alloc",
-           "buffer " + b.name() + " (" + std::to_string(bytes) + " bytes) ends at byte " +
-               std::to_string(offset + bytes) + " of the block's shared memory, past the " +
-               std::to_string(kMaxSharedBytes) +
-               " a block may have; the shared and fragment tiles before it take " +
-               std::to_string(offset));
-    }
-    smem_bytes_ = offset + bytes;
+    const int64_t offset = take_shared(bytes, op.span, "buffer " + b.name());
     line(std::string(st) + "* const " + a.name + " = reinterpret_cast<" + st +
          "*>(tilejit_smem + " + std::to_string(offset) + ");  // " + ir::scope_name(b.scope()) +
-         ", " + std::to_string(bytes) + " bytes");
+         ", " + std::to_string(bytes) + " bytes" +
+         (choice_.padded.count(b.id()) ? ", rows padded" : ""));
   }
   set_access(b, std::move(a));
 }
 
+int64_t CudaTileCodegen::take_shared(int64_t bytes, const ir::Span& span,
+                                     const std::string& what) {
+  const int64_t offset = (smem_bytes_ + 127) / 128 * 128;
+  if (offset + bytes > kMaxSharedBytes) {
+    fail(ErrorKind::kValueError, span, "T.alloc",
+         what + " (" + str(bytes) + " bytes) ends at byte " + str(offset + bytes) +
+             " of the block's shared memory, past the " + str(kMaxSharedBytes) +
+             " a block may have; the shared and fragment tiles before it take " + str(offset));
+  }
+  smem_bytes_ = offset + bytes;
+  return offset;
+}
+
+const AccLayout* CudaTileCodegen::register_layout(const ir::Buffer& b) const {
+  auto it = choice_.registers.find(b.id());
+  return it == choice_.registers.end() ? nullptr : &it->second;
+}
+
+std::string CudaTileCodegen::tile_element(const backend::BufferAccess& a,
+                                          const std::vector<ir::Expr>& indices) {
+  if (a.layout != "mma") return TileCodegen::tile_element(a, indices);
+  TILEJIT_ICHECK(reg_layout_ != nullptr && indices.size() == 2 && indices[0].is_var() &&
+                 indices[1].is_var() && indices[0].var_id() == reg_vars_[0] &&
+                 indices[1].var_id() == reg_vars_[1])
+      << func().name << ": register fragment " << a.name << " accessed outside its register loop";
+  return a.name + "[tilejit_r]";
+}
+
 void CudaTileCodegen::emit_parallel_nest(const ir::ForStmt& op) {
   const std::vector<const ir::ForStmt*> nest = parallel_nest(op);
+  Accessed accessed;
+  accessed.visit(nest.back()->body);
+  for (uint64_t id : accessed.ids) {
+    auto it = choice_.registers.find(id);
+    if (it == choice_.registers.end()) continue;
+    // The register loop: each thread its own elements (Note [Register
+    // accumulators]); the nest's indices are each register's row and column.
+    const AccLayout& layout = it->second;
+    enter(accessed.reads, accessed.writes);
+    line("#pragma unroll");
+    line("for (int tilejit_r = 0; tilejit_r < " + str(layout.registers()) + "; ++tilejit_r) {");
+    indent();
+    line("const int64_t " + var_name(nest[0]->var) + " = " + layout.type() + "::row(tilejit_r);");
+    line("const int64_t " + var_name(nest[1]->var) + " = " + layout.type() + "::col(tilejit_r);");
+    reg_layout_ = &layout;
+    reg_vars_ = {nest[0]->var.var_id(), nest[1]->var.var_id()};
+    parallel_depth_ += 1;
+    emit_stmt(nest.back()->body);
+    parallel_depth_ -= 1;
+    reg_layout_ = nullptr;
+    reg_vars_.clear();
+    dedent();
+    line("}");
+    return;
+  }
   // The trip count of the whole nest, then each loop's index from the
   // shared iteration f (the last loop fastest, so that consecutive threads
   // take consecutive elements of a row).
@@ -146,7 +295,7 @@ void CudaTileCodegen::emit_parallel_nest(const ir::ForStmt& op) {
   }
   for (const std::string& e : extents) total = total.empty() ? e : total + " * " + e;
   if (constant) total = backend::int_literal(total_value);
-  sync();
+  enter(accessed.reads, accessed.writes);
   const std::string f = fresh("tilejit_f");
   line("for (int64_t " + f + " = tilejit_tid; " + f + " < " + total + "; " + f +
        " += tilejit_nthreads) {");
@@ -166,7 +315,6 @@ void CudaTileCodegen::emit_parallel_nest(const ir::ForStmt& op) {
   parallel_depth_ -= 1;
   dedent();
   line("}");
-  sync();
 }
 
 void CudaTileCodegen::emit_for(const ir::ForStmt& op) {
@@ -190,9 +338,14 @@ void CudaTileCodegen::emit_for(const ir::ForStmt& op) {
   }
   line("for (int64_t " + v + " = " + lo + "; " + v + " < " + end + "; ++" + v + ") {");
   indent();
-  emit_stmt(op.body);
+  if (parallel_depth_ > 0) {
+    emit_stmt(op.body);
+  } else {
+    emit_block(op.body);  // the back edge is behind a barrier
+  }
   dedent();
   line("}");
+  if (parallel_depth_ == 0) sync();
 }
 
 void CudaTileCodegen::emit_store(const ir::StoreStmt& op) {
@@ -200,13 +353,23 @@ void CudaTileCodegen::emit_store(const ir::StoreStmt& op) {
   const char* st = storage_type(b.dtype, op.span, "store");
   const std::string store =
       element(b, op.indices) + " = tilejit::cuda::convert<" + st + ">(" + expr(op.value) + ");";
-  if (parallel_depth_ > 0 || b.layout == "local") {
+  if (parallel_depth_ > 0) {
     line(store);
     return;
   }
-  sync();
+  if (b.layout == "local") {
+    Accessed a;
+    for (const Expr& i : op.indices) a.visit(i);
+    a.visit(op.value);
+    enter(a.reads, {});
+    line(store);
+    return;
+  }
+  Accessed a;
+  for (const Expr& i : op.indices) a.visit(i);
+  a.visit(op.value);
+  enter(a.reads, {op.buffer.id()});
   line("if (tilejit_tid == 0) " + store);
-  sync();
 }
 
 void CudaTileCodegen::emit_tile_op(const ir::Stmt& s) {
@@ -225,7 +388,13 @@ void CudaTileCodegen::emit_tile_op(const ir::Stmt& s) {
          "the reductions on the whole block (only T.atomic_add and T.print may take one "
          "element in a T.Parallel loop)");
   }
-  sync();
+  Accessed a;
+  a.visit(s);
+  if (s.kind() == ir::StmtKind::kReduce && register_layout(s.as<ir::ReduceOp>()->src.buffer)) {
+    a.writes.insert(0);  // the row reduction's scratch
+  }
+  enter(a.reads, a.writes);
+  if (emit_register_op(s)) return;
   switch (s.kind()) {
     case ir::StmtKind::kCopy: backend::lower_copy(*this, *s.as<ir::CopyOp>()); break;
     case ir::StmtKind::kGemm: backend::lower_gemm(*this, *s.as<ir::GemmOp>()); break;
@@ -243,7 +412,73 @@ void CudaTileCodegen::emit_tile_op(const ir::Stmt& s) {
       break;
     default: ir::unhandled_stmt("CUDA tile codegen", s);
   }
-  sync();
+}
+
+bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
+  static const char* const kKinds[] = {"kSum", "kMax", "kMin", "kAbsSum", "kAbsMax"};
+  switch (s.kind()) {
+    case ir::StmtKind::kFill: {
+      const auto* op = s.as<ir::FillOp>();
+      const AccLayout* l = register_layout(op->dst.buffer);
+      if (l == nullptr) return false;
+      line("// T.fill(" + ir::to_string(op->dst) + ", " + ir::to_string(op->value) + ")");
+      line("tilejit::cuda::acc_fill<" + l->type() + ">(" + access(op->dst.buffer, s.span(), "T.fill").name +
+           ", " + expr(op->value) + ");");
+      return true;
+    }
+    case ir::StmtKind::kGemm: {
+      const auto* op = s.as<ir::GemmOp>();
+      const AccLayout* l = register_layout(op->c.buffer);
+      if (l == nullptr) return false;
+      const backend::BufferAccess& a = access(op->a.buffer, s.span(), "T.gemm");
+      const backend::BufferAccess& b = access(op->b.buffer, s.span(), "T.gemm");
+      const int64_t k = op->trans_a ? a.static_shape[0] : op->a.buffer.shape()[1].int_value();
+      line("// T.gemm(" + ir::to_string(op->a) + ", " + ir::to_string(op->b) + ", " +
+           ir::to_string(op->c) + "): tensor cores into registers");
+      line("tilejit::cuda::acc_gemm<" + l->type() + ", " + str(k) + ", " +
+           (op->trans_a ? "true" : "false") + ", " + (op->trans_b ? "true" : "false") + ", " +
+           str(a.static_shape[1]) + ", " + str(b.static_shape[1]) + ">(" +
+           access(op->c.buffer, s.span(), "T.gemm").name + ", " + a.data + ", " + b.data + ", " +
+           (op->clear_accum ? "true" : "false") + ");");
+      return true;
+    }
+    case ir::StmtKind::kCopy: {
+      const auto* op = s.as<ir::CopyOp>();
+      const AccLayout* from = register_layout(op->src.buffer);
+      const AccLayout* to = register_layout(op->dst.buffer);
+      if (from == nullptr && to == nullptr) return false;
+      line("// T.copy(" + ir::to_string(op->src) + ", " + ir::to_string(op->dst) + ")");
+      if (from != nullptr) {
+        line("tilejit::cuda::acc_store<" + from->type() + ">(" +
+             access(op->src.buffer, s.span(), "T.copy").name + ", " +
+             backend::copy_side_rect(*this, *op, false) + ");");
+      } else {
+        line("tilejit::cuda::acc_load<" + to->type() + ">(" +
+             access(op->dst.buffer, s.span(), "T.copy").name + ", " +
+             backend::copy_side_rect(*this, *op, true) + ");");
+      }
+      return true;
+    }
+    case ir::StmtKind::kReduce: {
+      const auto* op = s.as<ir::ReduceOp>();
+      const AccLayout* l = register_layout(op->src.buffer);
+      if (l == nullptr) return false;
+      const backend::BufferAccess& dst = access(op->dst.buffer, s.span(), "T.reduce");
+      std::string scratch = "nullptr";
+      if (l->wn > 1) {
+        scratch = "reinterpret_cast<float*>(tilejit_smem + " +
+                  str(take_shared(4 * l->m * l->wn, s.span(), "the row reduction's scratch")) + ")";
+      }
+      line(std::string("// T.reduce_") + ir::reduce_kind_name(op->reduce_kind) + "(" +
+           ir::to_string(op->src) + ", " + ir::to_string(op->dst) + ", dim=1)");
+      line(std::string("tilejit::cuda::acc_reduce_rows<tilejit::cuda::ReduceKind::") +
+           kKinds[int(op->reduce_kind)] + ", " + l->type() + ">(" +
+           access(op->src.buffer, s.span(), "T.reduce").name + ", " + dst.data + ", " +
+           (op->clear ? "true" : "false") + ", " + scratch + ");");
+      return true;
+    }
+    default: return false;
+  }
 }
 
 namespace {
@@ -254,7 +489,7 @@ int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
                           const std::vector<std::string>& symbols, const ir::KernelStmt& kernel,
                           const std::string& entry, int threads) {
   std::ostringstream body;
-  CudaTileCodegen cg(f, symbols, body, threads);
+  CudaTileCodegen cg(f, symbols, body, threads, choose_fragments(kernel, threads));
   static const char* const kBlock[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
   std::vector<std::string> decls;
   for (size_t d = 0; d < kernel.block_vars.size(); ++d) {
@@ -275,6 +510,7 @@ int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
   }
   cg.indent();
   cg.emit_stmt(kernel.body);
+  cg.line("tilejit::cuda::async_wait_all();");
 
   os << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") " << entry
      << "(const __grid_constant__ tilejit::Args tilejit_args) {\n";

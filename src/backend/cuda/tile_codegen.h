@@ -10,7 +10,10 @@
 //
 // Every thread runs the body's statements in order: outside T.Parallel
 // loops the code is uniform, the same for every thread of the block.
-//  - Shared and fragment buffers live in the block's dynamic shared memory,
+//  - Shared and fragment buffers live in the block's dynamic shared memory
+//    (but for the gemm accumulators kept in registers: Note [Register
+//    accumulators] in fragments.h, where a T.Parallel nest over one is a
+//    loop over the thread's registers),
 //    one buffer planned here: each tile at the next 128-byte boundary (the
 //    alignment ldmatrix, cp.async and the swizzles need). The total is the
 //    launch's shared memory in the KernelAbi, and the module raises the
@@ -26,18 +29,29 @@
 //  - A store outside a T.Parallel loop into a shared, fragment or global
 //    buffer is made by thread 0 alone (the value is the same on every
 //    thread); a store into a local buffer by every thread.
-//  - __syncthreads() goes before and after each tile op, T.Parallel nest
-//    and thread-0 store (never twice in a row): data handed from one
-//    thread to another through shared memory is always behind a barrier.
+//  - Barriers: each statement that the block runs together (a tile op, a
+//    T.Parallel nest, a thread-0 store, an expression of uniform code) reads
+//    and writes a set of block-visible buffers (shared, fragment in shared
+//    memory, global). Since the last barrier the statements emitted have
+//    read R and written W; a statement reading r and writing w is preceded
+//    by a barrier when W meets r or w, or R meets w (a hazard between
+//    threads), and then the sets restart. Loop bodies start and end with a
+//    barrier (the back edge), and so do the branches of an if and the body
+//    of a while. A barrier first waits for this thread's cp.async copies
+//    (copy.h issues them and does not wait), so a tile copied from global
+//    memory is complete for every thread past it.
 //  - T.Pipelined is a plain loop; T.unroll carries #pragma unroll.
 #pragma once
 
 #include <cstdint>
 #include <ostream>
+#include <set>
+#include <utility>
 #include <string>
 #include <vector>
 
 #include "backend/common/tile_codegen.h"
+#include "backend/cuda/fragments.h"
 #include "tilejit/ir/prim_func.h"
 #include "tilejit/ir/stmt.h"
 #include "tilejit/runtime/backend.h"
@@ -54,8 +68,8 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
 class CudaTileCodegen final : public backend::TileCodegen {
  public:
   CudaTileCodegen(const ir::PrimFunc& func, const std::vector<std::string>& symbols,
-                  std::ostream& os, int threads)
-      : TileCodegen(func, symbols, os, "CUDA"), threads_(threads) {}
+                  std::ostream& os, int threads, FragmentChoice choice)
+      : TileCodegen(func, symbols, os, "CUDA"), threads_(threads), choice_(std::move(choice)) {}
 
   std::string lib() const override { return "tilejit::cuda"; }
   // Inside a T.Parallel nest an op is its thread's alone.
@@ -68,6 +82,9 @@ class CudaTileCodegen final : public backend::TileCodegen {
   std::string gemm_template_tail() const override { return ", " + std::to_string(threads_); }
   std::string math(const char* fn, const char* ct,
                    const std::vector<std::string>& args) const override;
+  /// A register fragment's element is reachable only in its register loop.
+  std::string tile_element(const backend::BufferAccess& a,
+                           const std::vector<ir::Expr>& indices) override;
 
   /// The shared memory the body's tiles take, known once emitted.
   int64_t smem_bytes() const { return smem_bytes_; }
@@ -78,14 +95,35 @@ class CudaTileCodegen final : public backend::TileCodegen {
   void emit_store(const ir::StoreStmt& op) override;
   void emit_tile_op(const ir::Stmt& s) override;
 
+  void emit_block(const ir::Stmt& s) override;
+  void before_stmt(const ir::Stmt& s) override;
+
   void emit_parallel_nest(const ir::ForStmt& op);
-  /// __syncthreads(), unless the last line written was one.
+  /// A statement the block runs together will read `reads` and write
+  /// `writes` (buffer ids): a barrier first where that is a hazard.
+  void enter(const std::set<uint64_t>& reads, const std::set<uint64_t>& writes);
+  /// The block-visible buffers among `ids` (not in registers, not local).
+  std::set<uint64_t> visible(const std::set<uint64_t>& ids) const;
+  /// A tile op with an operand in registers (Note [Register accumulators]);
+  /// false when it has none.
+  bool emit_register_op(const ir::Stmt& s);
+  const AccLayout* register_layout(const ir::Buffer& b) const;
+  /// Bytes of shared memory at a new 128-byte boundary; returns the offset.
+  int64_t take_shared(int64_t bytes, const ir::Span& span, const std::string& what);
+  /// A barrier (after this thread's cp.async copies), unless the last line
+  /// written was one; the hazard sets restart.
   void sync();
 
   int threads_;
+  FragmentChoice choice_;
   int parallel_depth_ = 0;
+  // The register loop being emitted: its layout and the nest's indices.
+  const AccLayout* reg_layout_ = nullptr;
+  std::vector<uint64_t> reg_vars_;
   int64_t smem_bytes_ = 0;
   int64_t synced_at_ = -1;  // lines_written() after the last barrier
+  std::set<uint64_t> read_since_, written_since_;
+  std::set<uint64_t> locals_;  // local buffers (per thread)
 };
 
 }  // namespace tilejit::cuda

@@ -63,6 +63,35 @@ TEST_F(CudaTileCodegen, GemmInEveryDtype) {
   }
 }
 
+bool has(const Lowered& l, const std::string& text) {
+  return l.generated.source.find(text) != std::string::npos;
+}
+
+// Note [Register accumulators]: a 16-bit GEMM's accumulator is in registers
+// and its K steps run on the tensor cores; the operands' rows are padded.
+TEST_F(CudaTileCodegen, SixteenBitGemmAccumulatesInRegisters) {
+  ex::GemmConfig cfg;
+  cfg.in = DataType::bfloat16();
+  const Lowered l = compiles(ex::gemm(cfg));
+  EXPECT_TRUE(has(l, "// fragment in registers: tilejit::cuda::MmaAcc<")) << l.generated.source;
+  EXPECT_TRUE(has(l, "tilejit::cuda::acc_gemm<")) << l.generated.source;
+  EXPECT_TRUE(has(l, "tilejit::cuda::acc_store<")) << l.generated.source;
+  EXPECT_TRUE(has(l, "rows padded")) << l.generated.source;
+  // A float32 GEMM keeps its accumulator in shared memory (no tensor-core route).
+  cfg.in = DataType::float32();
+  EXPECT_FALSE(has(compiles(ex::gemm(cfg)), "MmaAcc<"));
+}
+
+// Flash attention: both accumulators in registers, the softmax's T.Parallel
+// loops over them register loops, the row statistics in shared memory.
+TEST_F(CudaTileCodegen, FlashAttentionAccumulatorsInRegisters) {
+  ex::FlashAttentionConfig cfg;
+  cfg.dtype = DataType::float16();
+  const Lowered l = compiles(ex::flash_attention(cfg));
+  EXPECT_TRUE(has(l, "acc_reduce_rows<tilejit::cuda::ReduceKind::kMax")) << l.generated.source;
+  EXPECT_TRUE(has(l, "for (int tilejit_r = 0;")) << l.generated.source;
+}
+
 TEST_F(CudaTileCodegen, ElementwiseAndNormalisations) {
   compiles(ex::elementwise_add(DataType::float32()));
   compiles(ex::elementwise_add_1d());

@@ -13,7 +13,7 @@
 //     written in whole transactions; where both sides hold 16-bit or 32-bit
 //     elements of the same type and a whole row of 16 bytes lies inside both,
 //     each thread moves 16 bytes at once (a global-to-shared copy through
-//     cp.async, waited for before the function returns).
+//     cp.async, which the next barrier() waits for: tile.h).
 //   fill<ROWS, COLS>(dst, value): every existing element of dst = value.
 #pragma once
 
@@ -60,8 +60,8 @@ __device__ __forceinline__ void cp_async_16(void* dst, const void* src) {
   const unsigned d = unsigned(__cvta_generic_to_shared(dst));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async_wait_all() {
-  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
 struct alignas(16) Chunk {
@@ -106,7 +106,7 @@ __device__ __forceinline__ void copy(const Rect<D>& dst, const Rect<S>& src) {
                                                                          : convert<D>(0.f);
         }
       }
-      if (to_shared) copy_detail::cp_async_wait_all();
+      if (to_shared) copy_detail::cp_async_commit();
       return;
     }
   }

@@ -12,6 +12,10 @@
 //                            through float; the hardware's rounding)
 //   thread_rank(), block_threads()   this thread's index in the block, and
 //                            the block's thread count (1-D blocks)
+//   async_wait_all()         waits for this thread's cp.async copies
+//   barrier()                async_wait_all(), then __syncthreads(): what
+//                            any thread wrote or copied before it is seen
+//                            by every thread after it
 #pragma once
 
 #include "tilejit/cuda/prelude.h"
@@ -70,5 +74,14 @@ __device__ __forceinline__ float to_float(S s) {
 
 __device__ __forceinline__ int thread_rank() { return int(threadIdx.x); }
 __device__ __forceinline__ int block_threads() { return int(blockDim.x); }
+
+__device__ __forceinline__ void async_wait_all() {
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void barrier() {
+  async_wait_all();
+  __syncthreads();
+}
 
 }  // namespace tilejit::cuda

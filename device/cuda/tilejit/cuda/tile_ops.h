@@ -5,6 +5,7 @@
 #include "tilejit/cuda/copy.h"
 #include "tilejit/cuda/gemm.h"
 #include "tilejit/cuda/mma.h"
+#include "tilejit/cuda/mma_acc.h"
 #include "tilejit/cuda/print.h"
 #include "tilejit/cuda/reduce.h"
 #include "tilejit/cuda/tile.h"
