@@ -125,7 +125,8 @@ void CudaTileCodegen::sync() {
   read_since_.clear();
   written_since_.clear();
   if (synced_at_ == lines_written()) return;
-  line("tilejit::cuda::barrier();");
+  line(pending_async_ ? "tilejit::cuda::barrier();" : "__syncthreads();");
+  pending_async_ = false;
   synced_at_ = lines_written();
 }
 
@@ -207,6 +208,20 @@ void CudaTileCodegen::emit_alloc(const ir::AllocStmt& op) {
     elements = elements / (a.static_shape.back() - kOperandPad) * a.static_shape.back();
   }
   const int64_t bytes = elements * b.dtype().bytes();
+  if (auto st_it = pipelines_.stages.find(b.id()); st_it != pipelines_.stages.end()) {
+    // Note [Software pipelining]: stage s at + s * stage bytes (128-aligned).
+    const int64_t stage_bytes = (bytes + 127) / 128 * 128;
+    const int64_t offset = take_shared(stage_bytes * st_it->second, op.span, "buffer " + b.name());
+    const std::string base = fresh(b.name() + "_stages");
+    line(std::string(st) + "* const " + base + " = reinterpret_cast<" + st + "*>(tilejit_smem + " +
+         str(offset) + ");  // shared, " + str(st_it->second) + " stages of " + str(bytes) +
+         " bytes" + (choice_.padded.count(b.id()) ? ", rows padded" : ""));
+    a.name = base;
+    a.data = base;
+    staged_[b.id()] = {base, stage_bytes / b.dtype().bytes()};
+    set_access(b, std::move(a));
+    return;
+  }
   if (b.scope() == ir::Scope::kLocal) {
     locals_.insert(b.id());
     line(std::string(st) + " " + a.name + "[" + std::to_string(elements) + "];  // local");
@@ -324,6 +339,10 @@ void CudaTileCodegen::emit_for(const ir::ForStmt& op) {
     emit_parallel_nest(op);
     return;
   }
+  if (auto p = pipelines_.loops.find(&op); p != pipelines_.loops.end() && parallel_depth_ == 0) {
+    emit_pipelined(op, p->second);
+    return;
+  }
   const std::string v = var_name(op.var);
   const std::string lo = expr(op.min);
   const std::string end = loop_end(v, op, lo);
@@ -395,6 +414,11 @@ void CudaTileCodegen::emit_tile_op(const ir::Stmt& s) {
   }
   enter(a.reads, a.writes);
   if (emit_register_op(s)) return;
+  if (s.kind() == ir::StmtKind::kCopy &&
+      s.as<ir::CopyOp>()->src.buffer.scope() == ir::Scope::kGlobal &&
+      s.as<ir::CopyOp>()->dst.buffer.scope() != ir::Scope::kGlobal) {
+    pending_async_ = true;  // copy.h may have used cp.async
+  }
   switch (s.kind()) {
     case ir::StmtKind::kCopy: backend::lower_copy(*this, *s.as<ir::CopyOp>()); break;
     case ir::StmtKind::kGemm: backend::lower_gemm(*this, *s.as<ir::GemmOp>()); break;
@@ -412,6 +436,89 @@ void CudaTileCodegen::emit_tile_op(const ir::Stmt& s) {
       break;
     default: ir::unhandled_stmt("CUDA tile codegen", s);
   }
+}
+
+void CudaTileCodegen::emit_prefetch(const ir::ForStmt& op,
+                                    const std::vector<const ir::CopyOp*>& copies,
+                                    const std::string& iteration, const std::string& stage,
+                                    const std::string& guard) {
+  // The copies read the loop variable as `iteration` and write `stage`.
+  const std::string k = var_name(op.var);
+  line("{");
+  indent();
+  const std::string it = fresh(k + "_ahead");
+  line("[[maybe_unused]] const int64_t " + it + " = " + iteration + ";");
+  line("if (" + guard + ") {");
+  indent();
+  bind_var(op.var, it);
+  for (const ir::CopyOp* copy : copies) {
+    const ir::Buffer& dst = copy->dst.buffer;
+    const auto& [base, stride] = staged_.at(dst.id());
+    backend::BufferAccess a = access(dst, copy->span, "T.copy");
+    const backend::BufferAccess saved = a;
+    a.name = a.data = "(" + base + " + (" + stage + ") * " + str(stride) + ")";
+    set_access(dst, a);
+    backend::lower_copy(*this, *copy);
+    set_access(dst, saved);
+  }
+  bind_var(op.var, k);
+  dedent();
+  line("}");
+  line("tilejit::cuda::async_commit();");
+  dedent();
+  line("}");
+}
+
+void CudaTileCodegen::emit_pipelined(const ir::ForStmt& op,
+                                     const std::vector<const ir::CopyOp*>& copies) {
+  const int stages = pipelines_.stages.at(copies.front()->dst.buffer.id());
+  const std::string k = var_name(op.var);
+  const std::string lo = expr(op.min);
+  const std::string end = loop_end(k, op, lo);
+  sync();
+  line("// T.Pipelined(num_stages=" + str(stages) + "): " + str(int64_t(copies.size())) +
+       " tile loads through " + str(stages) + " stages");
+  for (int s = 0; s + 1 < stages; ++s) {
+    emit_prefetch(op, copies, lo + " + " + str(s), str(s),
+                  lo + " + " + str(s) + " < " + end);
+  }
+  line("for (int64_t " + k + " = " + lo + "; " + k + " < " + end + "; ++" + k + ") {");
+  indent();
+  // Iteration k's group has landed once at most stages - 2 newer ones are
+  // in flight; the barrier shows it to every thread.
+  line("tilejit::cuda::async_wait_group<" + str(stages - 2) + ">();");
+  line("__syncthreads();");
+  synced_at_ = lines_written();
+  read_since_.clear();
+  written_since_.clear();
+  pending_async_ = false;
+  const std::string rel = "(" + k + " - " + lo + ")";
+  emit_prefetch(op, copies, k + " + " + str(stages - 1),
+                "(" + rel + " + " + str(stages - 1) + ") % " + str(stages),
+                k + " + " + str(stages - 1) + " < " + end);
+  // The body reads stage (k - lo) % stages.
+  std::map<uint64_t, backend::BufferAccess> saved;
+  for (const ir::CopyOp* copy : copies) {
+    const ir::Buffer& dst = copy->dst.buffer;
+    const auto& [base, stride] = staged_.at(dst.id());
+    backend::BufferAccess a = access(dst, copy->span, "T.copy");
+    saved.emplace(dst.id(), a);
+    const std::string name = fresh(dst.name());
+    line(std::string(storage_type(dst.dtype(), copy->span, "T.copy")) + "* const " + name + " = " +
+         base + " + " + rel + " % " + str(stages) + " * " + str(stride) + ";");
+    a.name = a.data = name;
+    set_access(dst, a);
+  }
+  for (const ir::Stmt& s : flatten(op.body)) {
+    bool skip = false;
+    for (const ir::CopyOp* copy : copies) skip = skip || s.get() == static_cast<const ir::StmtNode*>(copy);
+    if (!skip) emit_stmt(s);
+  }
+  for (const ir::CopyOp* copy : copies) set_access(copy->dst.buffer, saved.at(copy->dst.buffer.id()));
+  dedent();
+  line("}");
+  line("tilejit::cuda::async_wait_all();");
+  sync();
 }
 
 bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
@@ -466,8 +573,12 @@ bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
       const backend::BufferAccess& dst = access(op->dst.buffer, s.span(), "T.reduce");
       std::string scratch = "nullptr";
       if (l->wn > 1) {
-        scratch = "reinterpret_cast<float*>(tilejit_smem + " +
-                  str(take_shared(4 * l->m * l->wn, s.span(), "the row reduction's scratch")) + ")";
+        // One scratch for every row reduction of the kernel (each is
+        // behind barriers), as large as the largest needs.
+        if (scratch_offset_ < 0) {
+          scratch_offset_ = take_shared(scratch_bytes(choice_), s.span(), "the row reductions' scratch");
+        }
+        scratch = "reinterpret_cast<float*>(tilejit_smem + " + str(scratch_offset_) + ")";
       }
       line(std::string("// T.reduce_") + ir::reduce_kind_name(op->reduce_kind) + "(" +
            ir::to_string(op->src) + ", " + ir::to_string(op->dst) + ", dim=1)");
@@ -481,7 +592,58 @@ bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
   }
 }
 
+int64_t scratch_bytes(const FragmentChoice& choice) {
+  int64_t bytes = 0;
+  for (const auto& [id, l] : choice.registers) {
+    if (l.wn > 1) bytes = std::max(bytes, 4 * l.m * l.wn);
+  }
+  return bytes;
+}
+
 namespace {
+
+int64_t align128(int64_t v) { return (v + 127) / 128 * 128; }
+
+// The shared memory emit_alloc will take for `kernel` (an upper bound: the
+// reductions' scratch counted whether used or not).
+int64_t planned_shared_bytes(const ir::KernelStmt& kernel, const FragmentChoice& choice,
+                             const PipelinePlan& pipelines) {
+  struct Allocs : ir::IRVisitor {
+    std::vector<ir::Buffer> buffers;
+    void visit_alloc(const ir::AllocStmt* op, const ir::Stmt&) override {
+      buffers.push_back(op->buffer);
+    }
+  } allocs;
+  allocs.visit(kernel.body);
+  int64_t total = align128(scratch_bytes(choice));
+  for (const ir::Buffer& b : allocs.buffers) {
+    if (b.scope() == ir::Scope::kLocal || choice.registers.count(b.id())) continue;
+    int64_t elements = 1;
+    for (const Expr& d : b.shape()) elements *= d.is_const() ? d.int_value() : 0;
+    if (choice.padded.count(b.id()) && b.rank() > 0 && b.shape().back().is_const()) {
+      elements = elements / b.shape().back().int_value() * (b.shape().back().int_value() + kOperandPad);
+    }
+    auto st = pipelines.stages.find(b.id());
+    total += align128(elements * b.dtype().bytes()) * (st == pipelines.stages.end() ? 1 : st->second);
+  }
+  return total;
+}
+
+// Fewer stages (down to none) where the tiles would not fit with them.
+void fit_pipelines(const ir::KernelStmt& kernel, const FragmentChoice& choice,
+                   PipelinePlan& plan) {
+  while (!plan.stages.empty() && planned_shared_bytes(kernel, choice, plan) > kMaxSharedBytes) {
+    for (auto& [id, s] : plan.stages) s -= 1;
+    for (auto it = plan.stages.begin(); it != plan.stages.end();) {
+      it = it->second < 2 ? plan.stages.erase(it) : std::next(it);
+    }
+    for (auto it = plan.loops.begin(); it != plan.loops.end();) {
+      std::vector<const ir::CopyOp*>& copies = it->second;
+      std::erase_if(copies, [&](const ir::CopyOp* c) { return !plan.stages.count(c->dst.buffer.id()); });
+      it = copies.empty() ? plan.loops.erase(it) : std::next(it);
+    }
+  }
+}
 
 // The entry `entry` that runs the blocks of `kernel`; returns its shared
 // memory in bytes.
@@ -489,7 +651,10 @@ int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
                           const std::vector<std::string>& symbols, const ir::KernelStmt& kernel,
                           const std::string& entry, int threads) {
   std::ostringstream body;
-  CudaTileCodegen cg(f, symbols, body, threads, choose_fragments(kernel, threads));
+  FragmentChoice choice = choose_fragments(kernel, threads);
+  PipelinePlan pipelines = plan_pipelines(kernel);
+  fit_pipelines(kernel, choice, pipelines);
+  CudaTileCodegen cg(f, symbols, body, threads, std::move(choice), std::move(pipelines));
   static const char* const kBlock[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
   std::vector<std::string> decls;
   for (size_t d = 0; d < kernel.block_vars.size(); ++d) {

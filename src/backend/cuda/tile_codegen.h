@@ -40,10 +40,13 @@
 //    of a while. A barrier first waits for this thread's cp.async copies
 //    (copy.h issues them and does not wait), so a tile copied from global
 //    memory is complete for every thread past it.
-//  - T.Pipelined is a plain loop; T.unroll carries #pragma unroll.
+//  - T.Pipelined(num_stages >= 2) prefetches its tiles through a ring of
+//    shared-memory stages (Note [Software pipelining] in pipeline.h);
+//    T.unroll carries #pragma unroll.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <ostream>
 #include <set>
 #include <utility>
@@ -52,6 +55,7 @@
 
 #include "backend/common/tile_codegen.h"
 #include "backend/cuda/fragments.h"
+#include "backend/cuda/pipeline.h"
 #include "tilejit/ir/prim_func.h"
 #include "tilejit/ir/stmt.h"
 #include "tilejit/runtime/backend.h"
@@ -62,14 +66,20 @@ namespace tilejit::cuda {
 /// targets (227 KiB on sm_90).
 inline constexpr int64_t kMaxSharedBytes = 227 * 1024;
 
+/// The shared memory the row reductions across warps of `choice` need.
+int64_t scratch_bytes(const FragmentChoice& choice);
+
 /// The unit for a PrimFunc with a tile body.
 runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& request);
 
 class CudaTileCodegen final : public backend::TileCodegen {
  public:
   CudaTileCodegen(const ir::PrimFunc& func, const std::vector<std::string>& symbols,
-                  std::ostream& os, int threads, FragmentChoice choice)
-      : TileCodegen(func, symbols, os, "CUDA"), threads_(threads), choice_(std::move(choice)) {}
+                  std::ostream& os, int threads, FragmentChoice choice, PipelinePlan pipelines)
+      : TileCodegen(func, symbols, os, "CUDA"),
+        threads_(threads),
+        choice_(std::move(choice)),
+        pipelines_(std::move(pipelines)) {}
 
   std::string lib() const override { return "tilejit::cuda"; }
   // Inside a T.Parallel nest an op is its thread's alone.
@@ -99,7 +109,13 @@ class CudaTileCodegen final : public backend::TileCodegen {
   void before_stmt(const ir::Stmt& s) override;
 
   void emit_parallel_nest(const ir::ForStmt& op);
-  /// A statement the block runs together will read `reads` and write
+  /// Note [Software pipelining] (pipeline.h).
+  void emit_pipelined(const ir::ForStmt& op, const std::vector<const ir::CopyOp*>& copies);
+  /// The prefetched copies of iteration `iteration` (C++) into stage
+  /// `stage` (C++), under `guard`, then a commit.
+  void emit_prefetch(const ir::ForStmt& op, const std::vector<const ir::CopyOp*>& copies,
+                     const std::string& iteration, const std::string& stage,
+                     const std::string& guard);  /// A statement the block runs together will read `reads` and write
   /// `writes` (buffer ids): a barrier first where that is a hazard.
   void enter(const std::set<uint64_t>& reads, const std::set<uint64_t>& writes);
   /// The block-visible buffers among `ids` (not in registers, not local).
@@ -116,11 +132,16 @@ class CudaTileCodegen final : public backend::TileCodegen {
 
   int threads_;
   FragmentChoice choice_;
-  int parallel_depth_ = 0;
+  PipelinePlan pipelines_;
+  // Each prefetched buffer's stage 0 and its bytes per stage.
+  std::map<uint64_t, std::pair<std::string, int64_t>> staged_;
+  // cp.async copies issued since the last barrier that must land by the next.
+  bool pending_async_ = false;  int parallel_depth_ = 0;
   // The register loop being emitted: its layout and the nest's indices.
   const AccLayout* reg_layout_ = nullptr;
   std::vector<uint64_t> reg_vars_;
   int64_t smem_bytes_ = 0;
+  int64_t scratch_offset_ = -1;  // the row reductions' scratch, once taken
   int64_t synced_at_ = -1;  // lines_written() after the last barrier
   std::set<uint64_t> read_since_, written_since_;
   std::set<uint64_t> locals_;  // local buffers (per thread)

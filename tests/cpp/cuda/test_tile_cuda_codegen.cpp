@@ -77,6 +77,9 @@ TEST_F(CudaTileCodegen, SixteenBitGemmAccumulatesInRegisters) {
   EXPECT_TRUE(has(l, "tilejit::cuda::acc_gemm<")) << l.generated.source;
   EXPECT_TRUE(has(l, "tilejit::cuda::acc_store<")) << l.generated.source;
   EXPECT_TRUE(has(l, "rows padded")) << l.generated.source;
+  // Note [Software pipelining]: three stages of each tile, loads two ahead.
+  EXPECT_TRUE(has(l, "3 stages of")) << l.generated.source;
+  EXPECT_TRUE(has(l, "tilejit::cuda::async_wait_group<1>();")) << l.generated.source;
   // A float32 GEMM keeps its accumulator in shared memory (no tensor-core route).
   cfg.in = DataType::float32();
   EXPECT_FALSE(has(compiles(ex::gemm(cfg)), "MmaAcc<"));

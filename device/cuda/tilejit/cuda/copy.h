@@ -13,7 +13,8 @@
 //     written in whole transactions; where both sides hold 16-bit or 32-bit
 //     elements of the same type and a whole row of 16 bytes lies inside both,
 //     each thread moves 16 bytes at once (a global-to-shared copy through
-//     cp.async, which the next barrier() waits for: tile.h).
+//     cp.async, which the next barrier() waits for, or the pipeline's
+//     async_wait_group: tile.h).
 //   fill<ROWS, COLS>(dst, value): every existing element of dst = value.
 #pragma once
 
@@ -60,10 +61,6 @@ __device__ __forceinline__ void cp_async_16(void* dst, const void* src) {
   const unsigned d = unsigned(__cvta_generic_to_shared(dst));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
 struct alignas(16) Chunk {
   unsigned v[4];
 };
@@ -106,7 +103,6 @@ __device__ __forceinline__ void copy(const Rect<D>& dst, const Rect<S>& src) {
                                                                          : convert<D>(0.f);
         }
       }
-      if (to_shared) copy_detail::cp_async_commit();
       return;
     }
   }

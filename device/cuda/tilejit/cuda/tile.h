@@ -13,6 +13,8 @@
 //   thread_rank(), block_threads()   this thread's index in the block, and
 //                            the block's thread count (1-D blocks)
 //   async_wait_all()         waits for this thread's cp.async copies
+//   async_commit(), async_wait_group<N>()   closes a group of them; waits
+//                            until at most N groups are in flight
 //   barrier()                async_wait_all(), then __syncthreads(): what
 //                            any thread wrote or copied before it is seen
 //                            by every thread after it
@@ -77,6 +79,15 @@ __device__ __forceinline__ int block_threads() { return int(blockDim.x); }
 
 __device__ __forceinline__ void async_wait_all() {
   asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+template <int N>
+__device__ __forceinline__ void async_wait_group() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 __device__ __forceinline__ void barrier() {
