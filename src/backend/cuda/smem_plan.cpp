@@ -57,6 +57,7 @@ class Numbering : public ir::IRVisitor {
 
   const std::vector<std::vector<Access>>& accesses() const { return accesses_; }
   const std::vector<Loop>& loops() const { return loops_; }
+  int64_t last_pos() const { return next_ - 1; }
 
  protected:
   void visit_load(const ir::LoadNode* op, const ir::Expr& e) override {
@@ -321,17 +322,17 @@ bool fresh_in(const std::vector<Loop>& loops, size_t l, const std::vector<Access
 }
 
 struct Live {
-  int64_t lo = 0, hi = -1;  // empty when hi < lo
-  bool empty() const { return hi < lo; }
-  bool overlaps(const Live& o) const {
-    return !empty() && !o.empty() && lo <= o.hi && o.lo <= hi;
-  }
+  int64_t lo = 0, hi = 0;  // positions, both included
+  bool overlaps(const Live& o) const { return lo <= o.hi && o.lo <= hi; }
 };
 
 Live live_range(const std::vector<Access>& a, const std::vector<Loop>& loops,
-                const ir::Buffer& b) {
+                const ir::Buffer& b, int64_t last_pos) {
   Live r;
-  if (a.empty()) return r;
+  if (a.empty()) {  // never accessed: live throughout
+    r.hi = std::max<int64_t>(last_pos, 0);
+    return r;
+  }
   r.lo = a.front().read ? 0 : a.front().pos;
   r.hi = a.back().pos;
   for (size_t l = 0; l < loops.size(); ++l) {
@@ -365,7 +366,8 @@ SmemPlan plan_shared_memory(const ir::Stmt& body, const std::vector<SmemRequest>
 
   std::vector<Live> live(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
-    live[i] = live_range(numbering.accesses()[i], numbering.loops(), requests[i].buffer);
+    live[i] = live_range(numbering.accesses()[i], numbering.loops(), requests[i].buffer,
+                         numbering.last_pos());
   }
 
   // Largest first (ties: earlier range, then request order), so that the

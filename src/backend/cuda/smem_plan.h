@@ -43,13 +43,15 @@
 //    the rest of the iteration or leaves the loop, so neither breaks 3.
 //  - Offsets are then assigned largest buffer first, each at the lowest
 //    multiple of 128 bytes where it meets no buffer already placed whose live
-//    range overlaps its own. Buffers that are never accessed overlap
-//    nothing.
+//    range overlaps its own. A buffer the body never accesses is taken to
+//    be live throughout (it may stand for memory the lowering uses in ways
+//    the body does not show), so it shares no byte.
 // The 128-byte boundary is the alignment ldmatrix, cp.async and the swizzles
-// need. The lowering puts a barrier before every tile op, T.Parallel nest
-// and thread-0 store, the only statements that write shared memory, so a
-// buffer whose bytes another takes over is done with on every thread before
-// the first write of its successor.
+// need. The plan says nothing of barriers: the lowering must treat buffers
+// whose bytes meet as one buffer when it looks for hazards between
+// statements (Note [CUDA lowering of tile IR], "Barriers"), or a thread may
+// write a tile's successor while another still reads the tile. Across a
+// loop's back edge the barrier at the end of its body does that work.
 #pragma once
 
 #include <cstdint>

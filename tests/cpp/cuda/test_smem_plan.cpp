@@ -684,15 +684,25 @@ TEST(SmemPlan, TileReadBeforeWrittenIsLiveFromTheStart) {
   EXPECT_EQ(offset(plan2, X2), offset(plan2, Y2));
 }
 
-TEST(SmemPlan, BuffersNeverAccessedOverlapNothingButFitTheTotal) {
+// A request the body never touches (it may stand for scratch the lowering
+// uses) shares no byte.
+TEST(SmemPlan, BufferNeverAccessedIsLiveThroughout) {
   Program p;
-  const Buffer A = p.tile("A_s"), U = p.tile("U_s", 64, 32);
+  const Buffer A = p.tile("A_s"), U = p.tile("U_s", 64, 32), B = p.tile("B_s");
   p.load_into(A);
   p.store_from(A);
+  p.load_into(B);
+  p.store_from(B);
   const SmemPlan plan = p.plan();
-  EXPECT_EQ(offset(plan, A), 0);
   EXPECT_EQ(offset(plan, U), 0);
-  EXPECT_EQ(plan.total, 8192);
+  EXPECT_EQ(offset(plan, A), 8192);
+  EXPECT_EQ(offset(plan, B), 8192);
+  EXPECT_EQ(plan.total, 8192 + 4096);
+
+  const SmemPlan alone = plan_shared_memory(
+      ir::make_stmt<ir::EvaluateStmt>(Expr(0), ir::Span{}), {{A, 4096}, {B, 4096}});
+  EXPECT_EQ(alone.offsets.at(A.id()) + alone.offsets.at(B.id()), 4096);
+  EXPECT_EQ(alone.total, 8192);
 }
 
 TEST(SmemPlan, NoRequestsNoBytes) {
