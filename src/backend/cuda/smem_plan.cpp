@@ -398,6 +398,7 @@ SmemPlan plan_shared_memory(const ir::Stmt& body, const std::vector<SmemRequest>
       offset = std::max(offset, align_up(hi));
     }
     plan.offsets[requests[i].buffer.id()] = offset;
+    plan.bytes[requests[i].buffer.id()] = bytes;
     plan.total = std::max(plan.total, offset + bytes);
     placed.push_back(i);
   }

@@ -76,6 +76,8 @@ struct SmemPlan {
   /// The bytes the block needs: the largest offset + bytes (0 without
   /// requests).
   int64_t total = 0;
+  /// Buffer id -> its bytes (the request's).
+  std::map<uint64_t, int64_t> bytes;
 };
 
 /// Offsets in one dynamic shared-memory buffer for `requests` (buffers

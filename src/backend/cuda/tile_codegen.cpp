@@ -24,6 +24,7 @@
 #include "backend/common/cxx_source.h"
 #include "backend/common/slot_abi.h"
 #include "backend/cuda/cuda_backend_internal.h"
+#include "backend/cuda/smem_plan.h"
 #include "tilejit/core/error.h"
 #include "tilejit/ir/tile_builder.h"
 #include "tilejit/ir/visitor.h"
@@ -101,6 +102,31 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 }  // namespace
 
+CudaTileCodegen::CudaTileCodegen(const ir::PrimFunc& func, const std::vector<std::string>& symbols,
+                                 std::ostream& os, int threads, FragmentChoice choice,
+                                 PipelinePlan pipelines, SmemPlan tiles)
+    : TileCodegen(func, symbols, os, "CUDA"),
+      threads_(threads),
+      choice_(std::move(choice)),
+      pipelines_(std::move(pipelines)),
+      tiles_(std::move(tiles)) {
+  // Tiles whose byte ranges meet.
+  std::vector<std::pair<uint64_t, std::pair<int64_t, int64_t>>> ranges;
+  for (const auto& [id, offset] : tiles_.offsets) {
+    ranges.push_back({id, {offset, offset + tiles_.bytes.at(id)}});
+  }
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    for (size_t j = i + 1; j < ranges.size(); ++j) {
+      const auto [a0, a1] = ranges[i].second;
+      const auto [b0, b1] = ranges[j].second;
+      if (a0 < b1 && b0 < a1) {
+        aliases_[ranges[i].first].insert(ranges[j].first);
+        aliases_[ranges[j].first].insert(ranges[i].first);
+      }
+    }
+  }
+}
+
 std::string CudaTileCodegen::math(const char* fn, const char* ct,
                                   const std::vector<std::string>& args) const {
   const std::string name = fn, type = ct;
@@ -133,7 +159,10 @@ void CudaTileCodegen::sync() {
 std::set<uint64_t> CudaTileCodegen::visible(const std::set<uint64_t>& ids) const {
   std::set<uint64_t> out;
   for (uint64_t id : ids) {
-    if (!locals_.count(id) && !choice_.registers.count(id)) out.insert(id);
+    if (locals_.count(id) || choice_.registers.count(id)) continue;
+    out.insert(id);
+    // Tiles that share bytes with it are the same memory to a hazard.
+    if (auto a = aliases_.find(id); a != aliases_.end()) out.insert(a->second.begin(), a->second.end());
   }
   return out;
 }
@@ -211,7 +240,7 @@ void CudaTileCodegen::emit_alloc(const ir::AllocStmt& op) {
   if (auto st_it = pipelines_.stages.find(b.id()); st_it != pipelines_.stages.end()) {
     // Note [Software pipelining]: stage s at + s * stage bytes (128-aligned).
     const int64_t stage_bytes = (bytes + 127) / 128 * 128;
-    const int64_t offset = take_shared(stage_bytes * st_it->second, op.span, "buffer " + b.name());
+    const int64_t offset = tile_offset(b, stage_bytes * st_it->second, op.span);
     const std::string base = fresh(b.name() + "_stages");
     line(std::string(st) + "* const " + base + " = reinterpret_cast<" + st + "*>(tilejit_smem + " +
          str(offset) + ");  // shared, " + str(st_it->second) + " stages of " + str(bytes) +
@@ -226,7 +255,7 @@ void CudaTileCodegen::emit_alloc(const ir::AllocStmt& op) {
     locals_.insert(b.id());
     line(std::string(st) + " " + a.name + "[" + std::to_string(elements) + "];  // local");
   } else {
-    const int64_t offset = take_shared(bytes, op.span, "buffer " + b.name());
+    const int64_t offset = tile_offset(b, bytes, op.span);
     line(std::string(st) + "* const " + a.name + " = reinterpret_cast<" + st +
          "*>(tilejit_smem + " + std::to_string(offset) + ");  // " + ir::scope_name(b.scope()) +
          ", " + std::to_string(bytes) + " bytes" +
@@ -235,9 +264,21 @@ void CudaTileCodegen::emit_alloc(const ir::AllocStmt& op) {
   set_access(b, std::move(a));
 }
 
+int64_t CudaTileCodegen::tile_offset(const ir::Buffer& b, int64_t bytes, const ir::Span& span) {
+  const int64_t offset = tiles_.offsets.at(b.id());
+  if (offset + bytes > kMaxSharedBytes) {
+    fail(ErrorKind::kValueError, span, "T.alloc",
+         "buffer " + b.name() + " (" + str(bytes) + " bytes) ends at byte " + str(offset + bytes) +
+             " of the block's shared memory, past the " + str(kMaxSharedBytes) +
+             " a block may have, with the tiles live at the same time before it");
+  }
+  smem_bytes_ = std::max(smem_bytes_, offset + bytes);
+  return offset;
+}
+
 int64_t CudaTileCodegen::take_shared(int64_t bytes, const ir::Span& span,
                                      const std::string& what) {
-  const int64_t offset = (smem_bytes_ + 127) / 128 * 128;
+  const int64_t offset = (std::max(smem_bytes_, tiles_.total) + 127) / 128 * 128;
   if (offset + bytes > kMaxSharedBytes) {
     fail(ErrorKind::kValueError, span, "T.alloc",
          what + " (" + str(bytes) + " bytes) ends at byte " + str(offset + bytes) +
@@ -604,10 +645,10 @@ namespace {
 
 int64_t align128(int64_t v) { return (v + 127) / 128 * 128; }
 
-// The shared memory emit_alloc will take for `kernel` (an upper bound: the
-// reductions' scratch counted whether used or not).
-int64_t planned_shared_bytes(const ir::KernelStmt& kernel, const FragmentChoice& choice,
-                             const PipelinePlan& pipelines) {
+// The shared-memory tiles of `kernel` with their bytes (padded rows, stages)
+// and where they lie (smem_plan.h).
+SmemPlan plan_tiles(const ir::KernelStmt& kernel, const FragmentChoice& choice,
+                    const PipelinePlan& pipelines) {
   struct Allocs : ir::IRVisitor {
     std::vector<ir::Buffer> buffers;
     void visit_alloc(const ir::AllocStmt* op, const ir::Stmt&) override {
@@ -615,18 +656,25 @@ int64_t planned_shared_bytes(const ir::KernelStmt& kernel, const FragmentChoice&
     }
   } allocs;
   allocs.visit(kernel.body);
-  int64_t total = align128(scratch_bytes(choice));
+  std::vector<SmemRequest> requests;
   for (const ir::Buffer& b : allocs.buffers) {
     if (b.scope() == ir::Scope::kLocal || choice.registers.count(b.id())) continue;
     int64_t elements = 1;
     for (const Expr& d : b.shape()) elements *= d.is_const() ? d.int_value() : 0;
-    if (choice.padded.count(b.id()) && b.rank() > 0 && b.shape().back().is_const()) {
+    if (choice.padded.count(b.id()) && b.rank() > 0 && b.shape().back().is_const() &&
+        b.shape().back().int_value() > 0) {
       elements = elements / b.shape().back().int_value() * (b.shape().back().int_value() + kOperandPad);
     }
     auto st = pipelines.stages.find(b.id());
-    total += align128(elements * b.dtype().bytes()) * (st == pipelines.stages.end() ? 1 : st->second);
+    const int64_t bytes = elements * b.dtype().bytes();
+    requests.push_back({b, st == pipelines.stages.end() ? bytes : align128(bytes) * st->second});
   }
-  return total;
+  return plan_shared_memory(kernel.body, requests);
+}
+
+int64_t planned_shared_bytes(const ir::KernelStmt& kernel, const FragmentChoice& choice,
+                             const PipelinePlan& pipelines) {
+  return align128(plan_tiles(kernel, choice, pipelines).total) + scratch_bytes(choice);
 }
 
 // Fewer stages (down to none) where the tiles would not fit with them.
@@ -654,7 +702,9 @@ int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
   FragmentChoice choice = choose_fragments(kernel, threads);
   PipelinePlan pipelines = plan_pipelines(kernel);
   fit_pipelines(kernel, choice, pipelines);
-  CudaTileCodegen cg(f, symbols, body, threads, std::move(choice), std::move(pipelines));
+  SmemPlan tiles = plan_tiles(kernel, choice, pipelines);
+  CudaTileCodegen cg(f, symbols, body, threads, std::move(choice), std::move(pipelines),
+                     std::move(tiles));
   static const char* const kBlock[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
   std::vector<std::string> decls;
   for (size_t d = 0; d < kernel.block_vars.size(); ++d) {

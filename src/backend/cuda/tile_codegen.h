@@ -13,9 +13,9 @@
 //  - Shared and fragment buffers live in the block's dynamic shared memory
 //    (but for the gemm accumulators kept in registers: Note [Register
 //    accumulators] in fragments.h, where a T.Parallel nest over one is a
-//    loop over the thread's registers),
-//    one buffer planned here: each tile at the next 128-byte boundary (the
-//    alignment ldmatrix, cp.async and the swizzles need). The total is the
+//    loop over the thread's registers), one buffer in which tiles whose
+//    lifetimes cannot overlap share bytes (Note [Shared-memory liveness] in
+//    smem_plan.h), each at a 128-byte boundary. The total is the
 //    launch's shared memory in the KernelAbi, and the module raises the
 //    kernel's limit above 48 KiB when it needs more. A fragment is thus one
 //    block-wide array as on the CPU, which every thread can read.
@@ -56,6 +56,7 @@
 #include "backend/common/tile_codegen.h"
 #include "backend/cuda/fragments.h"
 #include "backend/cuda/pipeline.h"
+#include "backend/cuda/smem_plan.h"
 #include "tilejit/ir/prim_func.h"
 #include "tilejit/ir/stmt.h"
 #include "tilejit/runtime/backend.h"
@@ -75,11 +76,8 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
 class CudaTileCodegen final : public backend::TileCodegen {
  public:
   CudaTileCodegen(const ir::PrimFunc& func, const std::vector<std::string>& symbols,
-                  std::ostream& os, int threads, FragmentChoice choice, PipelinePlan pipelines)
-      : TileCodegen(func, symbols, os, "CUDA"),
-        threads_(threads),
-        choice_(std::move(choice)),
-        pipelines_(std::move(pipelines)) {}
+                  std::ostream& os, int threads, FragmentChoice choice, PipelinePlan pipelines,
+                  SmemPlan tiles);
 
   std::string lib() const override { return "tilejit::cuda"; }
   // Inside a T.Parallel nest an op is its thread's alone.
@@ -126,6 +124,8 @@ class CudaTileCodegen final : public backend::TileCodegen {
   const AccLayout* register_layout(const ir::Buffer& b) const;
   /// Bytes of shared memory at a new 128-byte boundary; returns the offset.
   int64_t take_shared(int64_t bytes, const ir::Span& span, const std::string& what);
+  /// A tile's planned offset (smem_plan.h); ValueError past the limit.
+  int64_t tile_offset(const ir::Buffer& b, int64_t bytes, const ir::Span& span);
   /// A barrier (after this thread's cp.async copies), unless the last line
   /// written was one; the hazard sets restart.
   void sync();
@@ -133,6 +133,9 @@ class CudaTileCodegen final : public backend::TileCodegen {
   int threads_;
   FragmentChoice choice_;
   PipelinePlan pipelines_;
+  SmemPlan tiles_;
+  // Each tile's tiles sharing bytes with it (Note [Shared-memory liveness]).
+  std::map<uint64_t, std::set<uint64_t>> aliases_;
   // Each prefetched buffer's stage 0 and its bytes per stage.
   std::map<uint64_t, std::pair<std::string, int64_t>> staged_;
   // cp.async copies issued since the last barrier that must land by the next.

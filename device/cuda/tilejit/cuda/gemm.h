@@ -87,7 +87,7 @@ __device__ __forceinline__ void gemm(const A* a, const B* b, C* c, bool clear) {
             }
           }
         }
-        warp_mma<MT, NT, TA, TB, LDA, LDB>(acc, a, b, m0, n0, K);
+        warp_mma<MT, NT, TA, TB, LDA, LDB, K>(acc, a, b, m0, n0);
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll

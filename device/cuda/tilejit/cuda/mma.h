@@ -6,9 +6,9 @@
 // row lane / 4, columns 2 * (lane % 4) + {0, 1}; c[2], c[3] the same columns
 // eight rows down (PTX ISA, "Matrix Fragments for mma.m16n8k16").
 //
-// warp_mma<MT, NT, ...>(acc, a, b, m0, n0, K): acc[MT][NT] (16 x 8 tiles,
-// NT even) += the (MT * 16) x (NT * 8) block at (m0, n0) of op(A) * op(B)
-// over K (a multiple of 16). `a` and `b` point at the operands' element
+// warp_mma<MT, NT, TA, TB, LDA, LDB, K>(acc, a, b, m0, n0): acc[MT][NT]
+// (16 x 8 tiles, NT even) += the (MT * 16) x (NT * 8) block at (m0, n0) of
+// op(A) * op(B) over K (a multiple of 16). `a` and `b` point at the operands' element
 // (0, 0); TA / TB say the operand is stored transposed (A as K x M, B as
 // N x K), LDA / LDB are the stored row lengths. Every row address
 // must be 16-byte aligned (LD a multiple of 8 and an aligned base).
@@ -81,11 +81,12 @@ __device__ __forceinline__ void load_b(unsigned (&r)[4], const T* b, int k0, int
   }
 }
 
-template <int MT, int NT, bool TA, bool TB, int LDA, int LDB, typename T>
+template <int MT, int NT, bool TA, bool TB, int LDA, int LDB, int K, typename T>
 __device__ __forceinline__ void warp_mma(float (&acc)[MT][NT][4], const T* a, const T* b, int m0,
-                                         int n0, int K) {
+                                         int n0) {
   static_assert(NT % 2 == 0, "warp_mma takes pairs of 8-column tiles");
-#pragma unroll 1
+  // Unrolled: the next step's ldmatrix overlaps this step's mma.
+#pragma unroll
   for (int k0 = 0; k0 < K; k0 += 16) {
     unsigned af[MT][4];
     unsigned bf[NT / 2][4];

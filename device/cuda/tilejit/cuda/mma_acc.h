@@ -55,7 +55,7 @@ __device__ __forceinline__ void acc_gemm(float* acc, const T* a, const T* b, boo
 #pragma unroll
     for (int r = 0; r < L::kCount; ++r) acc[r] = 0.f;
   }
-  warp_mma<L::MT, L::NT, TA, TB, LDA, LDB>(tiles, a, b, L::row0(), L::col0(), K);
+  warp_mma<L::MT, L::NT, TA, TB, LDA, LDB, K>(tiles, a, b, L::row0(), L::col0());
 }
 
 template <typename L, typename V>

@@ -5,7 +5,10 @@
 
 #include "tilejit/cuda/tile.h"
 
+// The device printf's entry, which nvcc's headers declare and NVRTC does not.
+#if defined(__CUDACC_RTC__)
 extern "C" __device__ int vprintf(const char*, const char*);
+#endif
 
 namespace tilejit::cuda {
 namespace print_detail {

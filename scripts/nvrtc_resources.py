@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Registers, spills and shared memory of generated CUDA units, from NVRTC's
+ptxas report, without a GPU:
+
+    python3 scripts/nvrtc_resources.py unit.cu [unit.cu ...]
+
+Each unit (as tilejit's CUDA backend writes it: `Kernel.get_kernel_source()`,
+or the test dumps) is compiled for sm_90a with the device headers of
+device/cuda and the toolkit's include directory, as the backend compiles it.
+"""
+import ctypes
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CUDA = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))
+
+
+def nvrtc():
+    for name in ("libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"):
+        try:
+            return ctypes.CDLL(str(CUDA / "lib64" / name))
+        except OSError:
+            continue
+    return ctypes.CDLL("libnvrtc.so")
+
+
+def report(lib, path):
+    src = Path(path).read_bytes()
+    prog = ctypes.c_void_p()
+    if lib.nvrtcCreateProgram(ctypes.byref(prog), src, path.encode(), 0, None, None):
+        raise RuntimeError("nvrtcCreateProgram failed")
+    opts = [b"-std=c++17", b"-default-device", b"--gpu-architecture=sm_90a",
+            b"--ptxas-options=-v", b"-I" + str(ROOT / "device" / "cuda").encode(),
+            b"-I" + str(CUDA / "include").encode()]
+    arr = (ctypes.c_char_p * len(opts))(*opts)
+    rc = lib.nvrtcCompileProgram(prog, len(opts), arr)
+    size = ctypes.c_size_t()
+    lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+    log = ctypes.create_string_buffer(size.value)
+    lib.nvrtcGetProgramLog(prog, log)
+    text = log.value.decode(errors="replace")
+    lines = [ln for ln in text.splitlines()
+             if "Used" in ln or "spill" in ln or "Compiling entry" in ln or "error" in ln]
+    print(f"{path}: {'ok' if rc == 0 else 'FAILED'}")
+    for ln in lines:
+        print("  " + ln.strip())
+
+
+def main():
+    lib = nvrtc()
+    for path in sys.argv[1:]:
+        report(lib, path)
+
+
+if __name__ == "__main__":
+    main()
