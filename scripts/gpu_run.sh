@@ -75,4 +75,10 @@ if [[ "${TILEJIT_GPU_SKIP_PYTHON:-0}" != 1 ]] && python3 -c "import torch, nanob
     log "bench_tile_cuda failed (stderr: $OUT/bench_tile_cuda.err)"
     tail -20 "$OUT/bench_tile_cuda.err" | tee -a "$summary"
   fi
+  log "## Where the tile GEMM's time goes (bench/bench_tile_stages.py)"
+  if ! (cd /tmp && python3 "$root/bench/bench_tile_stages.py" --sources "$OUT/stage_sources" \
+        2>"$OUT/bench_tile_stages.err" | tee "$OUT/bench_tile_stages.md" | tee -a "$summary"); then
+    log "bench_tile_stages failed"
+    tail -20 "$OUT/bench_tile_stages.err" | tee -a "$summary"
+  fi
 fi
