@@ -68,6 +68,8 @@ FA = dict(batch=2, heads=16, seq=8192, dim=128)
 FA_CONFIGS = [(64, 64, 1, 128), (128, 128, 2, 256), (128, 64, 2, 128)]
 SPARSE = dict(b=2, s=1024, s_kv=8192, topk=512, heads=16, dim=128)
 DECODE = dict(b=8, heads=32, s_kv=32768, dim=128, splits=8)
+# (num_split, block_N, num_stages) of flashdecode.
+DECODE_CONFIGS = [(8, 64, 1), (8, 64, 2), (16, 64, 3), (16, 128, 2)]
 
 
 def no_device(reason):
@@ -227,8 +229,9 @@ def make_decode():
     import flash_decoding as fd
     factory = fd.flashdecode.retarget("cuda")
     p = DECODE
-    return (lambda: factory(p["b"], p["heads"], p["heads"], p["s_kv"], p["dim"],
-                            num_split=p["splits"], dtype="bfloat16")), decode_inputs()
+    return (lambda cfg=(p["splits"], 64, 1): factory(
+        p["b"], p["heads"], p["heads"], p["s_kv"], p["dim"], num_split=cfg[0], block_N=cfg[1],
+        num_stages=cfg[2], dtype="bfloat16")), decode_inputs()
 
 
 def make_delta_rule():
@@ -391,10 +394,12 @@ def decode_rows(table, reps):
         return
     build, (q, k, v) = made
     base = None
-    kernel = prepare(table, problem, "tilejit flashdecode", build)
-    if kernel:
-        base = row(table, problem, f"tilejit flashdecode ({p['splits']} splits, block 64)",
-                   lambda: kernel(q, k, v), reps, flops)
+    for cfg in DECODE_CONFIGS:
+        label = "tilejit flashdecode ({} splits, block {}, {} stages)".format(*cfg)
+        kernel = prepare(table, problem, label, lambda: build(cfg))
+        if kernel:
+            t = row(table, problem, label, lambda: kernel(q, k, v), reps, flops)
+            base = t if base is None or (t is not None and t < base) else base
     qt = q.unsqueeze(2)                           # [b, h, 1, d]
     kt, vt = k.transpose(1, 2), v.transpose(1, 2)  # [b, h, s_kv, d] views
     for name, backend in (("flash", SDPBackend.FLASH_ATTENTION),
