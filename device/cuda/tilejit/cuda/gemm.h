@@ -8,8 +8,7 @@
 // each runs mma.sync over its tile (mma.h): the tile's accumulators are read
 // from C, or zero, and written back at the end. Otherwise each thread
 // computes its share of C's elements in float (double for double) from the
-// operands as they are: a slow path, for any dtype and shape (a row times a
-// transposed B, as decoding's scores, takes a warp per output).
+// operands as they are: a slow path, for any dtype and shape.
 #pragma once
 
 #include "tilejit/cuda/mma.h"
@@ -47,21 +46,6 @@ template <int M, int N, int K, bool TA, bool TB, int LDA, int LDB, int LDC, int 
           typename A, typename B, typename C>
 __device__ __forceinline__ void gemm_simt(const A* a, const B* b, C* c, bool clear) {
   using Acc = typename Conditional<is_same_v<C, double>, double, float>::type;
-  if constexpr (M == 1 && TB && K >= 32 && THREADS % 32 == 0) {
-    // A row times B stored N x K (decoding's q k^T): one warp per output,
-    // its lanes along K (consecutive addresses), then a shuffle reduction.
-    const int lane = thread_rank() % 32;
-    for (int j = thread_rank() / 32; j < N; j += block_threads() / 32) {
-      Acc acc = Acc(0);
-      for (int k = lane; k < K; k += 32) {
-        acc += convert<Acc>(a[TA ? k * LDA : k]) * convert<Acc>(b[j * LDB + k]);
-      }
-#pragma unroll
-      for (int o = 16; o > 0; o /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-      if (lane == 0) c[j] = convert<C>(clear ? acc : acc + convert<Acc>(c[j]));
-    }
-    return;
-  }
   for (int e = thread_rank(); e < M * N; e += block_threads()) {
     const int i = e / N, j = e % N;
     Acc acc = clear ? Acc(0) : convert<Acc>(c[i * LDC + j]);
