@@ -85,8 +85,25 @@ __device__ __forceinline__ void copy(const Rect<D>& dst, const Rect<S>& src) {
       if (inside) {
         // Every element exists on both sides (a tile inside its tensor):
         // no check per chunk, and the row index from a shift.
-        D* const out = dst.base + dst.origin;
-        const SV* const in = src.base + src.origin;
+        D* out = dst.base + dst.origin;
+        const SV* in = src.base + src.origin;
+        if (block_threads() % kChunks == 0) {
+          // Each thread keeps one column of chunks and walks down the rows.
+          const int rows_step = block_threads() / kChunks;
+          const int r0 = thread_rank() / kChunks, c = (thread_rank() % kChunks) * kVec;
+          out += r0 * dst.stride + c;
+          in += r0 * src.stride + c;
+          const int64_t out_step = rows_step * dst.stride, in_step = rows_step * src.stride;
+          for (int r = r0; r < ROWS; r += rows_step, out += out_step, in += in_step) {
+            if (to_shared) {
+              copy_detail::cp_async_16(out, in);
+            } else {
+              *reinterpret_cast<copy_detail::Chunk*>(out) =
+                  *reinterpret_cast<const copy_detail::Chunk*>(in);
+            }
+          }
+          return;
+        }
         for (int e = thread_rank(); e < ROWS * kChunks; e += block_threads()) {
           const int r = e / kChunks, c = (e % kChunks) * kVec;
           if (to_shared) {
