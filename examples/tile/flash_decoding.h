@@ -16,7 +16,9 @@
 #include <tilejit/ir/tile_builder.h>
 #include <tilejit/tilejit.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace examples::tile {
 
@@ -187,6 +189,36 @@ inline tilejit::PrimFunc flash_decoding(const FlashDecodingConfig& c) {
     b.end_kernel();
   }
   return b.finish();
+}
+
+/// The reference: softmax(q k^T / sqrt(dim)) v per (batch, head) over every
+/// key, in double, for float32 Q [batch, heads, dim], K and V [batch, seq,
+/// kv_heads, dim]; query head h reads kv head h / (heads / kv_heads).
+inline std::vector<double> flash_decoding_reference(const tilejit::Tensor& q,
+                                                    const tilejit::Tensor& k,
+                                                    const tilejit::Tensor& v) {
+  const int64_t batch = q.shape(0), heads = q.shape(1), dim = q.shape(2);
+  const int64_t seq = k.shape(1), kv_heads = k.shape(2), group = heads / kv_heads;
+  const float *Q = q.data_as<float>(), *K = k.data_as<float>(), *V = v.data_as<float>();
+  std::vector<double> out(size_t(q.numel()), 0.0);
+  std::vector<double> p(static_cast<size_t>(seq));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* qh = Q + (b * heads + h) * dim;
+      auto kv = [&](int64_t s) { return ((b * seq + s) * kv_heads + h / group) * dim; };
+      double mx = -INFINITY, sum = 0;
+      for (int64_t s = 0; s < seq; ++s) {
+        double acc = 0;
+        for (int64_t d = 0; d < dim; ++d) acc += double(qh[d]) * K[kv(s) + d];
+        p[size_t(s)] = acc / std::sqrt(double(dim));
+        mx = std::max(mx, p[size_t(s)]);
+      }
+      for (int64_t s = 0; s < seq; ++s) sum += (p[size_t(s)] = std::exp(p[size_t(s)] - mx));
+      double* o = out.data() + (b * heads + h) * dim;
+      for (int64_t s = 0; s < seq; ++s)
+        for (int64_t d = 0; d < dim; ++d) o[d] += p[size_t(s)] / sum * V[kv(s) + d];
+    }
+  return out;
 }
 
 }  // namespace examples::tile

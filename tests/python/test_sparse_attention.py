@@ -4,12 +4,20 @@ four workspaces, symbols b, s, s_kv, grid b * s), called with numpy arrays
 and checked against a numpy reference. bfloat16 as in the seed when
 ml_dtypes gives numpy a bfloat16; the float32 variant always."""
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import tilejit
 from tilejit import language as T
 from support import HAVE_ML_DTYPES, example_body, ml_dtypes, pool_in_use
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "tile"))
+import sparse_attention as tile_example  # noqa: E402  (one reference for both versions)
+
+reference = tile_example.reference
 
 # One block per query position (bx = bi * s + si) walks the top-k rows in
 # steps of `block` with an online softmax; the workspaces hold one step's
@@ -38,30 +46,12 @@ def sparse_attention_fwd(heads, dim, topk, block=64, dtype="bfloat16"):
     return main
 
 
-def reference(q, kv, indices):
-    """softmax(q k^T / sqrt(dim)) v over each query's valid indices, in
-    float64; a query with no valid index gives zeros."""
-    q, kv = q.astype(np.float64), kv.astype(np.float64)
-    b, s, heads, dim = q.shape
-    out = np.zeros((b, s, heads, dim))
-    for bi in range(b):
-        for si in range(s):
-            rows = indices[bi, si]
-            rows = rows[(rows >= 0) & (rows < kv.shape[1])]
-            if rows.size == 0:
-                continue
-            keys = kv[bi, rows]                          # [k, dim]
-            scores = q[bi, si] @ keys.T / np.sqrt(dim)   # [heads, k]
-            p = np.exp(scores - scores.max(axis=1, keepdims=True))
-            out[bi, si] = (p / p.sum(axis=1, keepdims=True)) @ keys
-    return out
-
-
 def make_inputs(rng, b, s, s_kv, heads, dim, topk, dtype):
-    q = rng.standard_normal((b, s, heads, dim)).astype(np.float32).astype(dtype)
-    kv = rng.standard_normal((b, s_kv, dim)).astype(np.float32).astype(dtype)
-    indices = rng.integers(-1, s_kv, size=(b, s, topk)).astype(np.int32)  # -1 skips
-    indices[0, 0] = -1  # a query that attends to nothing
+    """The tile example's inputs without its one-past-the-end indices; query
+    (0, 0) attends to nothing."""
+    q, kv, indices = tile_example.make_inputs(rng, b, s, s_kv, heads, dim, topk, dtype,
+                                              sentinels=False)
+    indices[0, 0] = -1
     return q, kv, indices
 
 

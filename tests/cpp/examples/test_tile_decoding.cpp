@@ -23,32 +23,6 @@ Tensor random_f32(std::initializer_list<int64_t> shape, std::mt19937& rng) {
   return t;
 }
 
-// softmax(q k^T / sqrt(dim)) v per (batch, head) over every key, in double.
-std::vector<double> decode_reference(const Tensor& q, const Tensor& k, const Tensor& v) {
-  const int64_t batch = q.shape(0), heads = q.shape(1), dim = q.shape(2);
-  const int64_t seq = k.shape(1), kv_heads = k.shape(2), group = heads / kv_heads;
-  const float *Q = q.data_as<float>(), *K = k.data_as<float>(), *V = v.data_as<float>();
-  std::vector<double> out(size_t(q.numel()), 0.0);
-  std::vector<double> p(static_cast<size_t>(seq));
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t h = 0; h < heads; ++h) {
-      const float* qh = Q + (b * heads + h) * dim;
-      auto kv = [&](int64_t s) { return ((b * seq + s) * kv_heads + h / group) * dim; };
-      double mx = -INFINITY, sum = 0;
-      for (int64_t s = 0; s < seq; ++s) {
-        double acc = 0;
-        for (int64_t d = 0; d < dim; ++d) acc += double(qh[d]) * K[kv(s) + d];
-        p[size_t(s)] = acc / std::sqrt(double(dim));
-        mx = std::max(mx, p[size_t(s)]);
-      }
-      for (int64_t s = 0; s < seq; ++s) sum += (p[size_t(s)] = std::exp(p[size_t(s)] - mx));
-      double* o = out.data() + (b * heads + h) * dim;
-      for (int64_t s = 0; s < seq; ++s)
-        for (int64_t d = 0; d < dim; ++d) o[d] += p[size_t(s)] / sum * V[kv(s) + d];
-    }
-  return out;
-}
-
 JitOptions out3() {
   JitOptions o;
   o.out_idx = IndexSpec({3});
@@ -66,7 +40,7 @@ TEST(TileExamples, FlashDecodingMatchesADoubleReference) {
     Tensor k = random_f32({batch, seq, cfg.kv_heads, cfg.dim}, rng);
     Tensor v = random_f32({batch, seq, cfg.kv_heads, cfg.dim}, rng);
     Tensor o = fd(q, k, v);
-    const std::vector<double> want = decode_reference(q, k, v);
+    const std::vector<double> want = examples::tile::flash_decoding_reference(q, k, v);
     double err = 0;
     for (int64_t i = 0; i < o.numel(); ++i) {
       err = std::max(err, std::abs(double(o.data_as<float>()[i]) - want[size_t(i)]));
@@ -93,7 +67,7 @@ TEST(TileExamples, FlashDecodingPartialsShareOneLease) {
   EXPECT_EQ(layout[1].offset, 512u);  // 336 bytes of lse, aligned to 256
   EXPECT_EQ(fd.workspace_bytes(args), 512u + 3 * 4 * 7 * 64 * 4);
   Tensor expected = fd(q, k, v);
-  const std::vector<double> want = decode_reference(q, k, v);
+  const std::vector<double> want = examples::tile::flash_decoding_reference(q, k, v);
   for (int64_t i = 0; i < expected.numel(); ++i) {
     ASSERT_NEAR(expected.data_as<float>()[i], want[size_t(i)], 2e-5) << i;
   }
