@@ -14,6 +14,20 @@
 #include "tilejit/ir/visitor.h"
 
 namespace tilejit::backend {
+
+const char* element_type(DataType t) noexcept {
+  if (t == DataType::float64()) return "double";
+  if (t == DataType::float32()) return "float";
+  if (t == DataType::float16()) return "tilejit::float16";
+  if (t == DataType::bfloat16()) return "tilejit::bfloat16";
+  if (t == DataType::int8()) return "int8_t";
+  if (t == DataType::int16()) return "int16_t";
+  if (t == DataType::int32()) return "int32_t";
+  if (t == DataType::int64()) return "int64_t";
+  if (t == DataType::uint8()) return "uint8_t";
+  if (t == DataType::boolean()) return "bool";
+  return nullptr;
+}
 namespace {
 
 using ir::Expr;
@@ -120,16 +134,7 @@ std::string join(const std::vector<std::string>& names) {
 // The C++ type of `t` in the preludes.
 const char* cxx_type(DataType t, const ir::PrimFunc& f, const ir::Param& p,
                      const CxxEntry& entry) {
-  if (t == DataType::float64()) return "double";
-  if (t == DataType::float32()) return "float";
-  if (t == DataType::float16()) return "tilejit::float16";
-  if (t == DataType::bfloat16()) return "tilejit::bfloat16";
-  if (t == DataType::int8()) return "int8_t";
-  if (t == DataType::int16()) return "int16_t";
-  if (t == DataType::int32()) return "int32_t";
-  if (t == DataType::int64()) return "int64_t";
-  if (t == DataType::uint8()) return "uint8_t";
-  if (t == DataType::boolean()) return "bool";
+  if (const char* type = element_type(t)) return type;
   TILEJIT_THROW(kTypeError) << f.name << ": parameter '" << p.name << "' has dtype " << t.name()
                             << ", which the " << entry.display << " backend does not support";
 }

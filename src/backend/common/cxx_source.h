@@ -25,6 +25,10 @@ struct CxxEntry {
   std::string (*read_scalar)(const char* ctype, const std::string& slot);
 };
 
+/// The C++ element type of `t` in both preludes ("tilejit::bfloat16",
+/// "int32_t", ...), or nullptr for a dtype they have no type for.
+const char* element_type(DataType t) noexcept;
+
 /// The body of `f` for the entry's target. Throws ValueError listing the
 /// targets that do have a body.
 const std::string& body_for_target(const ir::PrimFunc& f, const CxxEntry& entry);

@@ -6,9 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "backend/common/cxx_source.h"
 #include "tilejit/core/error.h"
 #include "tilejit/ir/tile_builder.h"
 #include "tilejit/ir/visitor.h"
+#include "tilejit/transform/predicate.h"
+#include "tilejit/transform/verify.h"
 
 namespace tilejit::backend {
 namespace {
@@ -169,6 +172,23 @@ std::string float_literal(double v, DataType t) {
   return v < 0 ? "(" + s + ")" : s;
 }
 
+ir::PrimFunc prepare_tile_func(const runtime::SourceRequest& request,
+                               transform::LayoutTarget target) {
+  TILEJIT_ICHECK(request.func != nullptr) << "SourceRequest without a PrimFunc";
+  ir::PrimFunc f = transform::verify(*request.func);
+  f = transform::predicate(f);
+  f = transform::select_layouts(f, target);
+  const ir::TileBody& tile = *f.tile();
+  TILEJIT_ICHECK(!tile.kernels().empty()) << f.name << ": a tile body without a kernel";
+  if (tile.globals.size() != tile.global_params.size()) {
+    throw Error(ErrorKind::kValueError,
+                ir::diagnostic_prefix(tile.globals[0]->span, f.name, "T.alloc_global") +
+                    "buffer " + tile.globals[0].name() +
+                    " has no workspace: run transform::plan_workspaces first (jit() does)");
+  }
+  return f;
+}
+
 bool has_loop(const ir::Stmt& s) {
   struct Finder : ir::IRVisitor {
     bool found = false;
@@ -195,16 +215,7 @@ const char* TileCodegen::compute_type(DataType t) {
 }
 
 const char* TileCodegen::storage_type(DataType t, const ir::Span& span, const std::string& what) {
-  if (t == DataType::float64()) return "double";
-  if (t == DataType::float32()) return "float";
-  if (t == DataType::float16()) return "tilejit::float16";
-  if (t == DataType::bfloat16()) return "tilejit::bfloat16";
-  if (t == DataType::int8()) return "int8_t";
-  if (t == DataType::int16()) return "int16_t";
-  if (t == DataType::int32()) return "int32_t";
-  if (t == DataType::int64()) return "int64_t";
-  if (t == DataType::uint8()) return "uint8_t";
-  if (t == DataType::boolean()) return "bool";
+  if (const char* type = element_type(t)) return type;
   fail(ErrorKind::kTypeError, span, what,
        "dtype " + t.name() + " has no element type in the " + display_ + " backend");
 }

@@ -29,8 +29,6 @@
 #include "tilejit/ir/tile_builder.h"
 #include "tilejit/ir/visitor.h"
 #include "tilejit/transform/layout_select.h"
-#include "tilejit/transform/predicate.h"
-#include "tilejit/transform/verify.h"
 
 namespace tilejit::cpu {
 
@@ -195,20 +193,8 @@ void emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
 }  // namespace
 
 runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& request) {
-  TILEJIT_ICHECK(request.func != nullptr) << "SourceRequest without a PrimFunc";
-  // The target-neutral passes, then the CPU's layouts.
-  ir::PrimFunc f = transform::verify(*request.func);
-  f = transform::predicate(f);
-  f = transform::select_layouts(f, transform::LayoutTarget::kCpu);
-  const ir::TileBody& tile = *f.tile();
-  const std::vector<const ir::KernelStmt*> kernels = tile.kernels();
-  TILEJIT_ICHECK(!kernels.empty()) << f.name << ": a tile body without a kernel";
-  if (tile.globals.size() != tile.global_params.size()) {
-    throw Error(ErrorKind::kValueError,
-                ir::diagnostic_prefix(tile.globals[0]->span, f.name, "T.alloc_global") +
-                    "buffer " + tile.globals[0].name() +
-                    " has no workspace: run transform::plan_workspaces first (jit() does)");
-  }
+  const ir::PrimFunc f = backend::prepare_tile_func(request, transform::LayoutTarget::kCpu);
+  const std::vector<const ir::KernelStmt*> kernels = f.tile()->kernels();
   const std::vector<std::string> symbols(request.symbols.begin(), request.symbols.end());
 
   // One entry per T.Kernel, run in order (Note [Kernel ABI]): tilejit_entry,

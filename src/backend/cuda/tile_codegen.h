@@ -1,7 +1,14 @@
 // The CUDA backend's code generation for tile-IR bodies, over the printer
-// both targets share (backend/common/tile_codegen.h); the tile ops are the
-// shared lowering's calls of the CUDA tile library (device/cuda/tilejit/
-// cuda/*.h), whose functions have the CPU library's names and meaning.
+// both targets share (backend/common/tile_codegen.h), in files:
+//   tile_codegen.cpp     the unit, the entries, allocations, loops, stores,
+//                        barriers
+//   lower_tile_ops.cpp   the tile ops: the shared lowering's calls of the
+//                        CUDA tile library (device/cuda/tilejit/cuda/*.h,
+//                        the CPU library's names and meaning), the register
+//                        operands' calls, the pipelined loops
+//   fragments, pipeline, smem_plan, tile_memory: the decisions made before
+//                        any code (register accumulators, prefetched tiles,
+//                        shared memory)
 //
 // Note [CUDA lowering of tile IR]
 // A T.Kernel is one __global__ entry (tilejit_kernel, tilejit_kernel_1, ...
@@ -66,9 +73,6 @@ namespace tilejit::cuda {
 /// The most dynamic shared memory a block may have on the GPUs tilejit
 /// targets (227 KiB on sm_90).
 inline constexpr int64_t kMaxSharedBytes = 227 * 1024;
-
-/// The shared memory the row reductions across warps of `choice` need.
-int64_t scratch_bytes(const FragmentChoice& choice);
 
 /// The unit for a PrimFunc with a tile body.
 runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& request);

@@ -1,0 +1,226 @@
+// The tile ops of the CUDA lowering (tile_codegen.h): the shared lowering's
+// library calls (backend/common/lower_tile_ops.cpp) for operands in memory,
+// this file's for operands in registers (Note [Register accumulators]), and
+// the pipelined loops' prefetches (Note [Software pipelining]).
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/accesses.h"
+#include "backend/cuda/tile_codegen.h"
+#include "backend/cuda/tile_memory.h"
+#include "tilejit/core/error.h"
+#include "tilejit/ir/buffer.h"
+
+namespace tilejit::cuda {
+namespace {
+
+using ir::Expr;
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+void CudaTileCodegen::emit_tile_op(const ir::Stmt& s) {
+  if (parallel_depth_ > 0) {
+    // One thread's element: T.atomic_add(C[i, j], C_f[i, j]), T.print.
+    if (s.kind() == ir::StmtKind::kAtomicAdd) {
+      backend::lower_atomic_add(*this, *s.as<ir::AtomicAddOp>());
+      return;
+    }
+    if (s.kind() == ir::StmtKind::kPrint) {
+      backend::lower_print(*this, *s.as<ir::PrintOp>());
+      return;
+    }
+    fail(ErrorKind::kValueError, s.span(), "tile op",
+         "a tile op inside a T.Parallel loop; the CUDA backend runs T.copy, T.gemm, T.fill and "
+         "the reductions on the whole block (only T.atomic_add and T.print may take one "
+         "element in a T.Parallel loop)");
+  }
+  Accessed a;
+  a.visit(s);
+  if (s.kind() == ir::StmtKind::kReduce && register_layout(s.as<ir::ReduceOp>()->src.buffer)) {
+    a.writes.insert(0);  // the row reduction's scratch
+  }
+  enter(a.reads, a.writes);
+  if (emit_register_op(s)) return;
+  if (s.kind() == ir::StmtKind::kCopy &&
+      s.as<ir::CopyOp>()->src.buffer.scope() == ir::Scope::kGlobal &&
+      s.as<ir::CopyOp>()->dst.buffer.scope() != ir::Scope::kGlobal) {
+    pending_async_ = true;  // copy.h may have used cp.async
+  }
+  switch (s.kind()) {
+    case ir::StmtKind::kCopy: backend::lower_copy(*this, *s.as<ir::CopyOp>()); break;
+    case ir::StmtKind::kGemm: backend::lower_gemm(*this, *s.as<ir::GemmOp>()); break;
+    case ir::StmtKind::kFill: backend::lower_fill(*this, *s.as<ir::FillOp>()); break;
+    case ir::StmtKind::kReduce: backend::lower_reduce(*this, *s.as<ir::ReduceOp>()); break;
+    case ir::StmtKind::kAtomicAdd:
+      backend::lower_atomic_add(*this, *s.as<ir::AtomicAddOp>());
+      break;
+    case ir::StmtKind::kPrint:
+      line("if (tilejit_tid == 0) {");
+      indent();
+      backend::lower_print(*this, *s.as<ir::PrintOp>());
+      dedent();
+      line("}");
+      break;
+    default: ir::unhandled_stmt("CUDA tile codegen", s);
+  }
+}
+
+void CudaTileCodegen::emit_prefetch(const ir::ForStmt& op,
+                                    const std::vector<const ir::CopyOp*>& copies,
+                                    const std::string& iteration, const std::string& stage,
+                                    const std::string& guard) {
+  // The copies read the loop variable as `iteration` and write `stage`.
+  const std::string k = var_name(op.var);
+  line("{");
+  indent();
+  const std::string it = fresh(k + "_ahead");
+  line("[[maybe_unused]] const int64_t " + it + " = " + iteration + ";");
+  line("if (" + guard + ") {");
+  indent();
+  bind_var(op.var, it);
+  for (const ir::CopyOp* copy : copies) {
+    const ir::Buffer& dst = copy->dst.buffer;
+    const auto& [base, stride] = staged_.at(dst.id());
+    backend::BufferAccess a = access(dst, copy->span, "T.copy");
+    const backend::BufferAccess saved = a;
+    a.name = a.data = "(" + base + " + (" + stage + ") * " + str(stride) + ")";
+    set_access(dst, a);
+    backend::lower_copy(*this, *copy);
+    set_access(dst, saved);
+  }
+  bind_var(op.var, k);
+  dedent();
+  line("}");
+  line("tilejit::cuda::async_commit();");
+  dedent();
+  line("}");
+}
+
+void CudaTileCodegen::emit_pipelined(const ir::ForStmt& op,
+                                     const std::vector<const ir::CopyOp*>& copies) {
+  const int stages = pipelines_.stages.at(copies.front()->dst.buffer.id());
+  const std::string k = var_name(op.var);
+  const std::string lo = expr(op.min);
+  const std::string end = loop_end(k, op, lo);
+  sync();
+  line("// T.Pipelined(num_stages=" + str(stages) + "): " + str(int64_t(copies.size())) +
+       " tile loads through " + str(stages) + " stages");
+  for (int s = 0; s + 1 < stages; ++s) {
+    emit_prefetch(op, copies, lo + " + " + str(s), str(s),
+                  lo + " + " + str(s) + " < " + end);
+  }
+  line("for (int64_t " + k + " = " + lo + "; " + k + " < " + end + "; ++" + k + ") {");
+  indent();
+  // Iteration k's group has landed once at most stages - 2 newer ones are
+  // in flight; the barrier shows it to every thread.
+  line("tilejit::cuda::async_wait_group<" + str(stages - 2) + ">();");
+  line("__syncthreads();");
+  synced_at_ = lines_written();
+  read_since_.clear();
+  written_since_.clear();
+  pending_async_ = false;
+  const std::string rel = "(" + k + " - " + lo + ")";
+  emit_prefetch(op, copies, k + " + " + str(stages - 1),
+                "(" + rel + " + " + str(stages - 1) + ") % " + str(stages),
+                k + " + " + str(stages - 1) + " < " + end);
+  // The body reads stage (k - lo) % stages.
+  std::map<uint64_t, backend::BufferAccess> saved;
+  for (const ir::CopyOp* copy : copies) {
+    const ir::Buffer& dst = copy->dst.buffer;
+    const auto& [base, stride] = staged_.at(dst.id());
+    backend::BufferAccess a = access(dst, copy->span, "T.copy");
+    saved.emplace(dst.id(), a);
+    const std::string name = fresh(dst.name());
+    line(std::string(storage_type(dst.dtype(), copy->span, "T.copy")) + "* const " + name + " = " +
+         base + " + " + rel + " % " + str(stages) + " * " + str(stride) + ";");
+    a.name = a.data = name;
+    set_access(dst, a);
+  }
+  for (const ir::Stmt& s : flatten(op.body)) {
+    bool skip = false;
+    for (const ir::CopyOp* copy : copies) skip = skip || s.get() == static_cast<const ir::StmtNode*>(copy);
+    if (!skip) emit_stmt(s);
+  }
+  for (const ir::CopyOp* copy : copies) set_access(copy->dst.buffer, saved.at(copy->dst.buffer.id()));
+  dedent();
+  line("}");
+  line("tilejit::cuda::async_wait_all();");
+  sync();
+}
+
+bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
+  static const char* const kKinds[] = {"kSum", "kMax", "kMin", "kAbsSum", "kAbsMax"};
+  switch (s.kind()) {
+    case ir::StmtKind::kFill: {
+      const auto* op = s.as<ir::FillOp>();
+      const AccLayout* l = register_layout(op->dst.buffer);
+      if (l == nullptr) return false;
+      line("// T.fill(" + ir::to_string(op->dst) + ", " + ir::to_string(op->value) + ")");
+      line("tilejit::cuda::acc_fill<" + l->type() + ">(" + access(op->dst.buffer, s.span(), "T.fill").name +
+           ", " + expr(op->value) + ");");
+      return true;
+    }
+    case ir::StmtKind::kGemm: {
+      const auto* op = s.as<ir::GemmOp>();
+      const AccLayout* l = register_layout(op->c.buffer);
+      if (l == nullptr) return false;
+      const backend::BufferAccess& a = access(op->a.buffer, s.span(), "T.gemm");
+      const backend::BufferAccess& b = access(op->b.buffer, s.span(), "T.gemm");
+      const int64_t k = op->trans_a ? a.static_shape[0] : op->a.buffer.shape()[1].int_value();
+      line("// T.gemm(" + ir::to_string(op->a) + ", " + ir::to_string(op->b) + ", " +
+           ir::to_string(op->c) + "): tensor cores into registers");
+      line("tilejit::cuda::acc_gemm<" + l->type() + ", " + str(k) + ", " +
+           (op->trans_a ? "true" : "false") + ", " + (op->trans_b ? "true" : "false") + ", " +
+           str(a.static_shape[1]) + ", " + str(b.static_shape[1]) + ">(" +
+           access(op->c.buffer, s.span(), "T.gemm").name + ", " + a.data + ", " + b.data + ", " +
+           (op->clear_accum ? "true" : "false") + ");");
+      return true;
+    }
+    case ir::StmtKind::kCopy: {
+      const auto* op = s.as<ir::CopyOp>();
+      const AccLayout* from = register_layout(op->src.buffer);
+      const AccLayout* to = register_layout(op->dst.buffer);
+      if (from == nullptr && to == nullptr) return false;
+      line("// T.copy(" + ir::to_string(op->src) + ", " + ir::to_string(op->dst) + ")");
+      if (from != nullptr) {
+        line("tilejit::cuda::acc_store<" + from->type() + ">(" +
+             access(op->src.buffer, s.span(), "T.copy").name + ", " +
+             backend::copy_side_rect(*this, *op, false) + ");");
+      } else {
+        line("tilejit::cuda::acc_load<" + to->type() + ">(" +
+             access(op->dst.buffer, s.span(), "T.copy").name + ", " +
+             backend::copy_side_rect(*this, *op, true) + ");");
+      }
+      return true;
+    }
+    case ir::StmtKind::kReduce: {
+      const auto* op = s.as<ir::ReduceOp>();
+      const AccLayout* l = register_layout(op->src.buffer);
+      if (l == nullptr) return false;
+      const backend::BufferAccess& dst = access(op->dst.buffer, s.span(), "T.reduce");
+      std::string scratch = "nullptr";
+      if (l->wn > 1) {
+        // One scratch for every row reduction of the kernel (each is
+        // behind barriers), as large as the largest needs.
+        if (scratch_offset_ < 0) {
+          scratch_offset_ = take_shared(scratch_bytes(choice_), s.span(), "the row reductions' scratch");
+        }
+        scratch = "reinterpret_cast<float*>(tilejit_smem + " + str(scratch_offset_) + ")";
+      }
+      line(std::string("// T.reduce_") + ir::reduce_kind_name(op->reduce_kind) + "(" +
+           ir::to_string(op->src) + ", " + ir::to_string(op->dst) + ", dim=1)");
+      line(std::string("tilejit::cuda::acc_reduce_rows<tilejit::cuda::ReduceKind::") +
+           kKinds[int(op->reduce_kind)] + ", " + l->type() + ">(" +
+           access(op->src.buffer, s.span(), "T.reduce").name + ", " + dst.data + ", " +
+           (op->clear ? "true" : "false") + ", " + scratch + ");");
+      return true;
+    }
+    default: return false;
+  }
+}
+
+}  // namespace tilejit::cuda

@@ -1,0 +1,32 @@
+// The shared memory of a CUDA tile kernel, decided before its code is
+// written: every shared and fragment tile that is not in registers, with its
+// padded rows (Note [Padded gemm operands]) and its pipeline stages (Note
+// [Software pipelining]), placed by liveness (Note [Shared-memory liveness]),
+// then the row reductions' scratch.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cuda/fragments.h"
+#include "backend/cuda/pipeline.h"
+#include "backend/cuda/smem_plan.h"
+#include "tilejit/ir/stmt.h"
+
+namespace tilejit::cuda {
+
+/// The shared memory the row reductions across warps of `choice` need.
+int64_t scratch_bytes(const FragmentChoice& choice);
+
+/// Where each tile of `kernel` lies, and the bytes the block needs for them.
+SmemPlan plan_tiles(const ir::KernelStmt& kernel, const FragmentChoice& choice,
+                    const PipelinePlan& pipelines);
+
+/// The block's shared memory: the tiles, then the scratch.
+int64_t planned_shared_bytes(const ir::KernelStmt& kernel, const FragmentChoice& choice,
+                             const PipelinePlan& pipelines);
+
+/// Fewer stages (down to none) where the tiles would not fit with them.
+void fit_pipelines(const ir::KernelStmt& kernel, const FragmentChoice& choice,
+                   PipelinePlan& plan);
+
+}  // namespace tilejit::cuda
