@@ -305,6 +305,32 @@ const BufferAccess& TileCodegen::access(const ir::Buffer& b, const ir::Span& spa
   return buffers_.emplace(b.id(), std::move(a)).first->second;
 }
 
+BufferAccess TileCodegen::tile_access(const ir::AllocStmt& op, int64_t* elements) {
+  const ir::Buffer& b = op.buffer;
+  if (b->layout != "row_major") {
+    fail(ErrorKind::kValueError, op.span, "T.alloc",
+         "buffer " + b.name() + " has layout '" + b->layout + "'; the " + display_ +
+             " backend lays tiles out row-major only");
+  }
+  BufferAccess a;
+  a.name = fresh(b.name());
+  a.dtype = b.dtype();
+  a.data = a.name;
+  a.layout = b->layout;
+  *elements = 1;
+  for (const Expr& d : b.shape()) {
+    if (!d.is_const()) {
+      fail(ErrorKind::kValueError, op.span, "T.alloc",
+           "buffer " + b.name() + " has a dynamic shape " + ir::shape_string(b.shape()) +
+               "; tiles have constant shapes");
+    }
+    a.static_shape.push_back(d.int_value());
+    a.shape.push_back(std::to_string(d.int_value()));
+    *elements *= d.int_value();
+  }
+  return a;
+}
+
 std::string TileCodegen::loop_end(const std::string& v, const ir::ForStmt& op,
                                   const std::string& lo) {
   if (op.min.is_const() && op.extent.is_const()) {

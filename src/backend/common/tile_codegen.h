@@ -80,6 +80,10 @@ class TileCodegen {
   const char* storage_type(DataType t, const ir::Span& span, const std::string& what);
 
   const BufferAccess& access(const ir::Buffer& b, const ir::Span& span, const char* op);
+  /// The access of the tile an allocation makes (a fresh name, its constant
+  /// shape) and its element count; ValueError for a layout other than
+  /// row-major or a dynamic shape, naming the buffer.
+  BufferAccess tile_access(const ir::AllocStmt& op, int64_t* elements);
   /// Registers the access of a tile buffer (from emit_alloc).
   void set_access(const ir::Buffer& b, BufferAccess a) { buffers_[b.id()] = std::move(a); }
   /// A C++ name not used yet, starting with `base`.

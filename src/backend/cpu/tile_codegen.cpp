@@ -47,27 +47,9 @@ std::string CpuTileCodegen::math(const char* fn, const char* ct,
 
 void CpuTileCodegen::emit_alloc(const ir::AllocStmt& op) {
   const ir::Buffer& b = op.buffer;
-  if (b->layout != "row_major") {
-    fail(ErrorKind::kValueError, op.span, "T.alloc",
-         "buffer " + b.name() + " has layout '" + b->layout +
-             "'; the CPU backend lays tiles out row-major only");
-  }
   const char* st = storage_type(b.dtype(), op.span, "T.alloc");
-  BufferAccess a;
-  a.name = fresh(b.name());
-  a.dtype = b.dtype();
-  a.data = a.name;
   int64_t elements = 1;
-  for (const Expr& d : b.shape()) {
-    if (!d.is_const()) {
-      fail(ErrorKind::kValueError, op.span, "T.alloc",
-           "buffer " + b.name() + " has a dynamic shape " + ir::shape_string(b.shape()) +
-               "; tiles have constant shapes");
-    }
-    a.static_shape.push_back(d.int_value());
-    a.shape.push_back(std::to_string(d.int_value()));
-    elements *= d.int_value();
-  }
+  backend::BufferAccess a = tile_access(op, &elements);
   const int64_t bytes = elements * b.dtype().bytes();
   if (bytes <= kMaxStackTileBytes) {
     line("alignas(64) " + std::string(st) + " " + a.name + "[" + std::to_string(elements) +
@@ -78,7 +60,6 @@ void CpuTileCodegen::emit_alloc(const ir::AllocStmt& op) {
          std::to_string(bytes) + " bytes");
     arena_bytes_ += (bytes + 63) / 64 * 64;
   }
-  a.layout = b->layout;
   set_access(b, std::move(a));
 }
 

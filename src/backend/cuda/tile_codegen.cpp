@@ -140,28 +140,10 @@ void CudaTileCodegen::before_stmt(const ir::Stmt& s) {
 
 void CudaTileCodegen::emit_alloc(const ir::AllocStmt& op) {
   const ir::Buffer& b = op.buffer;
-  if (b->layout != transform::kRowMajor) {
-    fail(ErrorKind::kValueError, op.span, "T.alloc",
-         "buffer " + b.name() + " has layout '" + b->layout +
-             "'; the CUDA backend lays tiles out row-major only");
-  }
   const char* st = storage_type(b.dtype(), op.span, "T.alloc");
-  backend::BufferAccess a;
-  a.name = fresh(b.name());
-  a.dtype = b.dtype();
-  a.data = a.name;
-  a.layout = b.scope() == ir::Scope::kLocal ? "local" : b->layout;
   int64_t elements = 1;
-  for (const Expr& d : b.shape()) {
-    if (!d.is_const()) {
-      fail(ErrorKind::kValueError, op.span, "T.alloc",
-           "buffer " + b.name() + " has a dynamic shape " + ir::shape_string(b.shape()) +
-               "; tiles have constant shapes");
-    }
-    a.static_shape.push_back(d.int_value());
-    a.shape.push_back(std::to_string(d.int_value()));
-    elements *= d.int_value();
-  }
+  backend::BufferAccess a = tile_access(op, &elements);
+  if (b.scope() == ir::Scope::kLocal) a.layout = "local";
   if (const AccLayout* reg = register_layout(b)) {
     a.layout = "mma";
     line("float " + a.name + "[" + str(reg->registers()) + "];  // fragment in registers: " +
