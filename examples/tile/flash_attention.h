@@ -19,6 +19,8 @@ struct FlashAttentionConfig {
   bool causal = false;
   int64_t block_m = 64;
   int64_t block_n = 64;
+  int stages = 1;
+  int threads = 128;
   tilejit::DataType dtype = tilejit::DataType::float32();
 };
 
@@ -74,7 +76,7 @@ inline tilejit::PrimFunc flash_attention(const FlashAttentionConfig& c) {
   const Buffer K = b.tensor_param("K", shape, dt);
   const Buffer V = b.tensor_param("V", shape, dt);
   const Buffer O = b.tensor_param("Output", shape, dt);
-  const auto blk = b.begin_kernel({tilejit::ir::ceildiv(seq, bm), Expr(c.heads), batch}, {128});
+  const auto blk = b.begin_kernel({tilejit::ir::ceildiv(seq, bm), Expr(c.heads), batch}, {c.threads});
   const Expr bx = blk[0], by = blk[1], bz = blk[2];
   const Buffer Q_s = b.alloc("Q_shared", {bm, dim}, dt, Scope::kShared);
   const Buffer K_s = b.alloc("K_shared", {bn, dim}, dt, Scope::kShared);
@@ -95,7 +97,7 @@ inline tilejit::PrimFunc flash_attention(const FlashAttentionConfig& c) {
   b.fill(whole(m), ninf);
   const Expr all = tilejit::ir::ceildiv(seq, bn);
   const Expr steps = c.causal ? tilejit::ir::min(all, tilejit::ir::ceildiv((bx + 1) * bm, bn)) : all;
-  const Expr k = b.begin_for("k", 0, steps, ForKind::kPipelined, 1);
+  const Expr k = b.begin_for("k", 0, steps, ForKind::kPipelined, c.stages);
   {  // MMA0
     b.copy(rows_of(K, bz, k * bn, bn, by, dim), whole(K_s));
     const Expr i = b.begin_for("i", 0, bm, ForKind::kParallel);
@@ -104,7 +106,7 @@ inline tilejit::PrimFunc flash_attention(const FlashAttentionConfig& c) {
     b.store(acc_s, {i, j}, tilejit::ir::select(visible, Expr(0.0), ninf));
     b.end_for();
     b.end_for();
-    b.gemm(whole(Q_s), whole(K_s), whole(acc_s), false, true);
+    b.gemm(whole(Q_s), whole(K_s), whole(acc_s), false, true, false, /*policy=FullRow*/ 1);
   }
   {  // Softmax
     b.copy(whole(m), whole(m_prev));
@@ -132,7 +134,7 @@ inline tilejit::PrimFunc flash_attention(const FlashAttentionConfig& c) {
   }
   {  // MMA1
     b.copy(rows_of(V, bz, k * bn, bn, by, dim), whole(V_s));
-    b.gemm(whole(acc_s_cast), whole(V_s), whole(acc_o));
+    b.gemm(whole(acc_s_cast), whole(V_s), whole(acc_o), false, false, false, /*policy=FullRow*/ 1);
   }
   b.end_for();
   {
