@@ -36,7 +36,7 @@ its error in the table and the others still run. Ratios are this row's time
 over the tilejit row's time of the same problem, measured in the same run
 (below 1: faster than tilejit).
 
-    python3 bench/bench_tile_cuda.py [--reps 100] [--no-first-call]
+    python3 bench/bench_tile_cuda.py [--reps 100] [--no-first-call] [--only PROBLEM ...]
 
 Exits 0 with a message when torch, a CUDA device or tilejit's cuda target is
 missing.
@@ -65,7 +65,8 @@ GEMM_BLOCKS = [(128, 128, 32), (128, 128, 64)]
 FA = dict(batch=2, heads=16, seq=8192, dim=128)
 # (block_M, block_N, num_stages, threads) of flashattn: TileLang's example
 # defaults, then its Hopper configuration.
-FA_CONFIGS = [(64, 64, 1, 128), (128, 128, 2, 256), (128, 64, 2, 128)]
+FA_CONFIGS = [(64, 64, 1, 128), (128, 128, 2, 256), (128, 64, 2, 128), (128, 64, 2, 256),
+              (64, 64, 2, 128)]
 SPARSE = dict(b=2, s=1024, s_kv=8192, topk=512, heads=16, dim=128)
 DECODE = dict(b=8, heads=32, s_kv=32768, dim=128, splits=8)
 # (num_split, block_N, num_stages) of flashdecode.
@@ -421,11 +422,22 @@ def decode_rows(table, reps):
             lambda: text(q, k, v), reps, flops, base)
 
 
+SECTIONS = {
+    "gemm": gemm_rows,
+    "flash": lambda t, r: flash_rows(t, r, False),
+    "flash-causal": lambda t, r: flash_rows(t, r, True),
+    "sparse": sparse_rows,
+    "decode": decode_rows,
+}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=100, help="repetitions per row (>= 100)")
     parser.add_argument("--no-first-call", action="store_true",
                         help="skip the first-call rows (two new processes)")
+    parser.add_argument("--only", nargs="+", choices=sorted(SECTIONS), metavar="PROBLEM",
+                        help=f"run only these problems' rows ({', '.join(sorted(SECTIONS))})")
     parser.add_argument("--first-call-child", metavar="CACHE_DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
     try:
@@ -449,10 +461,11 @@ def main():
           f"{platform.python_version()}; timing: {timer_name()}, >= {reps} repetitions per row")
     print()
     table = Table()
-    if not args.no_first_call:
+    if not args.no_first_call and not args.only:
         first_call_rows(table)  # first: new processes, before this one compiled anything
-    for section in (gemm_rows, lambda t, r: flash_rows(t, r, False),
-                    lambda t, r: flash_rows(t, r, True), sparse_rows, decode_rows):
+    for name, section in SECTIONS.items():
+        if args.only and name not in args.only:
+            continue
         try:
             section(table, reps)
         except Exception as e:  # a section's set-up (an import, an allocation)

@@ -39,22 +39,30 @@ int64_t dim(const ir::Buffer& b, size_t d) {
   return e.is_const() ? e.int_value() : -1;
 }
 
-// Every use of the kernel's fragments, and the candidates' disqualification.
+// A T.Parallel nest and the candidates it accesses.
+struct Nest {
+  size_t depth = 0;            // loops (0: not a plain nest over constant extents)
+  std::set<uint64_t> tiles;    // 2-D candidates at [i, j]
+  std::set<uint64_t> rows;     // 1-D candidates at [i]
+  std::set<uint64_t> stored;   // every buffer stored in the nest
+  bool tile_ops = false;       // an atomic add or print of an element
+};
+
+// Every use of the kernel's fragments, and the candidates' disqualification
+// (Note [Register accumulators]).
 class Uses : public ir::IRVisitor {
  public:
-  std::map<uint64_t, ir::Buffer> candidates;  // 2-D float32 fragments
-  std::set<uint64_t> out;                      // disqualified
-  std::map<uint64_t, std::vector<const ir::GemmOp*>> gemms;  // as C
-  // Each T.Parallel nest: the candidates it accesses.
-  std::vector<std::set<uint64_t>> nests;
+  // 2-D float32 or 16-bit fragments, and 1-D float32 ones, of constant shape.
+  std::map<uint64_t, ir::Buffer> candidates;
+  std::set<uint64_t> out;  // disqualified
+  std::map<uint64_t, std::vector<const ir::GemmOp*>> as_c, as_a;
   std::vector<const ir::GemmOp*> all_gemms;
+  // Whole-buffer copies between two candidates (src, dst), and row
+  // reductions of a candidate into a row candidate (src, dst).
+  std::vector<std::pair<uint64_t, uint64_t>> links, reductions;
+  std::vector<Nest> nests;
 
-  void add_candidate(const ir::Buffer& b) {
-    if (b.scope() == ir::Scope::kFragment && b.rank() == 2 && b.dtype() == DataType::float32() &&
-        dim(b, 0) > 0 && dim(b, 1) > 0) {
-      candidates.emplace(b.id(), b);
-    }
-  }
+  bool is_rows(uint64_t id) const { return candidates.at(id).rank() == 1; }
 
  private:
   bool is_candidate(const ir::Buffer& b) const { return candidates.count(b.id()) != 0; }
@@ -62,31 +70,45 @@ class Uses : public ir::IRVisitor {
     if (is_candidate(b)) out.insert(b.id());
   }
 
-  // An access acc[i, j] in the current nest, at exactly its indices.
-  void access(const ir::Buffer& b, const std::vector<Expr>& indices) {
+  void add_candidate(const ir::Buffer& b) {
+    if (b.scope() != ir::Scope::kFragment) return;
+    const bool tile = b.rank() == 2 && (b.dtype() == DataType::float32() ||
+                                        is_16bit_float(b.dtype())) &&
+                      dim(b, 0) > 0 && dim(b, 1) > 0;
+    const bool rows = b.rank() == 1 && b.dtype() == DataType::float32() && dim(b, 0) > 0;
+    if (tile || rows) candidates.emplace(b.id(), b);
+  }
+
+  // An access in the current nest: acc[i, j] at exactly its indices, or
+  // rows[i] at the nest's first index.
+  void access(const ir::Buffer& b, const std::vector<Expr>& indices, bool store) {
+    if (in_nest_ && store) nests.back().stored.insert(b.id());
     if (!is_candidate(b)) return;
-    if (nest_vars_.size() != 2 || indices.size() != 2 || nest_extents_[0] != dim(b, 0) ||
-        nest_extents_[1] != dim(b, 1)) {
+    // Row vectors are stored only in 1-D nests (a register loop over rows).
+    const size_t depth = nest_vars_.size();
+    const size_t want = b.rank() == 2 ? 2 : (store ? 1 : std::min<size_t>(depth, 2));
+    if (depth == 0 || depth != want || indices.size() != size_t(b.rank())) {
       drop(b);
       return;
     }
-    for (size_t d = 0; d < 2; ++d) {
-      if (!indices[d].is_var() || indices[d].var_id() != nest_vars_[d]) {
+    for (size_t d = 0; d < indices.size(); ++d) {
+      if (!indices[d].is_var() || indices[d].var_id() != nest_vars_[d] ||
+          nest_extents_[d] != dim(b, d)) {
         drop(b);
         return;
       }
     }
-    nests.back().insert(b.id());
+    (b.rank() == 2 ? nests.back().tiles : nests.back().rows).insert(b.id());
   }
 
   void visit_alloc(const ir::AllocStmt* op, const ir::Stmt&) override { add_candidate(op->buffer); }
 
   void visit_load(const ir::LoadNode* op, const Expr& e) override {
-    access(op->buffer, op->indices);
+    access(op->buffer, op->indices, false);
     ir::IRVisitor::visit_load(op, e);
   }
   void visit_store(const ir::StoreStmt* op, const ir::Stmt& s) override {
-    access(op->buffer, op->indices);
+    access(op->buffer, op->indices, true);
     ir::IRVisitor::visit_store(op, s);
   }
 
@@ -113,6 +135,7 @@ class Uses : public ir::IRVisitor {
       nest_extents_.push_back(loop->extent.is_const() ? loop->extent.int_value() : -1);
     }
     if (!plain) nest_vars_.clear();  // no register loop: every access is a disqualification
+    nests.back().depth = nest_vars_.size();
     visit(nest.back()->body);
     in_nest_ = false;
     nest_vars_.clear();
@@ -125,21 +148,37 @@ class Uses : public ir::IRVisitor {
   }
 
   void visit_copy(const ir::CopyOp* op, const ir::Stmt& s) override {
-    // The other side: a row-major M x N rectangle of memory the whole block
-    // can reach (not a register fragment, not a thread's local buffer).
-    for (const auto& [self, other] : {std::pair{&op->src, &op->dst}, std::pair{&op->dst, &op->src}}) {
-      if (!is_candidate(self->buffer)) continue;
-      if (is_candidate(other->buffer) || other->buffer.scope() == ir::Scope::kLocal ||
-          !rectangle(*other, dim(self->buffer, 0), dim(self->buffer, 1))) {
-        drop(self->buffer);
+    const bool src = is_candidate(op->src.buffer), dst = is_candidate(op->dst.buffer);
+    if (src && dst) {
+      // Register to register where both stay there with one layout.
+      if (op->src.buffer.rank() == op->dst.buffer.rank() &&
+          dim(op->src.buffer, 0) == dim(op->dst.buffer, 0) &&
+          (op->src.buffer.rank() == 1 || dim(op->src.buffer, 1) == dim(op->dst.buffer, 1))) {
+        links.emplace_back(op->src.buffer.id(), op->dst.buffer.id());
+      } else {
+        drop(op->src.buffer);
+        drop(op->dst.buffer);
+      }
+    } else {
+      // The other side: a row-major rectangle of memory the whole block can
+      // reach (not a thread's local buffer).
+      for (const auto& [self, other] : {std::pair{&op->src, &op->dst}, std::pair{&op->dst, &op->src}}) {
+        if (!is_candidate(self->buffer)) continue;
+        const ir::Buffer& b = self->buffer;
+        if (other->buffer.scope() == ir::Scope::kLocal ||
+            !rectangle(*other, b.rank() == 2 ? dim(b, 0) : 1, dim(b, b.rank() - 1))) {
+          drop(b);
+        }
       }
     }
     ir::IRVisitor::visit_copy(op, s);
   }
 
-  // `r`'s extents other than 1 are exactly (m, n), n in its last dimension.
+  // `r`'s extents other than 1 are exactly (m, n) (or n where m is 1), n in
+  // its last dimension.
   static bool rectangle(const ir::Region& r, int64_t m, int64_t n) {
     if (r.is_whole()) {
+      if (m == 1 && r.buffer.rank() == 1) return dim(r.buffer, 0) == n;
       return r.buffer.rank() == 2 && dim(r.buffer, 0) == m && dim(r.buffer, 1) == n;
     }
     std::vector<int64_t> big;
@@ -147,28 +186,54 @@ class Uses : public ir::IRVisitor {
       if (!range.extent.is_const()) return false;
       if (range.extent.int_value() != 1) big.push_back(range.extent.int_value());
     }
+    const std::vector<int64_t> want = m == 1 ? std::vector<int64_t>{n} : std::vector<int64_t>{m, n};
     const ir::Range& last = r.ranges.back();
-    return big == std::vector<int64_t>{m, n} && last.extent.is_const() &&
-           last.extent.int_value() == n;
+    return big == want && last.extent.is_const() && last.extent.int_value() == n;
   }
   void visit_gemm(const ir::GemmOp* op, const ir::Stmt& s) override {
-    drop(op->a.buffer);
+    if (in_nest_) nests.back().tile_ops = true;
     drop(op->b.buffer);
     all_gemms.push_back(op);
-    if (is_candidate(op->c.buffer)) gemms[op->c.buffer.id()].push_back(op);
+    const ir::Buffer& a = op->a.buffer;
+    if (is_candidate(a) && is_16bit_float(a.dtype()) && !op->trans_a) {
+      as_a[a.id()].push_back(op);
+    } else {
+      drop(a);
+    }
+    const ir::Buffer& c = op->c.buffer;
+    if (is_candidate(c) && c.rank() == 2 && c.dtype() == DataType::float32()) {
+      as_c[c.id()].push_back(op);
+    } else {
+      drop(c);
+    }
     ir::IRVisitor::visit_gemm(op, s);
   }
+  void visit_fill(const ir::FillOp* op, const ir::Stmt& s) override {
+    if (in_nest_) nests.back().tile_ops = true;
+    ir::IRVisitor::visit_fill(op, s);
+  }
   void visit_reduce(const ir::ReduceOp* op, const ir::Stmt& s) override {
-    drop(op->dst.buffer);
-    if (op->dim != 1 || !is_whole(op->dst) || op->dst.buffer.rank() != 1) drop(op->src.buffer);
+    if (in_nest_) nests.back().tile_ops = true;
+    const ir::Buffer& src = op->src.buffer;
+    const ir::Buffer& dst = op->dst.buffer;
+    const bool rows = op->dim == 1 && is_whole(op->dst) && dst.rank() == 1 &&
+                      is_candidate(src) && src.rank() == 2 && src.dtype() == DataType::float32();
+    if (!rows) {
+      drop(src);
+      drop(dst);
+    } else if (is_candidate(dst)) {
+      reductions.emplace_back(src.id(), dst.id());
+    }
     ir::IRVisitor::visit_reduce(op, s);
   }
   void visit_atomic_add(const ir::AtomicAddOp* op, const ir::Stmt& s) override {
+    if (in_nest_) nests.back().tile_ops = true;
     drop(op->dst.buffer);
     if (op->src.buffer.defined()) drop(op->src.buffer);
     ir::IRVisitor::visit_atomic_add(op, s);
   }
   void visit_print(const ir::PrintOp* op, const ir::Stmt& s) override {
+    if (in_nest_) nests.back().tile_ops = true;
     if (op->region.buffer.defined()) drop(op->region.buffer);
     ir::IRVisitor::visit_print(op, s);
   }
@@ -178,8 +243,9 @@ class Uses : public ir::IRVisitor {
   std::vector<int64_t> nest_extents_;
 };
 
-// A gemm the tensor cores can run into an accumulator of `layout`.
-bool mma_gemm(const ir::GemmOp& g, const AccLayout& layout) {
+// A gemm the tensor cores can run into an accumulator of `layout`, with A
+// in registers of `a_layout` when it is given.
+bool mma_gemm(const ir::GemmOp& g, const AccLayout& layout, const AccLayout* a_layout) {
   const ir::Buffer& a = g.a.buffer;
   const ir::Buffer& b = g.b.buffer;
   if (!is_16bit_float(a.dtype()) || a.dtype() != b.dtype()) return false;
@@ -190,9 +256,12 @@ bool mma_gemm(const ir::GemmOp& g, const AccLayout& layout) {
   const int64_t k = g.trans_a ? dim(a, 0) : dim(a, 1);
   const int64_t m = g.trans_a ? dim(a, 1) : dim(a, 0);
   const int64_t n = g.trans_b ? dim(b, 0) : dim(b, 1);
+  if (a_layout != nullptr &&
+      !(layout.wn == 1 && *a_layout == AccLayout{m, k, layout.wm, 1} && !g.trans_a)) {
+    return false;
+  }
   return is_whole(g.a) && is_whole(g.b) && k % 16 == 0 && m == layout.m && n == layout.n;
 }
-
 // The warp grids to try for policy `policy` (0 Square, 1 FullRow, 2 FullCol).
 std::vector<std::pair<int, int>> grids(int warps, int policy, int64_t m, int64_t n) {
   std::vector<std::pair<int, int>> out;
@@ -213,9 +282,84 @@ std::vector<std::pair<int, int>> grids(int warps, int policy, int64_t m, int64_t
   return out;
 }
 
+// Row vectors (Note [Register accumulators]): the rows of the accumulators
+// they meet (reductions into them, 2-D nests over both), agreed on through
+// copies and 1-D nests; a 1-D nest over a row vector in registers is a loop
+// over the thread's rows, so all it stores must be such row vectors.
+void choose_rows(const Uses& uses, std::map<uint64_t, AccLayout>& regs) {
+  std::map<uint64_t, AccLayout> want;
+  std::set<uint64_t> out;
+  for (const auto& [id, b] : uses.candidates) {
+    if (b.rank() == 1 && uses.out.count(id)) out.insert(id);
+  }
+  auto tile_layout = [&](uint64_t id) -> const AccLayout* {
+    auto it = regs.find(id);
+    return it == regs.end() ? nullptr : &it->second;
+  };
+  auto require = [&](uint64_t id, const AccLayout* tile) {
+    if (out.count(id)) return;
+    if (tile == nullptr || tile->wn != 1 || tile->m != dim(uses.candidates.at(id), 0)) {
+      out.insert(id);
+      return;
+    }
+    auto [it, fresh] = want.emplace(id, tile->row_layout());
+    if (!fresh && !(it->second == tile->row_layout())) out.insert(id);
+  };
+  for (const auto& [src, dst] : uses.reductions) require(dst, tile_layout(src));
+  for (const Nest& nest : uses.nests) {
+    if (nest.depth == 1 || nest.rows.empty()) continue;
+    const AccLayout* tile = nullptr;
+    for (uint64_t id : nest.tiles) {
+      if (tile == nullptr) tile = tile_layout(id);
+    }
+    for (uint64_t id : nest.rows) require(id, tile);
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    auto agree = [&](uint64_t x, uint64_t y) {
+      if (out.count(x) || out.count(y)) return;
+      auto ix = want.find(x), iy = want.find(y);
+      if (ix == want.end() && iy == want.end()) return;
+      if (ix == want.end()) {
+        want.emplace(x, iy->second);
+      } else if (iy == want.end()) {
+        want.emplace(y, ix->second);
+      } else if (ix->second == iy->second) {
+        return;
+      } else {
+        out.insert(y);
+      }
+      changed = true;
+    };
+    for (const auto& [src, dst] : uses.links) {
+      if (uses.is_rows(src)) agree(src, dst);
+    }
+    for (const Nest& nest : uses.nests) {
+      if (nest.depth != 1 || nest.rows.empty()) continue;
+      bool loop = !nest.tile_ops;
+      for (uint64_t id : nest.stored) {
+        loop = loop && uses.candidates.count(id) && uses.is_rows(id) && !out.count(id);
+      }
+      if (!loop) {
+        for (uint64_t id : nest.rows) changed = out.insert(id).second || changed;
+        continue;
+      }
+      for (uint64_t x : nest.rows) {
+        for (uint64_t y : nest.rows) {
+          if (x != y) agree(x, y);
+        }
+      }
+    }
+  }
+  for (const auto& [id, layout] : want) {
+    if (!out.count(id)) regs.emplace(id, layout);
+  }
+}
+
 }  // namespace
 
 std::string AccLayout::type() const {
+  if (rows()) return "tilejit::cuda::MmaRows<" + std::to_string(m) + ", " + std::to_string(wm) + ">";
   return "tilejit::cuda::MmaAcc<" + std::to_string(m) + ", " + std::to_string(n) + ", " +
          std::to_string(wm) + ", " + std::to_string(wn) + ">";
 }
@@ -241,41 +385,78 @@ FragmentChoice choose_fragments(const ir::KernelStmt& kernel, int threads) {
   FragmentChoice choice;
   if (threads % 32 != 0) return choice;
   const int warps = threads / 32;
-  for (const auto& [id, buffer] : uses.candidates) {
-    auto g = uses.gemms.find(id);
-    if (uses.out.count(id) || g == uses.gemms.end()) continue;
+  std::map<uint64_t, AccLayout>& regs = choice.registers;
+  auto in_regs = [&](uint64_t id) { return regs.count(id) != 0; };
+  // Accumulators: the first gemm's policy picks the grid.
+  for (const auto& [id, g] : uses.as_c) {
+    if (uses.out.count(id)) continue;
+    const ir::Buffer& buffer = uses.candidates.at(id);
     const int64_t m = dim(buffer, 0), n = dim(buffer, 1);
-    for (auto [wm, wn] : grids(warps, g->second.front()->policy, m, n)) {
+    for (auto [wm, wn] : grids(warps, g.front()->policy, m, n)) {
       AccLayout layout{m, n, wm, wn};
       if (m % (16 * wm) != 0 || n % (16 * wn) != 0) continue;
       if (layout.registers() > kMaxAccRegisters) break;
       bool ok = true;
-      for (const ir::GemmOp* op : g->second) ok = ok && mma_gemm(*op, layout);
+      for (const ir::GemmOp* op : g) ok = ok && mma_gemm(*op, layout, nullptr);
       if (!ok) break;
-      choice.registers.emplace(id, layout);
+      regs.emplace(id, layout);
       break;
     }
   }
-  // A nest indexes one register layout at most.
-  for (const std::set<uint64_t>& nest : uses.nests) {
-    const AccLayout* first = nullptr;
-    for (uint64_t id : nest) {
-      auto it = choice.registers.find(id);
-      if (it == choice.registers.end()) continue;
-      if (first == nullptr) {
-        first = &it->second;
-      } else if (!(it->second == *first)) {
-        choice.registers.erase(it);
+  // Operands: the layout of their gemms' accumulators' rows.
+  for (const auto& [id, g] : uses.as_a) {
+    const ir::Buffer& buffer = uses.candidates.at(id);
+    if (uses.out.count(id) || uses.as_c.count(id)) continue;
+    auto c = regs.find(g.front()->c.buffer.id());
+    if (c == regs.end() || c->second.wn != 1) continue;
+    const AccLayout layout{dim(buffer, 0), dim(buffer, 1), c->second.wm, 1};
+    if (layout.m % (16 * layout.wm) != 0 || layout.n % 16 != 0 ||
+        layout.registers() > kMaxAccRegisters) {
+      continue;
+    }
+    regs.emplace(id, layout);
+  }
+  // What the 2-D choices must agree on, until nothing changes: an operand's
+  // gemms run on their accumulators in registers, a register-to-register
+  // copy has one layout, a nest indexes one layout.
+  for (bool changed = true; changed;) {
+    changed = false;
+    auto drop = [&](uint64_t id) { changed = regs.erase(id) != 0 || changed; };
+    for (const auto& [id, g] : uses.as_a) {
+      if (!in_regs(id)) continue;
+      for (const ir::GemmOp* op : g) {
+        auto c = regs.find(op->c.buffer.id());
+        if (c == regs.end() || !mma_gemm(*op, c->second, &regs.at(id))) drop(id);
+        if (!in_regs(id)) break;
+      }
+    }
+    for (const auto& [src, dst] : uses.links) {
+      if (uses.is_rows(src) || !in_regs(src) || !in_regs(dst)) continue;
+      const AccLayout x = regs.at(src), y = regs.at(dst);
+      if (!(x == y)) drop(uses.as_c.count(dst) ? src : dst);
+    }
+    for (const Nest& nest : uses.nests) {
+      const AccLayout* first = nullptr;
+      for (uint64_t id : nest.tiles) {
+        auto it = regs.find(id);
+        if (it == regs.end()) continue;
+        if (first == nullptr) {
+          first = &it->second;
+        } else if (!(it->second == *first)) {
+          drop(id);
+          break;
+        }
       }
     }
   }
+  choose_rows(uses, regs);
   // The 16-bit operands of gemms that may run on tensor cores (into
   // registers, or in the library's gemm on shared C).
   for (const ir::GemmOp* op : uses.all_gemms) {
     for (const ir::Buffer* x : {&op->a.buffer, &op->b.buffer}) {
       if (is_16bit_float(x->dtype()) && x->rank() == 2 && dim(*x, 1) > 0 && dim(*x, 1) % 8 == 0 &&
           (x->scope() == ir::Scope::kShared || x->scope() == ir::Scope::kFragment) &&
-          !choice.registers.count(x->id())) {
+          !in_regs(x->id())) {
         choice.padded[x->id()] = true;
       }
     }

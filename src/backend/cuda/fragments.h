@@ -3,28 +3,41 @@
 //
 // Note [Register accumulators]
 // A fragment is one block-wide array in shared memory (Note [CUDA lowering
-// of tile IR]) unless it is a T.gemm accumulator that can live in registers
-// as mma.sync leaves it (tilejit/cuda/mma_acc.h, MmaAcc<M, N, WM, WN>). That
-// is the TileLang program's usual accumulator, and what makes a GEMM fast:
-// it is never written to memory between the K steps. A fragment C gets the
-// "mma" layout when
-//  - it is 2-D float32 and the C of at least one T.gemm whose A and B are
-//    bfloat16 or float16 (one type) in shared memory (a shared buffer, or a
-//    fragment that stays in shared memory), with M and N multiples of 16 per
-//    warp of the grid below and K a multiple of 16;
-//  - every other use of it is a whole-buffer T.fill, a whole-buffer T.copy
-//    from or to a buffer that is not itself in registers, a whole-buffer
-//    row reduction (dim=1) into a buffer that is not, or an access inside a
-//    T.Parallel nest over exactly its shape at exactly the nest's indices
-//    (`acc[i, j]` in `for i, j in T.Parallel(M, N)`), a nest that touches
-//    no other register fragment of another layout;
-//  - its part per thread is at most kMaxAccRegisters floats.
-// The warp grid (WM x WN = threads / 32) follows the first gemm's policy:
-// FullRow puts every warp on its own rows, FullCol on its own columns,
-// Square splits both as evenly as the shape allows; where that grid does not
-// divide the shape, the others are tried. Anything else keeps the fragment
-// in shared memory, where every access is legal: the choice changes speed,
-// never meaning.
+// of tile IR]) unless it can live in registers as mma.sync leaves its
+// accumulators (tilejit/cuda/mma_acc.h): each thread holds its own elements,
+// no barrier guards them, and a T.Parallel nest over one is a loop over the
+// thread's registers. Three kinds qualify:
+//  - accumulators, MmaAcc<M, N, WM, WN>: a 2-D float32 fragment that is the
+//    C of a T.gemm whose A and B are bfloat16 or float16 (one type) in
+//    shared memory or in registers, with M and N multiples of 16 per warp of
+//    the grid below and K a multiple of 16. That is the TileLang program's
+//    usual accumulator, and what makes a GEMM fast: it is never written to
+//    memory between the K steps. The warp grid (WM x WN = threads / 32)
+//    follows the first gemm's policy: FullRow puts every warp on its own
+//    rows, FullCol on its own columns, Square splits both as evenly as the
+//    shape allows; where that grid does not divide the shape, the others are
+//    tried;
+//  - operands, MmaAcc<M, K, WM, 1> of 16-bit elements: a 2-D bfloat16 or
+//    float16 fragment that is the (untransposed) A of gemms whose C is an
+//    accumulator in registers with warps on rows only (WN = 1) and M rows:
+//    its registers are then already the mma's A fragments (flash
+//    attention's probabilities, cast from the scores, never touch memory);
+//  - row vectors, MmaRows<M, WM>: a 1-D float32 fragment of M elements (the
+//    online softmax's maxima and sums) whose uses line up with the rows of
+//    such an accumulator with WN = 1: the four threads of a quad that hold a
+//    row's elements each hold its value.
+// Every use must be one the registers can serve: a whole-buffer T.fill; a
+// whole-buffer T.copy to or from memory the block can reach, or to or from
+// another register fragment of the same layout; a whole-buffer row
+// reduction (dim=1) of an accumulator into memory or into a row vector of
+// its rows; an access inside a T.Parallel nest at exactly the nest's
+// indices: `acc[i, j]` in `for i, j in T.Parallel(M, N)` (one register
+// layout per nest), `rows[i]` there too, or in `for i in T.Parallel(M)`
+// whose stores all go to register row vectors (each thread then runs the
+// iterations of its own rows). Anything else keeps the fragment in shared
+// memory, where every access is legal, and what cannot stay in registers
+// without it follows: the choice changes speed, never meaning. A
+// fragment's part per thread is at most kMaxAccRegisters elements.
 //
 // Note [Padded gemm operands]
 // ldmatrix reads eight rows of 16 bytes at once; rows of a 16-bit tile whose
@@ -47,17 +60,28 @@ inline constexpr int64_t kMaxAccRegisters = 128;
 /// Elements added to each row of a padded gemm operand.
 inline constexpr int64_t kOperandPad = 8;
 
+/// Where a register fragment's elements are (Note [Register accumulators]):
+/// an M x N accumulator or operand over a WM x WN warp grid, or (n == 0) a
+/// row vector of the rows of such a tile with WN = 1.
 struct AccLayout {
   int64_t m = 0, n = 0;
   int wm = 1, wn = 1;
-  /// The device type: "tilejit::cuda::MmaAcc<M, N, WM, WN>".
+  bool rows() const { return n == 0; }
+  /// The device type: "tilejit::cuda::MmaAcc<M, N, WM, WN>" or
+  /// "tilejit::cuda::MmaRows<M, WM>".
   std::string type() const;
-  int64_t registers() const { return m * n / (32 * int64_t(wm) * wn); }
+  /// Elements per thread.
+  int64_t registers() const {
+    return rows() ? m / (8 * int64_t(wm)) : m * n / (32 * int64_t(wm) * wn);
+  }
+  /// The row vector of this tile's rows (WN must be 1).
+  AccLayout row_layout() const { return {m, 0, wm, 1}; }
   bool operator==(const AccLayout&) const = default;
 };
 
 struct FragmentChoice {
-  /// Buffer id -> its register layout (Note [Register accumulators]).
+  /// Buffer id -> its register layout (Note [Register accumulators]); the
+  /// element type is the buffer's.
   std::map<uint64_t, AccLayout> registers;
   /// Buffer ids of the padded gemm operands (Note [Padded gemm operands]).
   std::map<uint64_t, bool> padded;

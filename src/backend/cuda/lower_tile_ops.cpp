@@ -40,8 +40,9 @@ void CudaTileCodegen::emit_tile_op(const ir::Stmt& s) {
   }
   Accessed a;
   a.visit(s);
-  if (s.kind() == ir::StmtKind::kReduce && register_layout(s.as<ir::ReduceOp>()->src.buffer)) {
-    a.writes.insert(0);  // the row reduction's scratch
+  if (s.kind() == ir::StmtKind::kReduce) {
+    const AccLayout* l = register_layout(s.as<ir::ReduceOp>()->src.buffer);
+    if (l != nullptr && l->wn > 1) a.writes.insert(0);  // the row reduction's scratch
   }
   enter(a.reads, a.writes);
   if (emit_register_op(s)) return;
@@ -170,14 +171,22 @@ bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
       if (l == nullptr) return false;
       const backend::BufferAccess& a = access(op->a.buffer, s.span(), "T.gemm");
       const backend::BufferAccess& b = access(op->b.buffer, s.span(), "T.gemm");
-      const int64_t k = op->trans_a ? a.static_shape[0] : op->a.buffer.shape()[1].int_value();
+      const std::string c = access(op->c.buffer, s.span(), "T.gemm").name;
+      const std::string tb = op->trans_b ? "true" : "false";
+      const std::string clear = op->clear_accum ? "true" : "false";
       line("// T.gemm(" + ir::to_string(op->a) + ", " + ir::to_string(op->b) + ", " +
-           ir::to_string(op->c) + "): tensor cores into registers");
+           ir::to_string(op->c) + "): tensor cores into registers" +
+           (register_layout(op->a.buffer) ? ", A from registers" : ""));
+      if (const AccLayout* la = register_layout(op->a.buffer)) {
+        line("tilejit::cuda::acc_gemm_rs<" + l->type() + ", " + str(la->n) + ", " + tb + ", " +
+             str(b.static_shape[1]) + ">(" + c + ", " + a.name + ", " + b.data + ", " + clear +
+             ");");
+        return true;
+      }
+      const int64_t k = op->trans_a ? a.static_shape[0] : op->a.buffer.shape()[1].int_value();
       line("tilejit::cuda::acc_gemm<" + l->type() + ", " + str(k) + ", " +
-           (op->trans_a ? "true" : "false") + ", " + (op->trans_b ? "true" : "false") + ", " +
-           str(a.static_shape[1]) + ", " + str(b.static_shape[1]) + ">(" +
-           access(op->c.buffer, s.span(), "T.gemm").name + ", " + a.data + ", " + b.data + ", " +
-           (op->clear_accum ? "true" : "false") + ");");
+           (op->trans_a ? "true" : "false") + ", " + tb + ", " + str(a.static_shape[1]) + ", " +
+           str(b.static_shape[1]) + ">(" + c + ", " + a.data + ", " + b.data + ", " + clear + ");");
       return true;
     }
     case ir::StmtKind::kCopy: {
@@ -186,14 +195,16 @@ bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
       const AccLayout* to = register_layout(op->dst.buffer);
       if (from == nullptr && to == nullptr) return false;
       line("// T.copy(" + ir::to_string(op->src) + ", " + ir::to_string(op->dst) + ")");
-      if (from != nullptr) {
-        line("tilejit::cuda::acc_store<" + from->type() + ">(" +
-             access(op->src.buffer, s.span(), "T.copy").name + ", " +
-             backend::copy_side_rect(*this, *op, false) + ");");
+      const std::string src = access(op->src.buffer, s.span(), "T.copy").name;
+      const std::string dst = access(op->dst.buffer, s.span(), "T.copy").name;
+      if (from != nullptr && to != nullptr) {
+        line("tilejit::cuda::acc_convert<" + from->type() + ">(" + src + ", " + dst + ");");
+      } else if (from != nullptr) {
+        line(std::string("tilejit::cuda::") + (from->rows() ? "rows_store<" : "acc_store<") +
+             from->type() + ">(" + src + ", " + backend::copy_side_rect(*this, *op, false) + ");");
       } else {
-        line("tilejit::cuda::acc_load<" + to->type() + ">(" +
-             access(op->dst.buffer, s.span(), "T.copy").name + ", " +
-             backend::copy_side_rect(*this, *op, true) + ");");
+        line(std::string("tilejit::cuda::") + (to->rows() ? "rows_load<" : "acc_load<") +
+             to->type() + ">(" + dst + ", " + backend::copy_side_rect(*this, *op, true) + ");");
       }
       return true;
     }
@@ -202,6 +213,16 @@ bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
       const AccLayout* l = register_layout(op->src.buffer);
       if (l == nullptr) return false;
       const backend::BufferAccess& dst = access(op->dst.buffer, s.span(), "T.reduce");
+      const std::string src = access(op->src.buffer, s.span(), "T.reduce").name;
+      const std::string kind = std::string("tilejit::cuda::ReduceKind::") + kKinds[int(op->reduce_kind)];
+      const std::string clear = op->clear ? "true" : "false";
+      line(std::string("// T.reduce_") + ir::reduce_kind_name(op->reduce_kind) + "(" +
+           ir::to_string(op->src) + ", " + ir::to_string(op->dst) + ", dim=1)");
+      if (register_layout(op->dst.buffer) != nullptr) {
+        line("tilejit::cuda::acc_reduce_rows_to<" + kind + ", " + l->type() + ">(" + src + ", " +
+             dst.name + ", " + clear + ");");
+        return true;
+      }
       std::string scratch = "nullptr";
       if (l->wn > 1) {
         // One scratch for every row reduction of the kernel (each is
@@ -211,12 +232,8 @@ bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
         }
         scratch = "reinterpret_cast<float*>(tilejit_smem + " + str(scratch_offset_) + ")";
       }
-      line(std::string("// T.reduce_") + ir::reduce_kind_name(op->reduce_kind) + "(" +
-           ir::to_string(op->src) + ", " + ir::to_string(op->dst) + ", dim=1)");
-      line(std::string("tilejit::cuda::acc_reduce_rows<tilejit::cuda::ReduceKind::") +
-           kKinds[int(op->reduce_kind)] + ", " + l->type() + ">(" +
-           access(op->src.buffer, s.span(), "T.reduce").name + ", " + dst.data + ", " +
-           (op->clear ? "true" : "false") + ", " + scratch + ");");
+      line("tilejit::cuda::acc_reduce_rows<" + kind + ", " + l->type() + ">(" + src + ", " +
+           dst.data + ", " + clear + ", " + scratch + ");");
       return true;
     }
     default: return false;

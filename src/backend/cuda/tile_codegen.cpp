@@ -146,8 +146,8 @@ void CudaTileCodegen::emit_alloc(const ir::AllocStmt& op) {
   if (b.scope() == ir::Scope::kLocal) a.layout = "local";
   if (const AccLayout* reg = register_layout(b)) {
     a.layout = "mma";
-    line("float " + a.name + "[" + str(reg->registers()) + "];  // fragment in registers: " +
-         reg->type());
+    line(std::string(st) + " " + a.name + "[" + str(reg->registers()) +
+         "];  // fragment in registers: " + reg->type());
     set_access(b, std::move(a));
     return;
   }
@@ -211,17 +211,31 @@ int64_t CudaTileCodegen::take_shared(int64_t bytes, const ir::Span& span,
 }
 
 const AccLayout* CudaTileCodegen::register_layout(const ir::Buffer& b) const {
-  auto it = choice_.registers.find(b.id());
+  return register_layout_of(b.id());
+}
+
+const AccLayout* CudaTileCodegen::register_layout_of(uint64_t id) const {
+  auto it = choice_.registers.find(id);
   return it == choice_.registers.end() ? nullptr : &it->second;
 }
 
 std::string CudaTileCodegen::tile_element(const backend::BufferAccess& a,
                                           const std::vector<ir::Expr>& indices) {
   if (a.layout != "mma") return TileCodegen::tile_element(a, indices);
-  TILEJIT_ICHECK(reg_layout_ != nullptr && indices.size() == 2 && indices[0].is_var() &&
-                 indices[1].is_var() && indices[0].var_id() == reg_vars_[0] &&
-                 indices[1].var_id() == reg_vars_[1])
+  // In its register loop at the nest's indices (fragments.cpp checked it):
+  // a tile's register r, a row vector's slot of r's row or, in a loop over
+  // rows, slot r.
+  const bool in_loop = reg_layout_ != nullptr && !indices.empty() &&
+                       indices.size() <= reg_vars_.size();
+  bool at_indices = in_loop;
+  for (size_t d = 0; at_indices && d < indices.size(); ++d) {
+    at_indices = indices[d].is_var() && indices[d].var_id() == reg_vars_[d];
+  }
+  TILEJIT_ICHECK(at_indices)
       << func().name << ": register fragment " << a.name << " accessed outside its register loop";
+  if (indices.size() == 1 && !reg_layout_->rows()) {
+    return a.name + "[" + reg_layout_->type() + "::row_slot(tilejit_r)]";
+  }
   return a.name + "[tilejit_r]";
 }
 
@@ -229,20 +243,27 @@ void CudaTileCodegen::emit_parallel_nest(const ir::ForStmt& op) {
   const std::vector<const ir::ForStmt*> nest = parallel_nest(op);
   Accessed accessed;
   accessed.visit(nest.back()->body);
+  // The register loop: each thread its own elements (Note [Register
+  // accumulators]), over a tile's registers in a 2-D nest or a row vector's
+  // in a 1-D one; the nest's indices are each register's row (and column).
+  const AccLayout* layout = nullptr;
   for (uint64_t id : accessed.ids) {
-    auto it = choice_.registers.find(id);
-    if (it == choice_.registers.end()) continue;
-    // The register loop: each thread its own elements (Note [Register
-    // accumulators]); the nest's indices are each register's row and column.
-    const AccLayout& layout = it->second;
+    const AccLayout* l = register_layout_of(id);
+    if (l != nullptr && (l->rows() == (nest.size() == 1)) && layout == nullptr) layout = l;
+  }
+  if (layout != nullptr) {
     enter(accessed.reads, accessed.writes);
     line("#pragma unroll");
-    line("for (int tilejit_r = 0; tilejit_r < " + str(layout.registers()) + "; ++tilejit_r) {");
+    line("for (int tilejit_r = 0; tilejit_r < " + str(layout->registers()) + "; ++tilejit_r) {");
     indent();
-    line("const int64_t " + var_name(nest[0]->var) + " = " + layout.type() + "::row(tilejit_r);");
-    line("const int64_t " + var_name(nest[1]->var) + " = " + layout.type() + "::col(tilejit_r);");
-    reg_layout_ = &layout;
-    reg_vars_ = {nest[0]->var.var_id(), nest[1]->var.var_id()};
+    line("const int64_t " + var_name(nest[0]->var) + " = " + layout->type() + "::row(tilejit_r);");
+    reg_vars_ = {nest[0]->var.var_id()};
+    if (!layout->rows()) {
+      line("const int64_t " + var_name(nest[1]->var) + " = " + layout->type() +
+           "::col(tilejit_r);");
+      reg_vars_.push_back(nest[1]->var.var_id());
+    }
+    reg_layout_ = layout;
     parallel_depth_ += 1;
     emit_stmt(nest.back()->body);
     parallel_depth_ -= 1;

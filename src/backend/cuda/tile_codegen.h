@@ -126,6 +126,7 @@ class CudaTileCodegen final : public backend::TileCodegen {
   /// false when it has none.
   bool emit_register_op(const ir::Stmt& s);
   const AccLayout* register_layout(const ir::Buffer& b) const;
+  const AccLayout* register_layout_of(uint64_t id) const;
   /// Bytes of shared memory at a new 128-byte boundary; returns the offset.
   int64_t take_shared(int64_t bytes, const ir::Span& span, const std::string& what);
   /// A tile's planned offset (smem_plan.h); ValueError past the limit.

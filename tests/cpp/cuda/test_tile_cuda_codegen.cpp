@@ -86,14 +86,31 @@ TEST_F(CudaTileCodegen, SixteenBitGemmAccumulatesInRegisters) {
   EXPECT_FALSE(has(compiles(ex::gemm(cfg)), "MmaAcc<"));
 }
 
-// Flash attention: both accumulators in registers, the softmax's T.Parallel
-// loops over them register loops, the row statistics in shared memory.
+// Flash attention: the accumulators, the probabilities and the row
+// statistics all in registers (fragments.h), the softmax's T.Parallel loops
+// register loops, the second gemm's A taken from registers; so the
+// pipelined K/V loop needs no barrier but the one that publishes its
+// prefetched tiles.
 TEST_F(CudaTileCodegen, FlashAttentionAccumulatorsInRegisters) {
   ex::FlashAttentionConfig cfg;
   cfg.dtype = DataType::float16();
+  cfg.stages = 2;
   const Lowered l = compiles(ex::flash_attention(cfg));
-  EXPECT_TRUE(has(l, "acc_reduce_rows<tilejit::cuda::ReduceKind::kMax")) << l.generated.source;
-  EXPECT_TRUE(has(l, "for (int tilejit_r = 0;")) << l.generated.source;
+  const std::string& src = l.generated.source;
+  EXPECT_TRUE(has(l, "acc_reduce_rows_to<tilejit::cuda::ReduceKind::kMax")) << src;
+  EXPECT_TRUE(has(l, "tilejit::cuda::acc_gemm_rs<")) << src;
+  EXPECT_TRUE(has(l, "float scores_max[2];  // fragment in registers: tilejit::cuda::MmaRows<64, 4>"))
+      << src;
+  EXPECT_TRUE(has(l, "tilejit::float16 acc_s_cast[32];")) << src;
+  const size_t loop = src.find("for (int64_t k = 0;");
+  const size_t after = src.find("tilejit::cuda::async_wait_all();", loop);
+  ASSERT_NE(loop, std::string::npos);
+  const std::string body = src.substr(loop, after - loop);
+  size_t barriers = 0;
+  for (const char* b : {"__syncthreads();", "tilejit::cuda::barrier();"}) {
+    for (size_t at = body.find(b); at != std::string::npos; at = body.find(b, at + 1)) ++barriers;
+  }
+  EXPECT_EQ(barriers, 1u) << body;
 }
 
 TEST_F(CudaTileCodegen, ElementwiseAndNormalisations) {

@@ -1,24 +1,37 @@
-// Accumulators of T.gemm kept in registers: a fragment C (M x N, float) that
-// the CUDA lowering gives the "mma" layout (src/backend/cuda/fragments.h)
-// lives as kCount floats in each thread, laid out as mma.sync leaves them.
+// Fragments of T.gemm kept in registers (src/backend/cuda/fragments.h, Note
+// [Register accumulators]): each thread holds kCount elements, laid out as
+// mma.sync leaves its accumulators.
 //
-// MmaAcc<M, N, WM, WN>: the block's warps as a WM x WN grid (warp w at row
-// w / WN, column w % WN), each owning an (M / WM) x (N / WN) tile of 16 x 8
-// mma tiles. Register r of a thread holds element (row(r), col(r)):
+// MmaAcc<M, N, WM, WN>: an M x N tile over the block's warps as a WM x WN
+// grid (warp w at row w / WN, column w % WN), each owning an (M / WM) x
+// (N / WN) tile of 16 x 8 mma tiles. Register r of a thread holds element
+// (row(r), col(r)):
 //   r = (mt * NT + nt) * 4 + q   (mt, nt: the mma tile in the warp's tile)
 //   row = wm * WARP_M + mt * 16 + lane / 4 + (q / 2) * 8
 //   col = wn * WARP_N + nt * 8 + (lane % 4) * 2 + q % 2
+// The elements are float (an accumulator) or 16-bit (an operand: with
+// WN = 1, the registers of two neighbouring 16 x 8 tiles are the mma's A
+// fragment of a 16 x 16 block, so a gemm takes them as they are).
+// MmaRows<M, WM>: a vector of the M rows of such a tile with WN = 1; slot s
+// of a thread holds row(s) = w * WARP_M + (s / 2) * 16 + lane / 4 +
+// (s % 2) * 8, the rows of its accumulator registers (row_slot(r)), so the
+// four threads of a quad hold the same rows.
+//
 // A T.Parallel loop over such a fragment is a loop over r (the lowering's
 // "register loop"), and each op below is one thread's part of a tile op;
-// none synchronises the block.
+// none synchronises the block but acc_reduce_rows into memory with WN > 1.
 //
 //   acc_gemm<L, K, TA, TB, LDA, LDB>(acc, a, b, clear)   acc (+)= op(A) op(B)
+//   acc_gemm_rs<L, K, TB, LDB>(acc, a_regs, b, clear)    A from registers
 //   acc_fill<L>(acc, v)
+//   acc_convert<L>(src, dst)    register to register, another element type
 //   acc_store<L>(acc, dst)      every existing element of a Rect (copy.h)
 //   acc_load<L>(acc, src)       from a Rect, 0 where src has no element
+//   rows_store<R>(v, dst) / rows_load<R>(v, src)   a row vector (Rect row 0)
 //   acc_reduce_rows<kind, L>(acc, dst, clear, scratch)   dst[M] over columns;
 //     scratch: WN * M floats of shared memory when WN > 1 (the warps of a
 //     row combine there), followed by the block barrier it needs.
+//   acc_reduce_rows_to<kind, L>(acc, rows, clear)   into a row vector
 #pragma once
 
 #include "tilejit/cuda/copy.h"
@@ -46,7 +59,32 @@ struct MmaAcc {
   __device__ __forceinline__ static int col(int r) {
     return col0() + ((r / 4) % NT) * 8 + (lane() % 4) * 2 + r % 2;
   }
+  /// The MmaRows slot of register r's row (WN = 1).
+  __host__ __device__ static constexpr int row_slot(int r) { return (r / (NT * 4)) * 2 + (r % 4) / 2; }
 };
+
+template <int M, int WM>
+struct MmaRows {
+  static constexpr int kM = M, kWM = WM, kWarpM = M / WM, MT = kWarpM / 16;
+  static constexpr int kCount = MT * 2;
+  static_assert(M % (16 * WM) == 0, "warp tiles of whole 16-row blocks");
+  __device__ __forceinline__ static int row(int s) {
+    return (thread_rank() / 32) * kWarpM + (s / 2) * 16 + (thread_rank() % 32) / 4 + (s % 2) * 8;
+  }
+};
+
+namespace mma_detail {
+
+template <typename T>
+__device__ __forceinline__ unsigned pack16(T lo, T hi) {
+  if constexpr (is_same_v<T, tilejit::bfloat16>) {
+    return unsigned(__bfloat16_as_ushort(lo)) | (unsigned(__bfloat16_as_ushort(hi)) << 16);
+  } else {
+    return unsigned(__half_as_ushort(lo)) | (unsigned(__half_as_ushort(hi)) << 16);
+  }
+}
+
+}  // namespace mma_detail
 
 template <typename L, int K, bool TA, bool TB, int LDA, int LDB, typename T>
 __device__ __forceinline__ void acc_gemm(float* acc, const T* a, const T* b, bool clear) {
@@ -58,14 +96,78 @@ __device__ __forceinline__ void acc_gemm(float* acc, const T* a, const T* b, boo
   warp_mma<L::MT, L::NT, TA, TB, LDA, LDB, K>(tiles, a, b, L::row0(), L::col0());
 }
 
-template <typename L, typename V>
-__device__ __forceinline__ void acc_fill(float* acc, V v) {
+// A from registers (an MmaAcc<M, K, WM, 1> of T, the C's rows and warps):
+// the registers of tiles 2k and 2k + 1 of each 16-row block are the A
+// fragment of its k-th 16 x 16 block (PTX ISA, "Matrix Fragments for
+// mma.m16n8k16": a0 / a1 the first tile's rows g / g + 8, a2 / a3 the
+// second's). Unrolled: the registers are named by constants.
+template <typename L, int K, bool TB, int LDB, typename T>
+__device__ __forceinline__ void acc_gemm_rs(float* acc, const T* a, const T* b, bool clear) {
+  static_assert(L::kWN == 1 && K % 16 == 0, "A from registers takes warps on rows only");
+  constexpr int KT = K / 8;  // A's 8-column tiles per 16-row block
+  float(&tiles)[L::MT][L::NT][4] = *reinterpret_cast<float(*)[L::MT][L::NT][4]>(acc);
+  if (clear) {
 #pragma unroll
-  for (int r = 0; r < L::kCount; ++r) acc[r] = convert<float>(v);
+    for (int r = 0; r < L::kCount; ++r) acc[r] = 0.f;
+  }
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    unsigned af[L::MT][4];
+#pragma unroll
+    for (int mt = 0; mt < L::MT; ++mt) {
+      const T* t = a + (mt * KT + 2 * kk) * 4;
+      af[mt][0] = mma_detail::pack16(t[0], t[1]);
+      af[mt][1] = mma_detail::pack16(t[2], t[3]);
+      af[mt][2] = mma_detail::pack16(t[4], t[5]);
+      af[mt][3] = mma_detail::pack16(t[6], t[7]);
+    }
+#pragma unroll
+    for (int np = 0; np < L::NT / 2; ++np) {
+      unsigned bf[4];
+      load_b<TB, LDB>(bf, b, kk * 16, np * 16);
+#pragma unroll
+      for (int mt = 0; mt < L::MT; ++mt) {
+        mma_detail::mma_16816<T>(tiles[mt][2 * np], af[mt], bf[0], bf[1]);
+        mma_detail::mma_16816<T>(tiles[mt][2 * np + 1], af[mt], bf[2], bf[3]);
+      }
+    }
+  }
 }
 
-template <typename L, typename D>
-__device__ __forceinline__ void acc_store(const float* acc, const Rect<D>& dst) {
+template <typename L, typename E, typename V>
+__device__ __forceinline__ void acc_fill(E* acc, V v) {
+#pragma unroll
+  for (int r = 0; r < L::kCount; ++r) acc[r] = convert<E>(v);
+}
+
+template <typename L, typename S, typename D>
+__device__ __forceinline__ void acc_convert(const S* src, D* dst) {
+#pragma unroll
+  for (int r = 0; r < L::kCount; ++r) dst[r] = convert<D>(src[r]);
+}
+
+template <typename R, typename D>
+__device__ __forceinline__ void rows_store(const float* v, const Rect<D>& dst) {
+  if (thread_rank() % 4 != 0 || 0 < dst.r_lo || 0 >= dst.r_hi) return;
+#pragma unroll
+  for (int s = 0; s < R::kCount; ++s) {
+    const int i = R::row(s);
+    if (i >= dst.c_lo && i < dst.c_hi) dst.base[dst.origin + i] = convert<D>(v[s]);
+  }
+}
+
+template <typename R, typename S>
+__device__ __forceinline__ void rows_load(float* v, const Rect<S>& src) {
+  const bool row = 0 >= src.r_lo && 0 < src.r_hi;
+#pragma unroll
+  for (int s = 0; s < R::kCount; ++s) {
+    const int i = R::row(s);
+    v[s] = row && i >= src.c_lo && i < src.c_hi ? convert<float>(src.base[src.origin + i]) : 0.f;
+  }
+}
+
+template <typename L, typename E, typename D>
+__device__ __forceinline__ void acc_store(const E* acc, const Rect<D>& dst) {
 #pragma unroll
   for (int r = 0; r < L::kCount; ++r) {
     const int i = L::row(r), j = L::col(r);
@@ -74,13 +176,13 @@ __device__ __forceinline__ void acc_store(const float* acc, const Rect<D>& dst) 
   }
 }
 
-template <typename L, typename S>
-__device__ __forceinline__ void acc_load(float* acc, const Rect<S>& src) {
+template <typename L, typename E, typename S>
+__device__ __forceinline__ void acc_load(E* acc, const Rect<S>& src) {
 #pragma unroll
   for (int r = 0; r < L::kCount; ++r) {
     const int i = L::row(r), j = L::col(r);
     const bool has = i >= src.r_lo && i < src.r_hi && j >= src.c_lo && j < src.c_hi;
-    acc[r] = has ? convert<float>(src.base[src.origin + int64_t(i) * src.stride + j]) : 0.f;
+    acc[r] = convert<E>(has ? convert<float>(src.base[src.origin + int64_t(i) * src.stride + j]) : 0.f);
   }
 }
 
@@ -124,6 +226,32 @@ __device__ __forceinline__ void acc_reduce_rows(const float* acc, D* dst, bool c
       float v = clear ? reduce_detail::identity<kKind, float>() : convert<float>(dst[row]);
       for (int w = 0; w < L::kWN; ++w) v = combine<kKind>(v, scratch[w * L::kM + row]);
       dst[row] = convert<D>(v);
+    }
+  }
+}
+
+template <ReduceKind kKind, typename L>
+__device__ __forceinline__ void acc_reduce_rows_to(const float* acc, float* rows, bool clear) {
+  static_assert(L::kWN == 1, "a row vector in registers takes warps on rows only");
+  using reduce_detail::combine;
+  using reduce_detail::element;
+#pragma unroll
+  for (int mt = 0; mt < L::MT; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float v = reduce_detail::identity<kKind, float>();
+#pragma unroll
+      for (int nt = 0; nt < L::NT; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          v = combine<kKind>(v, element<kKind>(acc[(mt * L::NT + nt) * 4 + h * 2 + e]));
+        }
+      }
+      // Every lane of the quad ends with the whole row.
+      v = combine<kKind>(v, __shfl_xor_sync(0xffffffffu, v, 1));
+      v = combine<kKind>(v, __shfl_xor_sync(0xffffffffu, v, 2));
+      float& slot = rows[mt * 2 + h];
+      slot = clear ? v : combine<kKind>(slot, v);
     }
   }
 }

@@ -1,0 +1,147 @@
+// choose_fragments (backend/cuda/fragments.h, Note [Register accumulators]):
+// which fragments of a kernel live in registers, and in which layout, on
+// flash attention and on small programs that each break one rule. No GPU
+// is needed.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "backend/cuda/fragments.h"
+#include "tile/flash_attention.h"
+#include "tilejit/ir/tile_builder.h"
+#include "tilejit/ir/visitor.h"
+#include "tilejit/transform/layout_select.h"
+#include "tilejit/transform/predicate.h"
+#include "tilejit/transform/verify.h"
+#include "tilejit/transform/workspace_plan.h"
+
+namespace tilejit::cuda::testing {
+namespace {
+
+namespace ex = ::examples::tile;
+using ir::Buffer;
+using ir::Expr;
+using ir::ForKind;
+using ir::Scope;
+using ir::whole;
+
+// Buffer name -> its register layout's device type, for the first kernel
+// of `f` prepared as the CUDA lowering prepares it.
+std::map<std::string, std::string> registers_of(const ir::PrimFunc& f, int threads) {
+  const ir::PrimFunc g = transform::select_layouts(
+      transform::predicate(transform::verify(transform::plan_workspaces(transform::verify(f)))),
+      transform::LayoutTarget::kCuda);
+  const ir::KernelStmt& k = *g.tile()->kernels()[0];
+  const FragmentChoice choice = choose_fragments(k, threads);
+  std::map<uint64_t, std::string> names;
+  struct Names : ir::IRVisitor {
+    std::map<uint64_t, std::string>* out;
+    void visit_alloc(const ir::AllocStmt* op, const ir::Stmt&) override {
+      (*out)[op->buffer.id()] = op->buffer.name();
+    }
+  } v;
+  v.out = &names;
+  v.visit(k.body);
+  std::map<std::string, std::string> out;
+  for (const auto& [id, layout] : choice.registers) out[names.at(id)] = layout.type();
+  return out;
+}
+
+TEST(Fragments, FlashAttentionKeepsEveryFragmentInRegisters) {
+  ex::FlashAttentionConfig cfg;
+  cfg.dtype = DataType::bfloat16();
+  cfg.dim = 128;
+  cfg.block_m = 128;
+  cfg.block_n = 128;
+  cfg.threads = 256;
+  const std::string tile = "tilejit::cuda::MmaAcc<128, 128, 8, 1>";
+  const std::string rows = "tilejit::cuda::MmaRows<128, 8>";
+  const std::map<std::string, std::string> want = {
+      {"acc_s", tile},          {"acc_s_cast", tile},     {"acc_o", tile},
+      {"scores_max", rows},     {"scores_max_prev", rows}, {"scores_scale", rows},
+      {"scores_sum", rows},     {"logsum", rows}};
+  EXPECT_EQ(registers_of(ex::flash_attention(cfg), 256), want);
+}
+
+// The probabilities are the second gemm's A only where its accumulator
+// has warps on rows alone (WN = 1): 4 warps on a 64 x 64 tile under the
+// Square policy split columns too, and then P and the row vectors (which
+// need a quad per row) stay in shared memory.
+TEST(Fragments, OperandsAndRowsNeedWarpsOnRowsOnly) {
+  auto program = [](int policy) {
+    ir::TileBuilder b("pv");
+    const DataType bf = DataType::bfloat16(), f32 = DataType::float32();
+    const Buffer S = b.tensor_param("S", {Expr(64), Expr(64)}, bf);
+    const Buffer V = b.tensor_param("V", {Expr(64), Expr(64)}, bf);
+    const Buffer O = b.tensor_param("O", {Expr(64), Expr(64)}, f32);
+    const Buffer M = b.tensor_param("M", {Expr(64)}, f32);
+    b.begin_kernel({Expr(1)}, {128});
+    const Buffer S_s = b.alloc("S_s", {64, 64}, bf, Scope::kShared);
+    const Buffer V_s = b.alloc("V_s", {64, 64}, bf, Scope::kShared);
+    const Buffer acc = b.alloc("acc", {64, 64}, f32, Scope::kFragment);
+    const Buffer p = b.alloc("p", {64, 64}, bf, Scope::kFragment);
+    const Buffer out = b.alloc("out", {64, 64}, f32, Scope::kFragment);
+    const Buffer m = b.alloc("m", {64}, f32, Scope::kFragment);
+    b.copy(whole(S), whole(S_s));
+    b.copy(whole(V), whole(V_s));
+    b.gemm(whole(S_s), whole(V_s), whole(acc), false, false, true, policy);
+    b.reduce(ir::ReduceKind::kMax, whole(acc), whole(m), 1);
+    b.copy(whole(acc), whole(p));
+    b.gemm(whole(p), whole(V_s), whole(out), false, false, true, policy);
+    b.copy(whole(out), whole(O));
+    b.copy(whole(m), whole(M));
+    b.end_kernel();
+    return b.finish();
+  };
+  const std::map<std::string, std::string> full_row = {
+      {"acc", "tilejit::cuda::MmaAcc<64, 64, 4, 1>"},
+      {"p", "tilejit::cuda::MmaAcc<64, 64, 4, 1>"},
+      {"out", "tilejit::cuda::MmaAcc<64, 64, 4, 1>"},
+      {"m", "tilejit::cuda::MmaRows<64, 4>"}};
+  EXPECT_EQ(registers_of(program(/*FullRow*/ 1), 128), full_row);
+  const std::map<std::string, std::string> square = {
+      {"acc", "tilejit::cuda::MmaAcc<64, 64, 2, 2>"},
+      {"out", "tilejit::cuda::MmaAcc<64, 64, 2, 2>"}};
+  EXPECT_EQ(registers_of(program(/*Square*/ 0), 128), square);
+}
+
+// A T.Parallel loop over a row vector runs each thread's own rows, four
+// threads to a row: a store there to memory (which every thread would
+// make) keeps the loop a block-wide one, and the row vectors it touches in
+// shared memory; one that only reads them keeps them in registers.
+TEST(Fragments, RowLoopsStoreOnlyIntoRegisterRows) {
+  auto program = [](bool store_to_memory) {
+    ir::TileBuilder b("rows");
+    const DataType bf = DataType::bfloat16(), f32 = DataType::float32();
+    const Buffer A = b.tensor_param("A", {Expr(64), Expr(64)}, bf);
+    const Buffer L = b.tensor_param("L", {Expr(64)}, f32);
+    b.begin_kernel({Expr(1)}, {128});
+    const Buffer A_s = b.alloc("A_s", {64, 64}, bf, Scope::kShared);
+    const Buffer acc = b.alloc("acc", {64, 64}, f32, Scope::kFragment);
+    const Buffer m = b.alloc("m", {64}, f32, Scope::kFragment);
+    const Buffer e = b.alloc("e", {64}, f32, Scope::kFragment);
+    b.copy(whole(A), whole(A_s));
+    b.gemm(whole(A_s), whole(A_s), whole(acc), false, true, true, 1);
+    b.reduce(ir::ReduceKind::kSum, whole(acc), whole(m), 1);
+    const Expr i = b.begin_for("i", 0, 64, ForKind::kParallel);
+    if (store_to_memory) {
+      b.store(L, {i}, ir::load(m, {i}) * 2.0);
+    } else {
+      b.store(e, {i}, ir::load(m, {i}) * 2.0);
+    }
+    b.end_for();
+    b.copy(whole(e), whole(L));
+    b.end_kernel();
+    return b.finish();
+  };
+  const std::string tile = "tilejit::cuda::MmaAcc<64, 64, 4, 1>";
+  const std::string rows = "tilejit::cuda::MmaRows<64, 4>";
+  EXPECT_EQ(registers_of(program(false), 128),
+            (std::map<std::string, std::string>{{"acc", tile}, {"m", rows}, {"e", rows}}));
+  EXPECT_EQ(registers_of(program(true), 128),
+            (std::map<std::string, std::string>{{"acc", tile}}));
+}
+
+}  // namespace
+}  // namespace tilejit::cuda::testing
