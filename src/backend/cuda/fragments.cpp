@@ -260,7 +260,10 @@ bool mma_gemm(const ir::GemmOp& g, const AccLayout& layout, const AccLayout* a_l
       !(layout.wn == 1 && *a_layout == AccLayout{m, k, layout.wm, 1} && !g.trans_a)) {
     return false;
   }
-  return is_whole(g.a) && is_whole(g.b) && k % 16 == 0 && m == layout.m && n == layout.n;
+  // Short accumulators read 16 rows of an untransposed A (Note [Short accumulators]).
+  if (layout.m_real > 0 && g.trans_a) return false;
+  return is_whole(g.a) && is_whole(g.b) && k % 16 == 0 && m == layout.buffer_rows() &&
+         n == layout.n;
 }
 // The warp grids to try for policy `policy` (0 Square, 1 FullRow, 2 FullCol).
 std::vector<std::pair<int, int>> grids(int warps, int policy, int64_t m, int64_t n) {
@@ -361,7 +364,8 @@ void choose_rows(const Uses& uses, std::map<uint64_t, AccLayout>& regs) {
 std::string AccLayout::type() const {
   if (rows()) return "tilejit::cuda::MmaRows<" + std::to_string(m) + ", " + std::to_string(wm) + ">";
   return "tilejit::cuda::MmaAcc<" + std::to_string(m) + ", " + std::to_string(n) + ", " +
-         std::to_string(wm) + ", " + std::to_string(wn) + ">";
+         std::to_string(wm) + ", " + std::to_string(wn) +
+         (m_real > 0 ? ", " + std::to_string(m_real) : std::string()) + ">";
 }
 
 std::vector<const ir::ForStmt*> parallel_nest(const ir::ForStmt& op) {
@@ -391,9 +395,11 @@ FragmentChoice choose_fragments(const ir::KernelStmt& kernel, int threads) {
   for (const auto& [id, g] : uses.as_c) {
     if (uses.out.count(id)) continue;
     const ir::Buffer& buffer = uses.candidates.at(id);
-    const int64_t m = dim(buffer, 0), n = dim(buffer, 1);
+    // Note [Short accumulators]: fewer than 16 rows are an mma tile's first.
+    const int64_t rows = dim(buffer, 0), n = dim(buffer, 1);
+    const int64_t m = std::max<int64_t>(rows, 16);
     for (auto [wm, wn] : grids(warps, g.front()->policy, m, n)) {
-      AccLayout layout{m, n, wm, wn};
+      AccLayout layout{m, n, wm, wn, rows < 16 ? rows : 0};
       if (m % (16 * wm) != 0 || n % (16 * wn) != 0) continue;
       if (layout.registers() > kMaxAccRegisters) break;
       bool ok = true;
@@ -408,7 +414,7 @@ FragmentChoice choose_fragments(const ir::KernelStmt& kernel, int threads) {
     const ir::Buffer& buffer = uses.candidates.at(id);
     if (uses.out.count(id) || uses.as_c.count(id)) continue;
     auto c = regs.find(g.front()->c.buffer.id());
-    if (c == regs.end() || c->second.wn != 1) continue;
+    if (c == regs.end() || c->second.wn != 1 || c->second.m_real != 0) continue;
     const AccLayout layout{dim(buffer, 0), dim(buffer, 1), c->second.wm, 1};
     if (layout.m % (16 * layout.wm) != 0 || layout.n % 16 != 0 ||
         layout.registers() > kMaxAccRegisters) {
@@ -450,6 +456,12 @@ FragmentChoice choose_fragments(const ir::KernelStmt& kernel, int threads) {
     }
   }
   choose_rows(uses, regs);
+  for (const ir::GemmOp* op : uses.all_gemms) {
+    auto c = regs.find(op->c.buffer.id());
+    if (c != regs.end() && c->second.m_real > 0 && !in_regs(op->a.buffer.id())) {
+      choice.padded_rows[op->a.buffer.id()] = c->second.m;
+    }
+  }
   // The 16-bit operands of gemms that may run on tensor cores (into
   // registers, or in the library's gemm on shared C).
   for (const ir::GemmOp* op : uses.all_gemms) {

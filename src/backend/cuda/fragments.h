@@ -39,6 +39,15 @@
 // without it follows: the choice changes speed, never meaning. A
 // fragment's part per thread is at most kMaxAccRegisters elements.
 //
+// Note [Short accumulators]
+// A decoding kernel's gemm has as many rows as query heads share a kv head,
+// often fewer than the 16 of an mma tile (1 for multi-head attention). Its
+// accumulator is then an MmaAcc<16, N, 1, WN, M> whose rows from M on exist
+// only in registers: every op skips them (stores, loads, reductions, the
+// register loops), and the A operand in shared memory is allocated with 16
+// rows, so ldmatrix reads memory of the tile; the rows past M hold whatever
+// is there and feed only the rows that are skipped.
+//
 // Note [Padded gemm operands]
 // ldmatrix reads eight rows of 16 bytes at once; rows of a 16-bit tile whose
 // length is a multiple of 64 elements fall into the same shared-memory banks
@@ -66,7 +75,11 @@ inline constexpr int64_t kOperandPad = 8;
 struct AccLayout {
   int64_t m = 0, n = 0;
   int wm = 1, wn = 1;
+  /// An accumulator of fewer than 16 rows: its rows, in an m = 16 tile whose
+  /// other rows exist only in registers (0: all m rows are the buffer's).
+  int64_t m_real = 0;
   bool rows() const { return n == 0; }
+  int64_t buffer_rows() const { return m_real > 0 ? m_real : m; }
   /// The device type: "tilejit::cuda::MmaAcc<M, N, WM, WN>" or
   /// "tilejit::cuda::MmaRows<M, WM>".
   std::string type() const;
@@ -85,6 +98,10 @@ struct FragmentChoice {
   std::map<uint64_t, AccLayout> registers;
   /// Buffer ids of the padded gemm operands (Note [Padded gemm operands]).
   std::map<uint64_t, bool> padded;
+  /// Buffer id -> rows allocated, for the A operands in shared memory of
+  /// gemms into an accumulator of fewer than 16 rows (Note [Short
+  /// accumulators]).
+  std::map<uint64_t, int64_t> padded_rows;
 };
 
 /// The choice for the kernel `kernel`, run with `threads` threads.

@@ -155,8 +155,8 @@ void CudaTileCodegen::emit_alloc(const ir::AllocStmt& op) {
     // Note [Padded gemm operands].
     a.static_shape.back() += kOperandPad;
     a.shape.back() = str(a.static_shape.back());
-    elements = elements / (a.static_shape.back() - kOperandPad) * a.static_shape.back();
   }
+  elements = tile_elements(b, choice_);
   const int64_t bytes = elements * b.dtype().bytes();
   if (auto st_it = pipelines_.stages.find(b.id()); st_it != pipelines_.stages.end()) {
     // Note [Software pipelining]: stage s at + s * stage bytes (128-aligned).
@@ -257,6 +257,8 @@ void CudaTileCodegen::emit_parallel_nest(const ir::ForStmt& op) {
     line("for (int tilejit_r = 0; tilejit_r < " + str(layout->registers()) + "; ++tilejit_r) {");
     indent();
     line("const int64_t " + var_name(nest[0]->var) + " = " + layout->type() + "::row(tilejit_r);");
+    // Note [Short accumulators]: the rows only registers have.
+    if (layout->m_real > 0) line("if (" + var_name(nest[0]->var) + " >= " + str(layout->m_real) + ") continue;");
     reg_vars_ = {nest[0]->var.var_id()};
     if (!layout->rows()) {
       line("const int64_t " + var_name(nest[1]->var) + " = " + layout->type() +

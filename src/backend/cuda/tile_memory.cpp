@@ -21,6 +21,18 @@ int64_t scratch_bytes(const FragmentChoice& choice) {
   return bytes;
 }
 
+int64_t tile_elements(const ir::Buffer& b, const FragmentChoice& choice) {
+  std::vector<int64_t> shape;
+  for (const Expr& d : b.shape()) shape.push_back(d.is_const() ? d.int_value() : 0);
+  if (choice.padded.count(b.id()) && !shape.empty() && shape.back() > 0) shape.back() += kOperandPad;
+  if (auto r = choice.padded_rows.find(b.id()); r != choice.padded_rows.end() && shape.size() == 2) {
+    shape[0] = std::max(shape[0], r->second);
+  }
+  int64_t elements = 1;
+  for (int64_t d : shape) elements *= d;
+  return elements;
+}
+
 namespace {
 
 int64_t align128(int64_t v) { return (v + 127) / 128 * 128; }
@@ -41,12 +53,7 @@ SmemPlan plan_tiles(const ir::KernelStmt& kernel, const FragmentChoice& choice,
   std::vector<SmemRequest> requests;
   for (const ir::Buffer& b : allocs.buffers) {
     if (b.scope() == ir::Scope::kLocal || choice.registers.count(b.id())) continue;
-    int64_t elements = 1;
-    for (const Expr& d : b.shape()) elements *= d.is_const() ? d.int_value() : 0;
-    if (choice.padded.count(b.id()) && b.rank() > 0 && b.shape().back().is_const() &&
-        b.shape().back().int_value() > 0) {
-      elements = elements / b.shape().back().int_value() * (b.shape().back().int_value() + kOperandPad);
-    }
+    const int64_t elements = tile_elements(b, choice);
     auto st = pipelines.stages.find(b.id());
     const int64_t bytes = elements * b.dtype().bytes();
     requests.push_back({b, st == pipelines.stages.end() ? bytes : align128(bytes) * st->second});

@@ -1,6 +1,6 @@
 // The shared memory of a CUDA tile kernel, decided before its code is
 // written: every shared and fragment tile that is not in registers, with its
-// padded rows (Note [Padded gemm operands]) and its pipeline stages (Note
+// padding (Notes [Padded gemm operands] and [Short accumulators]) and its pipeline stages (Note
 // [Software pipelining]), placed by liveness (Note [Shared-memory liveness]),
 // then the row reductions' scratch.
 #pragma once
@@ -13,6 +13,10 @@
 #include "tilejit/ir/stmt.h"
 
 namespace tilejit::cuda {
+
+/// The elements a shared tile's allocation holds: its shape, with the
+/// padding of gemm operands (longer rows, more rows: fragments.h).
+int64_t tile_elements(const ir::Buffer& b, const FragmentChoice& choice);
 
 /// The shared memory the row reductions across warps of `choice` need.
 int64_t scratch_bytes(const FragmentChoice& choice);

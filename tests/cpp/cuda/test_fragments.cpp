@@ -9,6 +9,7 @@
 
 #include "backend/cuda/fragments.h"
 #include "tile/flash_attention.h"
+#include "tile/flash_decoding.h"
 #include "tilejit/ir/tile_builder.h"
 #include "tilejit/ir/visitor.h"
 #include "tilejit/transform/layout_select.h"
@@ -141,6 +142,40 @@ TEST(Fragments, RowLoopsStoreOnlyIntoRegisterRows) {
             (std::map<std::string, std::string>{{"acc", tile}, {"m", rows}, {"e", rows}}));
   EXPECT_EQ(registers_of(program(true), 128),
             (std::map<std::string, std::string>{{"acc", tile}}));
+}
+
+// Note [Short accumulators]: a decoding kernel's accumulators of one row
+// (multi-head attention: one query head per kv head) are the first row of
+// 16-row mma tiles, and their A operands in shared memory get 16 rows.
+TEST(Fragments, ShortAccumulatorsAreTheFirstRowsOfAnMmaTile) {
+  ex::FlashDecodingConfig cfg;
+  cfg.heads = 2;
+  cfg.kv_heads = 2;
+  cfg.dim = 128;
+  cfg.block_n = 64;
+  cfg.dtype = DataType::bfloat16();
+  const ir::PrimFunc f = ex::flash_decoding(cfg);
+  const std::map<std::string, std::string> want = {
+      {"acc_s", "tilejit::cuda::MmaAcc<16, 64, 1, 4, 1>"},
+      {"acc_o", "tilejit::cuda::MmaAcc<16, 128, 1, 4, 1>"}};
+  EXPECT_EQ(registers_of(f, 128), want);
+  const ir::PrimFunc g = transform::select_layouts(
+      transform::predicate(transform::verify(transform::plan_workspaces(transform::verify(f)))),
+      transform::LayoutTarget::kCuda);
+  const FragmentChoice choice = choose_fragments(*g.tile()->kernels()[0], 128);
+  std::map<std::string, int64_t> rows;
+  struct Names : ir::IRVisitor {
+    const FragmentChoice* choice;
+    std::map<std::string, int64_t>* rows;
+    void visit_alloc(const ir::AllocStmt* op, const ir::Stmt&) override {
+      auto it = choice->padded_rows.find(op->buffer.id());
+      if (it != choice->padded_rows.end()) (*rows)[op->buffer.name()] = it->second;
+    }
+  } v;
+  v.choice = &choice;
+  v.rows = &rows;
+  v.visit(g.tile()->kernels()[0]->body);
+  EXPECT_EQ(rows, (std::map<std::string, int64_t>{{"Q_shared", 16}, {"acc_s_cast", 16}}));
 }
 
 }  // namespace

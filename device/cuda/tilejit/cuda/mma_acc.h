@@ -12,6 +12,8 @@
 // The elements are float (an accumulator) or 16-bit (an operand: with
 // WN = 1, the registers of two neighbouring 16 x 8 tiles are the mma's A
 // fragment of a 16 x 16 block, so a gemm takes them as they are).
+// MmaAcc<16, N, 1, WN, MR>: an accumulator of MR < 16 rows, whose other
+// rows only registers hold; every op here skips them.
 // MmaRows<M, WM>: a vector of the M rows of such a tile with WN = 1; slot s
 // of a thread holds row(s) = w * WARP_M + (s / 2) * 16 + lane / 4 +
 // (s % 2) * 8, the rows of its accumulator registers (row_slot(r)), so the
@@ -41,9 +43,10 @@
 
 namespace tilejit::cuda {
 
-template <int M, int N, int WM, int WN>
+template <int M, int N, int WM, int WN, int MR = M>
 struct MmaAcc {
   static constexpr int kM = M, kN = N, kWM = WM, kWN = WN;
+  static constexpr int kMR = MR;  // the tile's rows; those past them only registers hold
   static constexpr int kWarpM = M / WM, kWarpN = N / WN;
   static constexpr int MT = kWarpM / 16, NT = kWarpN / 8;
   static constexpr int kCount = MT * NT * 4;
@@ -171,7 +174,7 @@ __device__ __forceinline__ void acc_store(const E* acc, const Rect<D>& dst) {
 #pragma unroll
   for (int r = 0; r < L::kCount; ++r) {
     const int i = L::row(r), j = L::col(r);
-    if (i < dst.r_lo || i >= dst.r_hi || j < dst.c_lo || j >= dst.c_hi) continue;
+    if (i >= L::kMR || i < dst.r_lo || i >= dst.r_hi || j < dst.c_lo || j >= dst.c_hi) continue;
     dst.base[dst.origin + int64_t(i) * dst.stride + j] = convert<D>(acc[r]);
   }
 }
@@ -181,7 +184,7 @@ __device__ __forceinline__ void acc_load(E* acc, const Rect<S>& src) {
 #pragma unroll
   for (int r = 0; r < L::kCount; ++r) {
     const int i = L::row(r), j = L::col(r);
-    const bool has = i >= src.r_lo && i < src.r_hi && j >= src.c_lo && j < src.c_hi;
+    const bool has = i < L::kMR && i >= src.r_lo && i < src.r_hi && j >= src.c_lo && j < src.c_hi;
     acc[r] = convert<E>(has ? convert<float>(src.base[src.origin + int64_t(i) * src.stride + j]) : 0.f);
   }
 }
@@ -208,7 +211,7 @@ __device__ __forceinline__ void acc_reduce_rows(const float* acc, D* dst, bool c
       v = combine<kKind>(v, __shfl_xor_sync(0xffffffffu, v, 1));
       v = combine<kKind>(v, __shfl_xor_sync(0xffffffffu, v, 2));
       const int row = L::row0() + mt * 16 + L::lane() / 4 + h * 8;
-      if (L::lane() % 4 == 0) {
+      if (L::lane() % 4 == 0 && row < L::kMR) {
         if constexpr (L::kWN == 1) {
           const float prev =
               clear ? reduce_detail::identity<kKind, float>() : convert<float>(dst[row]);
@@ -222,7 +225,7 @@ __device__ __forceinline__ void acc_reduce_rows(const float* acc, D* dst, bool c
   if constexpr (L::kWN > 1) {
     // The warps of a row of warps meet here.
     __syncthreads();
-    for (int row = thread_rank(); row < L::kM; row += block_threads()) {
+    for (int row = thread_rank(); row < L::kMR; row += block_threads()) {
       float v = clear ? reduce_detail::identity<kKind, float>() : convert<float>(dst[row]);
       for (int w = 0; w < L::kWN; ++w) v = combine<kKind>(v, scratch[w * L::kM + row]);
       dst[row] = convert<D>(v);
