@@ -303,7 +303,8 @@ void lower_copy(TileCodegen& cg, const ir::CopyOp& op) {
     const size_t lead = shape.size() > 2 ? shape.size() - 2 : 0;
     const std::vector<std::string> it = open_loops(cg, shape, lead);
     const auto [rows, cols] = rows_cols(shape);
-    cg.line(cg.lib() + "::copy<" + str(rows) + ", " + str(cols) + ">(" + rect(cg, dst, it, false) +
+    cg.line(cg.lib() + "::copy<" + str(rows) + ", " + str(cols) + cg.copy_template_tail(op) + ">(" +
+            rect(cg, dst, it, false) +
             ", " + rect(cg, src, it, true) + ");");
     close_loops(cg, lead);
   } else {

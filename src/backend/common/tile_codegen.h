@@ -134,6 +134,8 @@ class TileCodegen {
   /// Template arguments the target's gemm takes after the CPU's (", 128":
   /// the block's threads on the GPU).
   virtual std::string gemm_template_tail() const { return ""; }
+  /// The target's further template arguments of the library's copy.
+  virtual std::string copy_template_tail(const ir::CopyOp&) const { return ""; }
 
   /// The C++ of a math function applied to arguments already in compute
   /// type `ct`: "exp", "exp2", "log", "log2", "sqrt", "tanh", "abs",

@@ -46,10 +46,8 @@ void CudaTileCodegen::emit_tile_op(const ir::Stmt& s) {
   }
   enter(a.reads, a.writes);
   if (emit_register_op(s)) return;
-  if (s.kind() == ir::StmtKind::kCopy &&
-      s.as<ir::CopyOp>()->src.buffer.scope() == ir::Scope::kGlobal &&
-      s.as<ir::CopyOp>()->dst.buffer.scope() != ir::Scope::kGlobal) {
-    pending_async_ = true;  // copy.h may have used cp.async
+  if (s.kind() == ir::StmtKind::kCopy && async_copy(*s.as<ir::CopyOp>())) {
+    pending_async_ = true;  // copy.h uses cp.async
   }
   switch (s.kind()) {
     case ir::StmtKind::kCopy: backend::lower_copy(*this, *s.as<ir::CopyOp>()); break;

@@ -86,6 +86,17 @@ std::string CudaTileCodegen::math(const char* fn, const char* ct,
   return call(f32 ? name + "f" : name);
 }
 
+bool CudaTileCodegen::async_copy(const ir::CopyOp& op) const {
+  const ir::Scope d = op.dst.buffer.scope();
+  return op.src.buffer.scope() == ir::Scope::kGlobal &&
+         (d == ir::Scope::kShared || d == ir::Scope::kFragment) &&
+         register_layout(op.dst.buffer) == nullptr;
+}
+
+std::string CudaTileCodegen::copy_template_tail(const ir::CopyOp& op) const {
+  return ", " + std::to_string(threads_) + (async_copy(op) ? ", true" : ", false");
+}
+
 void CudaTileCodegen::sync() {
   read_since_.clear();
   written_since_.clear();

@@ -92,6 +92,11 @@ class CudaTileCodegen final : public backend::TileCodegen {
     return parallel_depth_ > 0 ? nullptr : "tilejit_nthreads";
   }
   std::string gemm_template_tail() const override { return ", " + std::to_string(threads_); }
+  /// The block's threads, and whether the copy may use cp.async (shared
+  /// from global: copy.h).
+  std::string copy_template_tail(const ir::CopyOp& op) const override;
+  /// A copy from global into shared memory, which copy.h makes with cp.async.
+  bool async_copy(const ir::CopyOp& op) const;
   std::string math(const char* fn, const char* ct,
                    const std::vector<std::string>& args) const override;
   /// A register fragment's element is reachable only in its register loop.

@@ -46,9 +46,11 @@ template <int M, int N, int K, bool TA, bool TB, int LDA, int LDB, int LDC, int 
           typename A, typename B, typename C>
 __device__ __forceinline__ void gemm_simt(const A* a, const B* b, C* c, bool clear) {
   using Acc = typename Conditional<is_same_v<C, double>, double, float>::type;
+#pragma unroll 1
   for (int e = thread_rank(); e < M * N; e += block_threads()) {
     const int i = e / N, j = e % N;
     Acc acc = clear ? Acc(0) : convert<Acc>(c[i * LDC + j]);
+#pragma unroll 8
     for (int k = 0; k < K; ++k) {
       const Acc x = convert<Acc>(TA ? a[k * LDA + i] : a[i * LDA + k]);
       const Acc y = convert<Acc>(TB ? b[j * LDB + k] : b[k * LDB + j]);
