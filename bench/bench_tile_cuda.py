@@ -69,8 +69,9 @@ FA_CONFIGS = [(64, 64, 1, 128), (128, 128, 2, 256), (128, 64, 2, 128), (128, 64,
               (64, 64, 2, 128)]
 SPARSE = dict(b=2, s=1024, s_kv=8192, topk=512, heads=16, dim=128)
 DECODE = dict(b=8, heads=32, s_kv=32768, dim=128, splits=8)
-# (num_split, block_N, num_stages) of flashdecode.
-DECODE_CONFIGS = [(8, 64, 1), (8, 64, 2), (16, 64, 3), (16, 128, 2)]
+# (num_split, block_N, num_stages, threads) of flashdecode.
+DECODE_CONFIGS = [(8, 64, 1, 128), (16, 64, 1, 128), (8, 128, 1, 128), (8, 64, 2, 128),
+                  (16, 64, 1, 64), (32, 64, 1, 64)]
 
 
 def no_device(reason):
@@ -230,9 +231,9 @@ def make_decode():
     import flash_decoding as fd
     factory = fd.flashdecode.retarget("cuda")
     p = DECODE
-    return (lambda cfg=(p["splits"], 64, 1): factory(
+    return (lambda cfg=(p["splits"], 64, 1, 128): factory(
         p["b"], p["heads"], p["heads"], p["s_kv"], p["dim"], num_split=cfg[0], block_N=cfg[1],
-        num_stages=cfg[2], dtype="bfloat16")), decode_inputs()
+        num_stages=cfg[2], threads=cfg[3], dtype="bfloat16")), decode_inputs()
 
 
 def make_delta_rule():
@@ -396,7 +397,7 @@ def decode_rows(table, reps):
     build, (q, k, v) = made
     base = None
     for cfg in DECODE_CONFIGS:
-        label = "tilejit flashdecode ({} splits, block {}, {} stages)".format(*cfg)
+        label = "tilejit flashdecode ({} splits, block {}, {} stages, {} thr)".format(*cfg)
         kernel = prepare(table, problem, label, lambda: build(cfg))
         if kernel:
             t = row(table, problem, label, lambda: kernel(q, k, v), reps, flops)
