@@ -27,12 +27,17 @@ using ir::ForKind;
 using ir::Scope;
 using ir::whole;
 
-// Buffer name -> its register layout's device type, for the first kernel
-// of `f` prepared as the CUDA lowering prepares it.
-std::map<std::string, std::string> registers_of(const ir::PrimFunc& f, int threads) {
-  const ir::PrimFunc g = transform::select_layouts(
+// `f` as the CUDA lowering prepares it.
+ir::PrimFunc prepared(const ir::PrimFunc& f) {
+  return transform::select_layouts(
       transform::predicate(transform::verify(transform::plan_workspaces(transform::verify(f)))),
       transform::LayoutTarget::kCuda);
+}
+
+// Buffer name -> its register layout's device type, for the first kernel
+// of `f`.
+std::map<std::string, std::string> registers_of(const ir::PrimFunc& f, int threads) {
+  const ir::PrimFunc g = prepared(f);
   const ir::KernelStmt& k = *g.tile()->kernels()[0];
   const FragmentChoice choice = choose_fragments(k, threads);
   std::map<uint64_t, std::string> names;
@@ -159,9 +164,7 @@ TEST(Fragments, ShortAccumulatorsAreTheFirstRowsOfAnMmaTile) {
       {"acc_s", "tilejit::cuda::MmaAcc<16, 64, 1, 4, 1>"},
       {"acc_o", "tilejit::cuda::MmaAcc<16, 128, 1, 4, 1>"}};
   EXPECT_EQ(registers_of(f, 128), want);
-  const ir::PrimFunc g = transform::select_layouts(
-      transform::predicate(transform::verify(transform::plan_workspaces(transform::verify(f)))),
-      transform::LayoutTarget::kCuda);
+  const ir::PrimFunc g = prepared(f);
   const FragmentChoice choice = choose_fragments(*g.tile()->kernels()[0], 128);
   std::map<std::string, int64_t> rows;
   struct Names : ir::IRVisitor {

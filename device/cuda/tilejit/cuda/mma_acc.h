@@ -189,27 +189,38 @@ __device__ __forceinline__ void acc_load(E* acc, const Rect<S>& src) {
   }
 }
 
+namespace mma_detail {
+
+// Row (mt, h) of this thread's 16-row tiles (each thread holds two rows of
+// each, h = 0 and 1) reduced over the warp tile's columns: every lane of the
+// quad ends with the whole row.
+template <ReduceKind kKind, typename L>
+__device__ __forceinline__ float row_value(const float* acc, int mt, int h) {
+  using reduce_detail::combine;
+  using reduce_detail::element;
+  float v = reduce_detail::identity<kKind, float>();
+#pragma unroll
+  for (int nt = 0; nt < L::NT; ++nt) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      v = combine<kKind>(v, element<kKind>(acc[(mt * L::NT + nt) * 4 + h * 2 + e]));
+    }
+  }
+  v = combine<kKind>(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  return combine<kKind>(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+
+}  // namespace mma_detail
+
 template <ReduceKind kKind, typename L, typename D>
 __device__ __forceinline__ void acc_reduce_rows(const float* acc, D* dst, bool clear,
                                                 float* scratch) {
   using reduce_detail::combine;
-  using reduce_detail::element;
-  // Each thread holds two rows of each 16-row mma tile: (mt, half).
 #pragma unroll
   for (int mt = 0; mt < L::MT; ++mt) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float v = reduce_detail::identity<kKind, float>();
-#pragma unroll
-      for (int nt = 0; nt < L::NT; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          v = combine<kKind>(v, element<kKind>(acc[(mt * L::NT + nt) * 4 + h * 2 + e]));
-        }
-      }
-      // The four lanes of a quad hold the rest of the row's columns.
-      v = combine<kKind>(v, __shfl_xor_sync(0xffffffffu, v, 1));
-      v = combine<kKind>(v, __shfl_xor_sync(0xffffffffu, v, 2));
+      const float v = mma_detail::row_value<kKind, L>(acc, mt, h);
       const int row = L::row0() + mt * 16 + L::lane() / 4 + h * 8;
       if (L::lane() % 4 == 0 && row < L::kMR) {
         if constexpr (L::kWN == 1) {
@@ -236,25 +247,13 @@ __device__ __forceinline__ void acc_reduce_rows(const float* acc, D* dst, bool c
 template <ReduceKind kKind, typename L>
 __device__ __forceinline__ void acc_reduce_rows_to(const float* acc, float* rows, bool clear) {
   static_assert(L::kWN == 1, "a row vector in registers takes warps on rows only");
-  using reduce_detail::combine;
-  using reduce_detail::element;
 #pragma unroll
   for (int mt = 0; mt < L::MT; ++mt) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float v = reduce_detail::identity<kKind, float>();
-#pragma unroll
-      for (int nt = 0; nt < L::NT; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          v = combine<kKind>(v, element<kKind>(acc[(mt * L::NT + nt) * 4 + h * 2 + e]));
-        }
-      }
-      // Every lane of the quad ends with the whole row.
-      v = combine<kKind>(v, __shfl_xor_sync(0xffffffffu, v, 1));
-      v = combine<kKind>(v, __shfl_xor_sync(0xffffffffu, v, 2));
+      const float v = mma_detail::row_value<kKind, L>(acc, mt, h);
       float& slot = rows[mt * 2 + h];
-      slot = clear ? v : combine<kKind>(slot, v);
+      slot = clear ? v : reduce_detail::combine<kKind>(slot, v);
     }
   }
 }
