@@ -301,6 +301,16 @@ def test_flash_decoding_with_splits_that_walk_no_block(num_split, seqlen_kv):
     check(kernel(q, k, v), fd.reference(*host(q, k, v)), TOL[F32])
 
 
+@pytest.mark.parametrize("threads", [64, 128])
+def test_flash_decoding_of_one_query_head_per_kv_head(threads):
+    """Multi-head attention: one-row accumulators on the tensor cores as the
+    first row of an mma tile (Note [Short accumulators])."""
+    kernel = cuda["flashdecode"](2, 4, 4, 1000, 128, num_split=3, block_N=64, threads=threads,
+                                 dtype="bfloat16")
+    q, k, v = decoding_inputs(2, 1000, 4, 4, 128, BF16, seed=threads)
+    check(kernel(q, k, v), fd.reference(*host(q, k, v)), TOL[BF16])
+
+
 def test_flash_decoding_float16_as_tilelang_writes_it():
     kernel = cuda["flashdecode"](1, 8, 1, 300, 64, num_split=4)
     q, k, v = decoding_inputs(1, 300, 8, 1, 64, F16, seed=3)
