@@ -42,10 +42,10 @@ TEST(CudaDeviceHeaders, EmbeddedTextIsTheTreesText) {
   EXPECT_TRUE(embedded.count(cuda::kPreludeName));
 }
 
-TEST(CudaDeviceHeaders, EachCompilesOnItsOwnUnderNvrtc) {
-  TILEJIT_SKIP_WITHOUT_NVRTC();
+// Compiles `unit` (through ptxas: a unit with a __global__ entry is code
+// generated) with the embedded headers; returns NVRTC's log on failure.
+std::string nvrtc_errors(const std::string& unit) {
   const cuda::NvrtcApi& api = cuda::nvrtc();
-  ASSERT_FALSE(api.include_dirs.empty()) << "no CUDA headers for NVRTC";
   std::vector<const char*> texts, names;
   for (const DeviceFile& f : cuda_device_files()) {
     texts.push_back(f.text.data());
@@ -55,20 +55,50 @@ TEST(CudaDeviceHeaders, EachCompilesOnItsOwnUnderNvrtc) {
   for (const std::string& d : api.include_dirs) flags.push_back("--include-path=" + d);
   std::vector<const char*> argv;
   for (const std::string& f : flags) argv.push_back(f.c_str());
-  for (const DeviceFile& f : cuda_device_files()) {
-    const std::string unit = "#include \"" + std::string(f.name) + "\"\n";
-    nvrtcProgram prog = nullptr;
-    ASSERT_EQ(api.nvrtcCreateProgram(&prog, unit.c_str(), "unit.cu", int(texts.size()),
-                                     texts.data(), names.data()),
-              NVRTC_SUCCESS);
-    const nvrtcResult r = api.nvrtcCompileProgram(prog, int(argv.size()), argv.data());
-    size_t size = 0;
-    api.nvrtcGetProgramLogSize(prog, &size);
-    std::string log(size, '\0');
-    api.nvrtcGetProgramLog(prog, log.data());
-    api.nvrtcDestroyProgram(&prog);
-    EXPECT_EQ(r, NVRTC_SUCCESS) << f.name << ":\n" << log;
+  nvrtcProgram prog = nullptr;
+  if (api.nvrtcCreateProgram(&prog, unit.c_str(), "unit.cu", int(texts.size()), texts.data(),
+                             names.data()) != NVRTC_SUCCESS) {
+    return "nvrtcCreateProgram failed";
   }
+  const nvrtcResult r = api.nvrtcCompileProgram(prog, int(argv.size()), argv.data());
+  size_t size = 0;
+  api.nvrtcGetProgramLogSize(prog, &size);
+  std::string log(size, '\0');
+  api.nvrtcGetProgramLog(prog, log.data());
+  api.nvrtcDestroyProgram(&prog);
+  return r == NVRTC_SUCCESS ? std::string() : log + "\n(in)\n" + unit;
+}
+
+TEST(CudaDeviceHeaders, EachCompilesOnItsOwnUnderNvrtc) {
+  TILEJIT_SKIP_WITHOUT_NVRTC();
+  ASSERT_FALSE(cuda::nvrtc().include_dirs.empty()) << "no CUDA headers for NVRTC";
+  for (const DeviceFile& f : cuda_device_files()) {
+    EXPECT_EQ(nvrtc_errors("#include \"" + std::string(f.name) + "\"\n"), "") << f.name;
+  }
+}
+
+// Note [Fragment double buffering]: warp_mma's pair loop for every shape of
+// K it has: one step, an odd count, the unrolled even counts and the rolled
+// loop past 8 steps; both operand layouts.
+TEST(CudaDeviceHeaders, WarpMmaBuildsForEveryStepCount) {
+  TILEJIT_SKIP_WITHOUT_NVRTC();
+  std::string unit = "#include \"tilejit/cuda/prelude.h\"\n#include \"tilejit/cuda/mma.h\"\n";
+  int n = 0;
+  for (int k : {16, 32, 48, 64, 128, 144, 256}) {
+    for (const char* trans : {"false, false", "true, true"}) {
+      unit += "extern \"C\" __global__ void k" + std::to_string(n++) +
+              "(const tilejit::bfloat16* a, const tilejit::bfloat16* b, float* c) {\n"
+              "  extern __shared__ __align__(16) tilejit::bfloat16 as[];\n"
+              "  tilejit::bfloat16* bs = as + 256 * 264;\n"
+              "  as[threadIdx.x] = a[threadIdx.x]; bs[threadIdx.x] = b[threadIdx.x];\n"
+              "  __syncthreads();\n"
+              "  float acc[2][4][4] = {};\n"
+              "  tilejit::cuda::warp_mma<2, 4, " + std::string(trans) + ", 264, 264, " +
+              std::to_string(k) + ">(acc, as, bs, 0, 0);\n"
+              "  c[threadIdx.x] = acc[1][3][2];\n}\n";
+    }
+  }
+  EXPECT_EQ(nvrtc_errors(unit), "");
 }
 
 }  // namespace

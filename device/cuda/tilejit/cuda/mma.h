@@ -81,29 +81,69 @@ __device__ __forceinline__ void load_b(unsigned (&r)[4], const T* b, int k0, int
   }
 }
 
+namespace mma_detail {
+
+// One k16 step of warp_mma: the A fragments of its MT row blocks and the B
+// fragments of its NT / 2 pairs of column blocks, ...
+template <int MT, int NT, bool TA, bool TB, int LDA, int LDB, typename T>
+__device__ __forceinline__ void load_step(unsigned (&af)[MT][4], unsigned (&bf)[NT / 2][4],
+                                          const T* a, const T* b, int m0, int n0, int k0) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) load_a<TA, LDA>(af[mt], a, m0 + mt * 16, k0);
+#pragma unroll
+  for (int np = 0; np < NT / 2; ++np) load_b<TB, LDB>(bf[np], b, k0, n0 + np * 16);
+}
+
+// ... and its MT x NT mma.sync on them.
+template <int MT, int NT, typename T>
+__device__ __forceinline__ void mma_step(float (&acc)[MT][NT][4], const unsigned (&af)[MT][4],
+                                         const unsigned (&bf)[NT / 2][4]) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      mma_16816<T>(acc[mt][nt], af[mt], bf[nt / 2][(nt % 2) * 2], bf[nt / 2][(nt % 2) * 2 + 1]);
+    }
+  }
+}
+
+}  // namespace mma_detail
+
+// Note [Fragment double buffering]: the K loop keeps two sets of fragments
+// and loads step s + 1's into one before it issues step s's mma.sync on the
+// other, so the ldmatrix latency hides behind the tensor cores instead of
+// stalling every step (the old loop loaded a step's fragments and then
+// waited for them). The loop runs two steps per iteration, the buffers
+// alternating in the code rather than through a runtime index (which would
+// put the fragments in local memory); an odd last step runs after it.
+//
+// The pair loop is unrolled whole up to 8 steps (K <= 128, every gemm of the
+// examples): ptxas then spreads the next step's ldmatrix among this step's
+// mma.sync, and NVRTC's time for the README GEMM unit stays within ~10% of the
+// rolled single-step loop (measured with scripts/nvrtc_resources.py's
+// options: rolled pairs cost ~40% more, ptxas working on the loop-carried
+// buffers). Longer K keeps the pair loop rolled.
 template <int MT, int NT, bool TA, bool TB, int LDA, int LDB, int K, typename T>
 __device__ __forceinline__ void warp_mma(float (&acc)[MT][NT][4], const T* a, const T* b, int m0,
                                          int n0) {
   static_assert(NT % 2 == 0, "warp_mma takes pairs of 8-column tiles");
-  // Not unrolled: unrolling gains about 5% on a 128 x 128 x 64 tile on the
-  // H200 and costs about 60% more NVRTC time (the first call's budget).
-#pragma unroll 1
-  for (int k0 = 0; k0 < K; k0 += 16) {
-    unsigned af[MT][4];
-    unsigned bf[NT / 2][4];
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) load_a<TA, LDA>(af[mt], a, m0 + mt * 16, k0);
-#pragma unroll
-    for (int np = 0; np < NT / 2; ++np) load_b<TB, LDB>(bf[np], b, k0, n0 + np * 16);
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        mma_detail::mma_16816<T>(acc[mt][nt], af[mt], bf[nt / 2][(nt % 2) * 2],
-                                 bf[nt / 2][(nt % 2) * 2 + 1]);
-      }
-    }
+  static_assert(K % 16 == 0 && K > 0, "warp_mma takes whole k16 steps");
+  using mma_detail::load_step;
+  using mma_detail::mma_step;
+  constexpr int kSteps = K / 16;
+  unsigned af0[MT][4], af1[MT][4];
+  unsigned bf0[NT / 2][4], bf1[NT / 2][4];
+  load_step<MT, NT, TA, TB, LDA, LDB>(af0, bf0, a, b, m0, n0, 0);
+  // Steps s (in buffer 0) and s + 1 (loaded into buffer 1 here); buffer 0
+  // then takes step s + 2 where there is one.
+#pragma unroll(kSteps <= 8 ? 4 : 1)
+  for (int s = 0; s + 1 < kSteps; s += 2) {
+    load_step<MT, NT, TA, TB, LDA, LDB>(af1, bf1, a, b, m0, n0, (s + 1) * 16);
+    mma_step<MT, NT, T>(acc, af0, bf0);
+    if (s + 2 < kSteps) load_step<MT, NT, TA, TB, LDA, LDB>(af0, bf0, a, b, m0, n0, (s + 2) * 16);
+    mma_step<MT, NT, T>(acc, af1, bf1);
   }
+  if constexpr (kSteps % 2 == 1) mma_step<MT, NT, T>(acc, af0, bf0);
 }
 
 }  // namespace tilejit::cuda
