@@ -122,6 +122,61 @@ inline tilejit::PrimFunc gemm(const GemmConfig& cfg) {
   return b.finish();
 }
 
+struct AutotuneGemmConfig {
+  int64_t block_m = 128, block_n = 256, block_k = 64;
+  int stages = 3, threads = 256;
+  bool enable_rasteration = true;
+  DataType dtype = DataType::float16();
+  DataType accum = DataType::float32();
+  // TileLang's example always rasterises in rows; the order is here so that
+  // tests reach both.
+  tilejit::ir::RasterOrder order = tilejit::ir::RasterOrder::kRow;
+};
+
+/// C[M, N] = A[M, K] @ B[N, K]^T, the GEMM of TileLang's autotuning example
+/// (examples/tile/gemm.py):
+///
+///   with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=thread_num) as (bx, by):
+///       A_s = T.alloc_shared((bm, bk), dtype); B_s = T.alloc_shared((bn, bk), dtype)
+///       C_l = T.alloc_fragment((bm, bn), accum_dtype)
+///       C_s = T.alloc_shared((bm, bn), dtype)
+///       T.use_swizzle(panel_size=10, enable=enable_rasteration)
+///       T.clear(C_l)
+///       for k in T.Pipelined(T.ceildiv(K, bk), num_stages=num_stages):
+///           T.copy(A[by * bm, k * bk], A_s)
+///           T.copy(B[bx * bn, k * bk], B_s)
+///           T.gemm(A_s, B_s, C_l, transpose_B=True)
+///       T.copy(C_l, C_s)
+///       T.copy(C_s, C[by * bm, bx * bn])
+inline tilejit::PrimFunc gemm_autotune(const AutotuneGemmConfig& cfg) {
+  TileBuilder b("gemm_autotune");
+  const Expr M = tilejit::ir::symbolic("M"), N = tilejit::ir::symbolic("N"),
+             K = tilejit::ir::symbolic("K");
+  const Buffer A = b.tensor_param("A", {M, K}, cfg.dtype);
+  const Buffer B = b.tensor_param("B", {N, K}, cfg.dtype);
+  const Buffer C = b.tensor_param("C", {M, N}, cfg.dtype);
+  const auto blk = b.begin_kernel(
+      {tilejit::ir::ceildiv(N, cfg.block_n), tilejit::ir::ceildiv(M, cfg.block_m)},
+      {cfg.threads});
+  const Expr bx = blk[0], by = blk[1];
+  const Buffer A_s = b.alloc("A_shared", {cfg.block_m, cfg.block_k}, cfg.dtype, Scope::kShared);
+  const Buffer B_s = b.alloc("B_shared", {cfg.block_n, cfg.block_k}, cfg.dtype, Scope::kShared);
+  const Buffer C_l = b.alloc("C_local", {cfg.block_m, cfg.block_n}, cfg.accum, Scope::kFragment);
+  const Buffer C_s = b.alloc("C_shared", {cfg.block_m, cfg.block_n}, cfg.dtype, Scope::kShared);
+  b.use_swizzle(10, cfg.order, cfg.enable_rasteration);
+  b.fill(whole(C_l), 0);
+  const Expr k = b.begin_for("k", 0, tilejit::ir::ceildiv(K, cfg.block_k), ForKind::kPipelined,
+                             cfg.stages);
+  b.copy(corner(A, {by * cfg.block_m, k * cfg.block_k}), whole(A_s));
+  b.copy(corner(B, {bx * cfg.block_n, k * cfg.block_k}), whole(B_s));
+  b.gemm(whole(A_s), whole(B_s), whole(C_l), false, true);
+  b.end_for();
+  b.copy(whole(C_l), whole(C_s));
+  b.copy(whole(C_s), corner(C, {by * cfg.block_m, bx * cfg.block_n}));
+  b.end_kernel();
+  return b.finish();
+}
+
 /// Split-K GEMM with the partial sums in a workspace parameter,
 /// Partial[split_k, M, N] (jit option workspace_idx = {3}): each block takes
 /// one output tile, computes the partial product of each of the split_k

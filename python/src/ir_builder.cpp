@@ -47,6 +47,7 @@
 //     scalar_param(name, dtype) -> Expr
 //     begin_kernel(grid, threads) -> [bx, by, bz][:len(grid)];  end_kernel()
 //     thread_binding(dim=0) -> Expr
+//     use_swizzle(panel_size, order="row" | "col", enable=True)
 //     alloc(name, shape, dtype, scope) -> Buffer
 //     alloc_global(name, shape, dtype, init="empty") -> Buffer
 //     begin_for(var_name, min, extent, kind="serial", stages=0) -> Expr; end_for()
@@ -163,6 +164,12 @@ ir::Scope parse_scope(const std::string& s) {
   if (s == "global") return ir::Scope::kGlobal;
   throw_error(ErrorKind::kValueError,
               "unknown scope '" + s + "'; expected shared, fragment or local");
+}
+
+ir::RasterOrder parse_raster_order(const std::string& s) {
+  if (s == "row") return ir::RasterOrder::kRow;
+  if (s == "col") return ir::RasterOrder::kColumn;
+  throw_error(ErrorKind::kValueError, "unknown block order '" + s + "'; expected row or col");
 }
 
 ir::ForKind parse_for_kind(const std::string& s) {
@@ -485,6 +492,13 @@ void bind_ir_builder(nb::module_& m) {
       .def("thread_binding",
            [](TileBuilder& b, int dim, nb::handle span) { return b.thread_binding(dim, to_span(span)); },
            nb::arg("dim") = 0, nb::arg("span").none() = nb::none())
+      .def("use_swizzle",
+           [](TileBuilder& b, int panel_size, const std::string& order, bool enable,
+              nb::handle span) {
+             b.use_swizzle(panel_size, parse_raster_order(order), enable, to_span(span));
+           },
+           nb::arg("panel_size"), nb::arg("order") = "row", nb::arg("enable") = true,
+           nb::arg("span").none() = nb::none())
       .def("alloc",
            [](TileBuilder& b, std::string name, nb::handle shape, const std::string& dtype,
               const std::string& scope, nb::handle span) {

@@ -235,7 +235,12 @@ class Printer : public ExprFunctor<void>, public StmtFunctor<void> {
       if (i) out_ += ", ";
       out_ += std::to_string(op->threads[i]);
     }
-    out_ += "]):\n";
+    out_ += "]";
+    if (op->raster.enabled()) {
+      out_ += ", swizzle(panel_size=" + std::to_string(op->raster.panel_size) + ", order=\"" +
+              raster_order_name(op->raster.order) + "\")";
+    }
+    out_ += "):\n";
     body(op->body);
   }
   void visit_alloc(const AllocStmt* op, const Stmt&) override {

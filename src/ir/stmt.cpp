@@ -25,6 +25,10 @@ const char* for_kind_name(ForKind kind) {
   return "?";
 }
 
+const char* raster_order_name(RasterOrder order) {
+  return order == RasterOrder::kColumn ? "col" : "row";
+}
+
 const char* reduce_kind_name(ReduceKind kind) {
   switch (kind) {
     case ReduceKind::kSum: return "sum";

@@ -21,6 +21,8 @@ struct Frame {
   // kKernel
   std::vector<Expr> grid, block_vars, thread_vars;
   std::vector<int> threads;
+  Rasterization raster;
+  Span raster_span;  // the T.use_swizzle that set `raster`
   // kFor
   Expr var, min, extent;
   ForKind for_kind = ForKind::kSerial;
@@ -271,7 +273,28 @@ void TileBuilder::end_kernel(Span span) {
   State& s = *state_;
   Frame f = s.pop(FrameKind::kKernel, span, "T.Kernel", "T.Kernel");
   s.add(make_stmt<KernelStmt>(std::move(f.grid), std::move(f.block_vars), std::move(f.threads),
-                              std::move(f.thread_vars), seq(std::move(f.stmts), f.span), f.span));
+                              std::move(f.thread_vars), seq(std::move(f.stmts), f.span), f.span,
+                              f.raster));
+}
+
+void TileBuilder::use_swizzle(int panel_size, RasterOrder order, bool enable, Span span) {
+  State& s = *state_;
+  const char* op = "T.use_swizzle";
+  s.check_in_kernel(span, op);
+  TILEJIT_CHECK(panel_size > 0, kValueError)
+      << s.prefix(span, op) << "panel_size must be positive, got " << panel_size;
+  if (!enable) return;
+  // The kernel's frame, however deep in loops or branches the call is: the
+  // order is the whole kernel's (it renames bx, by from the kernel's start).
+  Frame& k = s.frames[1];
+  if (TILEJIT_UNLIKELY(k.raster.enabled())) {
+    TILEJIT_THROW(kValueError) << s.prefix(span, op) << "the kernel already has a block order ("
+                               << (k.raster_span.empty() ? std::string("T.use_swizzle")
+                                                         : "T.use_swizzle at " + k.raster_span.str())
+                               << "); one per kernel";
+  }
+  k.raster = Rasterization{panel_size, order};
+  k.raster_span = span;
 }
 
 Expr TileBuilder::thread_binding(int dim, Span span) {

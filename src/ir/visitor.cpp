@@ -169,7 +169,7 @@ Stmt IRMutator::visit_kernel(const KernelStmt* op, const Stmt& s) {
   Stmt body = mutate(op->body);
   if (!changed && same(body, op->body)) return s;
   return make_stmt<KernelStmt>(std::move(grid), op->block_vars, op->threads, op->thread_vars,
-                               std::move(body), op->span);
+                               std::move(body), op->span, op->raster);
 }
 Stmt IRMutator::visit_seq(const SeqStmt* op, const Stmt& s) {
   std::vector<Stmt> out;

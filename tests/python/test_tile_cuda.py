@@ -9,7 +9,9 @@ copies), at shapes that do and do not divide the tiles:
 
 - GEMM: TileLang's README program in bfloat16, float16 and float32 over
   symbolic M, N, K, and as the README runs it (static shapes, C given); the
-  symbolic-shape GEMM of test_tile_kernels.py;
+  symbolic-shape GEMM of test_tile_kernels.py; T.use_swizzle
+  in both orders on a grid that does not divide the panel (each tile
+  computed by exactly one block);
 - split-K: T.atomic_add into a zeroed C; the partials in a workspace_idx
   parameter; in a T.alloc_global workspace; in a T.alloc_global workspace
   with a zero_once per-tile counter (two calls: the counter re-arms);
@@ -49,7 +51,7 @@ from support import make_kernels, tilejit_cuda_unavailable  # noqa: E402
 from test_tile_frontend import readme_matmul  # noqa: E402
 from test_tile_kernels import (rms_norm, softmax_rows, softmax_symbolic_rows,  # noqa: E402
                                splitk_gemm, splitk_gemm_counted, splitk_gemm_global,
-                               splitk_gemm_workspace, symbolic_gemm)
+                               splitk_gemm_workspace, swizzled_gemm, symbolic_gemm)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "tile"))
 import flash_attention as fa  # noqa: E402
@@ -89,7 +91,8 @@ cuda = {name: factory.retarget("cuda") for name, factory in {
     "rms_norm": rms_norm, "softmax_rows": softmax_rows,
     "softmax_symbolic_rows": softmax_symbolic_rows, "flashattn": fa.flashattn,
     "flashdecode": fd.flashdecode, "sparse_attention_fwd": sa.sparse_attention_fwd,
-    "chunk_gated_delta_rule_fwd": gd.chunk_gated_delta_rule_fwd}.items()}
+    "chunk_gated_delta_rule_fwd": gd.chunk_gated_delta_rule_fwd,
+    "swizzled_gemm": swizzled_gemm}.items()}
 
 
 def rand(*shape, dtype=F32, seed=0, scale=1.0):
@@ -162,6 +165,21 @@ def test_symbolic_gemm_at_random_shapes():
     for m, n, k in shapes:
         a, b = rand(m, k, seed=m), rand(k, n, seed=k)
         check(kernel(a, b), a.double() @ b.double(), TOL[F32], f"M={m} N={n} K={k}")
+
+
+# Grid 7 x 5 with panel 3: the last panel is partial in either order. C starts
+# as NaN and Count as 0, so a tile no block took, or two blocks took, shows.
+@pytest.mark.parametrize("order", ["row", "col"])
+def test_swizzled_gemm_where_the_grid_does_not_divide_the_panel(order):
+    m, n, k = 5 * 32 - 3, 7 * 32 - 5, 70
+    kernel = cuda["swizzled_gemm"](m, n, k, 3, order)
+    assert f"rasterize_{'rows' if order == 'row' else 'columns'}(" in kernel.get_kernel_source()
+    a, b = rand(m, k, dtype=BF16, seed=1), rand(k, n, dtype=BF16, seed=2)
+    c = torch.full((m, n), float("nan"), device=DEV)
+    count = torch.zeros((5, 7), dtype=torch.int32, device=DEV)
+    assert kernel(a, b, c, count) is None
+    check(c, a.double() @ b.double(), TOL[BF16], order)
+    assert torch.equal(count.cpu(), torch.ones((5, 7), dtype=torch.int32))
 
 
 # --- split-K -----------------------------------------------------------------

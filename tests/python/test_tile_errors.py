@@ -434,6 +434,19 @@ def test_unknown_t_name_points_at_the_use():
                  4, 17, make)
 
 
+def test_use_swizzle_twice_in_a_kernel():
+    # The C++ builder's check, at the second call's line.
+    line = here()
+    with raises_exact(ValueError, f"{at(line + 8, 17)}: T.use_swizzle: the kernel already "
+                                  f"has a block order (T.use_swizzle at {at(line + 7, 17)}); one "
+                                  f"per kernel"):
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(2, 2):
+                T.use_swizzle(4)
+                T.use_swizzle(2, order="col")
+
+
 def test_tile_ops_outside_a_prim_func():
     with raises_exact(RuntimeError, "T.copy is only valid inside a function decorated with "
                                     "@T.prim_func"):
@@ -540,8 +553,8 @@ def test_more_op_argument_errors():
         def main(A: T.Tensor((4,), "float32")):
             with T.Kernel(1):
                 T.use_swizzle(4, order="diagonal")
-    kernel_error(ValueError, "T.use_swizzle: order must be 'row' or 'col', got 'diagonal'",
-                 4, 17, make)
+    kernel_error(ValueError, "T.use_swizzle: order must be 'row', 'col' or 'column', got "
+                             "'diagonal'", 4, 17, make)
 
     def make():
         @T.prim_func

@@ -56,6 +56,23 @@ def test_kernel_threads_default_and_one_index():
     ]
 
 
+def test_use_swizzle_records_its_order_and_drops_when_disabled():
+    with recording():
+        @T.prim_func
+        def main(A: T.Tensor((8, 8), "float32")):
+            with T.Kernel(2, 4) as (bx, by):
+                T.use_swizzle(panel_size=10)
+                T.use_swizzle(3, order="col", enable=False)
+                T.use_swizzle(3, order="column")
+                A[by, bx] = 1
+    assert lines(main) == [
+        "kernel(2, 4; threads=[128]) as bx, by:",
+        "  use_swizzle(10, order=row, enable=True)",
+        "  use_swizzle(3, order=col, enable=True)",
+        "  A[by, bx] = 1.0",
+    ]
+
+
 # --- buffers ---------------------------------------------------------------
 
 def test_allocations_take_their_names_and_scopes():

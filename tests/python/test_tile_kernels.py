@@ -425,3 +425,64 @@ def test_profiler_on_a_tile_kernel():
     profiler.assert_allclose(lambda a, b: a + b, rtol=1e-6, atol=1e-6)
     assert profiler.do_bench(n_warmup=1, n_repeat=3) > 0
 
+
+
+# --- T.use_swizzle -----------------------------------------------------------
+
+@tilelang.jit(target="cpu")
+def swizzled_gemm(M, N, K, panel_size, order, block=32, block_k=32, dtype="bfloat16"):
+    """C = A @ B with the blocks rasterised (T.use_swizzle); Count[by, bx]
+    counts the blocks that took tile (by, bx): one each, whatever the order."""
+    tiles_m, tiles_n = tilelang.cdiv(M, block), tilelang.cdiv(N, block)
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype),
+             C: T.Tensor((M, N), "float32"), Count: T.Tensor((tiles_m, tiles_n), "int32")):
+        with T.Kernel(tiles_n, tiles_m, threads=128) as (bx, by):
+            A_s = T.alloc_shared((block, block_k), dtype)
+            B_s = T.alloc_shared((block_k, block), dtype)
+            C_f = T.alloc_fragment((block, block), "float32")
+            T.use_swizzle(panel_size, order=order)
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, block_k), num_stages=2):
+                T.copy(A[by * block, k * block_k], A_s)
+                T.copy(B[k * block_k, bx * block], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C[by * block, bx * block])
+            T.atomic_add(Count[by, bx], 1)
+    return main
+
+
+@needs_tile_builder
+def test_use_swizzle_is_recorded_on_the_kernel():
+    # Wherever it is called in the kernel; TileLang's "column" is "col".
+    for order, printed in [("row", "row"), ("col", "col"), ("column", "col")]:
+        @T.prim_func
+        def main(A: T.Tensor((64, 64), "float32")):
+            with T.Kernel(4, 2, threads=128) as (bx, by):
+                A[by, bx] = 1.0
+                T.use_swizzle(3, order=order)
+        assert main.script().splitlines()[1] == (
+            f'kernel(bx, by in [4, 2], threads tx in [128], swizzle(panel_size=3, '
+            f'order="{printed}")):')
+
+    @T.prim_func
+    def off(A: T.Tensor((64, 64), "float32")):
+        with T.Kernel(4, 2, threads=128) as (bx, by):
+            T.use_swizzle(panel_size=10, enable=False)
+            A[by, bx] = 1.0
+    assert off.script().splitlines()[1] == "kernel(bx, by in [4, 2], threads tx in [128]):"
+
+
+@needs_tile_cpu
+@pytest.mark.parametrize("order", ["row", "col"])
+def test_use_swizzle_leaves_the_cpu_result_as_it_is(order):
+    # Grid 7 x 5 with panel 3: the last panel is partial in either order.
+    m, n, k = 5 * 32 - 3, 7 * 32 - 5, 70
+    a, b = rand(m, k), rand(k, n)
+    c, count = np.zeros((m, n), np.float32), np.zeros((5, 7), np.int32)
+    swizzled_gemm(m, n, k, 3, order, dtype="float32")(a, b, c, count)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4,
+                               atol=1e-4)
+    np.testing.assert_array_equal(count, np.ones((5, 7), np.int32))
+

@@ -130,6 +130,10 @@ class FakeBuilder:
     def thread_binding(self, dim, span):
         return self._var(("tx", "ty", "tz")[dim], "int32")
 
+    def use_swizzle(self, panel_size, order, enable, span):
+        self._emit("use_swizzle", f"use_swizzle({panel_size}, order={order}, enable={enable})",
+                   span)
+
     def alloc(self, name, shape, dtype, scope, span):
         self._emit("alloc", f"{name} = alloc_{scope}({dtype}[{', '.join(s.text for s in shape)}])",
                    span)

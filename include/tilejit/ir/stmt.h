@@ -75,9 +75,26 @@ class Stmt {
 #define TILEJIT_IR_STMT_CLASSOF(K) \
   static constexpr bool classof(StmtKind k) { return k == StmtKind::K; }
 
+/// T.use_swizzle(panel_size, order): the order in which a kernel's blocks
+/// take their (bx, by), for L2 reuse between blocks that run together.
+/// panel_size 0 is the launch's own order. A target may ignore it (the CPU
+/// does): it never changes what the kernel computes, only which block
+/// computes what (device/cuda/tilejit/cuda/rasterize.h has the CUDA order).
+enum class RasterOrder : uint8_t { kRow, kColumn };
+/// "row", "col".
+const char* raster_order_name(RasterOrder order);
+
+struct Rasterization {
+  int panel_size = 0;
+  RasterOrder order = RasterOrder::kRow;
+  bool enabled() const noexcept { return panel_size > 0; }
+  bool operator==(const Rasterization&) const = default;
+};
+
 /// A launch: `grid` extents (1-3; x first), one block index Var per extent
 /// (IR variables, int32: bx, by, bz), `threads` per block (1-3 extents) with
-/// one thread index Var each (tx, ty, tz; what T.get_thread_binding returns).
+/// one thread index Var each (tx, ty, tz; what T.get_thread_binding returns),
+/// and the blocks' rasterisation (T.use_swizzle; none by default).
 /// A tile body runs its kernels in order on one stream.
 struct KernelStmt : StmtNode {
   std::vector<Expr> grid;
@@ -85,10 +102,11 @@ struct KernelStmt : StmtNode {
   std::vector<int> threads;
   std::vector<Expr> thread_vars;
   Stmt body;
+  Rasterization raster;
   KernelStmt(std::vector<Expr> g, std::vector<Expr> bv, std::vector<int> t,
-             std::vector<Expr> tv, Stmt b, Span s)
+             std::vector<Expr> tv, Stmt b, Span s, Rasterization r = {})
       : StmtNode(StmtKind::kKernel, std::move(s)), grid(std::move(g)), block_vars(std::move(bv)),
-        threads(std::move(t)), thread_vars(std::move(tv)), body(std::move(b)) {}
+        threads(std::move(t)), thread_vars(std::move(tv)), body(std::move(b)), raster(r) {}
   TILEJIT_IR_STMT_CLASSOF(kKernel)
 };
 

@@ -69,6 +69,12 @@ class TileBuilder {
   /// T.get_thread_binding(dim): the thread index var of dimension `dim` of the
   /// open kernel.
   Expr thread_binding(int dim = 0, Span span = {});
+  /// T.use_swizzle(panel_size, order, enable): the open kernel's blocks take
+  /// their (bx, by) in TileLang's rasterisation order (KernelStmt::raster),
+  /// wherever in the kernel it is called; panel_size > 0, once per kernel;
+  /// `enable` false records nothing.
+  void use_swizzle(int panel_size, RasterOrder order = RasterOrder::kRow, bool enable = true,
+                   Span span = {});
 
   // --- buffers
   /// T.alloc_shared / alloc_fragment / alloc_local (kShared, kFragment,

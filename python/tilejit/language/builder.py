@@ -112,6 +112,9 @@ class CBuilder:
     def thread_binding(self, dim, span):
         return self._b.thread_binding(dim, _span(span))
 
+    def use_swizzle(self, panel_size, order, enable, span):
+        self._b.use_swizzle(panel_size, order, enable, _span(span))
+
     def alloc(self, name, shape, dtype, scope, span):
         return self._b.alloc(name, shape, dtype, scope, _span(span))
 

@@ -352,17 +352,26 @@ def print(obj: Any, msg: str = "", warp_group_id: int = 0, warp_id: int = 0) -> 
 
 
 def use_swizzle(panel_size: int, order: str = "row", enable: bool = True) -> None:
-    """Block rasterisation (the order in which blocks run, for L2 reuse on
-    a GPU): accepted and checked; it never changes a kernel's results, and
-    no target of tilejit uses it yet."""
+    """Block rasterisation: the kernel's blocks take their (bx, by) in
+    TileLang's order (panels of `panel_size` rows, or columns for
+    order="col"; TileLang spells it "column", also accepted), so blocks that
+    run together share their tiles in L2. It applies to the whole kernel,
+    wherever it is called; enable=False records nothing. It never changes a
+    kernel's results: CUDA remaps the block indices, the CPU ignores it."""
+    span = user_span()
     if not isinstance(panel_size, int) or isinstance(panel_size, bool) or panel_size <= 0:
         raise error(ValueError, f"T.use_swizzle: panel_size must be a positive int, "
                                 f"got {panel_size!r}")
-    if order not in ("row", "col"):
-        raise error(ValueError, f"T.use_swizzle: order must be 'row' or 'col', got {order!r}")
+    if order not in ("row", "col", "column"):
+        raise error(ValueError, f"T.use_swizzle: order must be 'row', 'col' or 'column', "
+                                f"got {order!r}")
     tr = current_tracer("T.use_swizzle")
     if not tr.in_kernel():
         raise error(ValueError, "T.use_swizzle is only valid inside a T.Kernel block")
+    if not enable:
+        return
+    b = tr.tile("T.use_swizzle", span)
+    b.use_swizzle(panel_size, "row" if order == "row" else "col", True, span)
 
 
 def get_thread_binding(dim: int = 0) -> Value:

@@ -402,11 +402,25 @@ int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
   CudaTileCodegen cg(f, symbols, body, threads, std::move(choice), std::move(pipelines),
                      std::move(tiles));
   static const char* const kBlock[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+  static const char* const kSwizzled[] = {"tilejit_block.x", "tilejit_block.y", "blockIdx.z"};
   std::vector<std::string> decls;
+  // T.use_swizzle: the body's (bx, by) are the hardware's block remapped
+  // (rasterize.h); a 1-D grid has one row, where either order is the identity.
+  const bool swizzled = kernel.raster.enabled() && kernel.block_vars.size() >= 2;
+  if (swizzled) {
+    const char* fn = kernel.raster.order == ir::RasterOrder::kColumn ? "rasterize_columns"
+                                                                     : "rasterize_rows";
+    decls.push_back("const tilejit::cuda::BlockXY tilejit_block = tilejit::cuda::" +
+                    std::string(fn) + "(blockIdx.x, blockIdx.y, gridDim.x, gridDim.y, " +
+                    std::to_string(kernel.raster.panel_size) + ");  // T.use_swizzle(" +
+                    std::to_string(kernel.raster.panel_size) + ", order=\"" +
+                    ir::raster_order_name(kernel.raster.order) + "\")");
+  }
   for (size_t d = 0; d < kernel.block_vars.size(); ++d) {
     const std::string name = cg.fresh(kernel.block_vars[d].var_name());
     cg.bind_var(kernel.block_vars[d], name);
-    decls.push_back("[[maybe_unused]] const int64_t " + name + " = " + kBlock[d] + ";");
+    decls.push_back("[[maybe_unused]] const int64_t " + name + " = " +
+                    (swizzled ? kSwizzled[d] : kBlock[d]) + ";");
     cg.block_names.push_back(name);
   }
   // Thread indices of a 1-D block: x the fastest of the kernel's extents.

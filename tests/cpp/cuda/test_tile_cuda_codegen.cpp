@@ -86,6 +86,39 @@ TEST_F(CudaTileCodegen, SixteenBitGemmAccumulatesInRegisters) {
   EXPECT_FALSE(has(compiles(ex::gemm(cfg)), "MmaAcc<"));
 }
 
+// T.use_swizzle: the (bx, by) the body sees are the hardware's block remapped
+// by rasterize.h, in the order asked for; enable=false and a 1-D grid keep
+// blockIdx as it is.
+TEST_F(CudaTileCodegen, UseSwizzleRemapsTheBlockIndices) {
+  ex::AutotuneGemmConfig cfg;
+  for (ir::RasterOrder order : {ir::RasterOrder::kRow, ir::RasterOrder::kColumn}) {
+    cfg.order = order;
+    const std::string fn = order == ir::RasterOrder::kRow ? "rows" : "columns";
+    const Lowered l = compiles(ex::gemm_autotune(cfg));
+    EXPECT_TRUE(has(l, "const tilejit::cuda::BlockXY tilejit_block = tilejit::cuda::rasterize_" +
+                           fn + "(blockIdx.x, blockIdx.y, gridDim.x, gridDim.y, 10);"))
+        << l.generated.source;
+    EXPECT_TRUE(has(l, "const int64_t bx = tilejit_block.x;")) << l.generated.source;
+    EXPECT_TRUE(has(l, "const int64_t by = tilejit_block.y;")) << l.generated.source;
+  }
+  cfg.enable_rasteration = false;
+  const Lowered plain = compiles(ex::gemm_autotune(cfg));
+  EXPECT_FALSE(has(plain, "rasterize_")) << plain.generated.source;
+  EXPECT_TRUE(has(plain, "const int64_t bx = blockIdx.x;")) << plain.generated.source;
+
+  ir::TileBuilder b("scale");
+  const Expr n = ir::symbolic("n");
+  const ir::Buffer X = b.tensor_param("X", {n}, DataType::float32());
+  const Expr bx = b.begin_kernel({ir::ceildiv(n, 128)}, {128})[0];
+  b.use_swizzle(4);
+  const Expr i = b.begin_for("i", 0, 128, ir::ForKind::kParallel);
+  b.store(X, {bx * 128 + i}, ir::load(X, {bx * 128 + i}) * 2.0);
+  b.end_for();
+  b.end_kernel();
+  const Lowered one_row = compiles(b.finish());
+  EXPECT_FALSE(has(one_row, "rasterize_")) << one_row.generated.source;
+}
+
 // Flash attention: the accumulators, the probabilities and the row
 // statistics all in registers (fragments.h), the softmax's T.Parallel loops
 // register loops, the second gemm's A taken from registers; so the

@@ -1,4 +1,4 @@
-// The printed IR (ir::print) of the GEMM, split-K, attention and decoding examples, against golden
+// The printed IR (ir::print) of the GEMMs, split-K, attention and decoding examples, against golden
 // files in golden/ next to this file. After an intended change to the
 // printer, the builder or an example, rewrite them with
 //
@@ -28,6 +28,12 @@ TEST(TileGoldenIr, Gemm) {
   examples::tile::GemmConfig cfg;
   cfg.in = tilejit::DataType::bfloat16();
   check_golden("gemm_bf16.txt", examples::tile::gemm(cfg));
+}
+
+// TileLang's autotuning GEMM: B transposed, C through shared memory, and the
+// kernel's block rasterisation (T.use_swizzle) on its line.
+TEST(TileGoldenIr, AutotuneGemm) {
+  check_golden("gemm_autotune.txt", examples::tile::gemm_autotune({}));
 }
 
 TEST(TileGoldenIr, SplitKGemmWithAWorkspaceParameter) {

@@ -143,6 +143,58 @@ TEST(TileBuilder, StoreAndFillConvertTheValue) {
   EXPECT_NE(print(f).find("fill(h, float16(1.5))"), std::string::npos) << print(f);
 }
 
+// T.use_swizzle: the kernel's KernelStmt::raster, from anywhere inside it;
+// enable=false records nothing; the printer shows it on the kernel line.
+TEST(TileBuilder, UseSwizzleIsTheKernels) {
+  for (RasterOrder order : {RasterOrder::kRow, RasterOrder::kColumn}) {
+    TileBuilder b("gemm");
+    Expr n = symbolic("n");
+    Buffer C = b.tensor_param("C", {n, n}, f32);
+    auto blk = b.begin_kernel({ceildiv(n, 16), ceildiv(n, 16)}, {128});
+    b.use_swizzle(7, RasterOrder::kColumn, false);  // records nothing
+    Expr i = b.begin_for("i", 0, 2, ForKind::kSerial);
+    b.use_swizzle(3, order);
+    b.store(C, {blk[1], blk[0] + i}, make_float(1.0));
+    b.end_for();
+    b.end_kernel();
+    PrimFunc f = b.finish();
+    const KernelStmt* k = f.tile()->kernels()[0];
+    EXPECT_EQ(k->raster, (Rasterization{3, order}));
+    const std::string o = order == RasterOrder::kRow ? "row" : "col";
+    EXPECT_EQ(print(f),
+              "func gemm(C: float32[n, n])\n"
+              "kernel(bx, by in [ceildiv(n, 16), ceildiv(n, 16)], threads tx in [128], "
+              "swizzle(panel_size=3, order=\"" + o + "\")):\n"
+              "  for i in serial(0, 2):\n"
+              "    C[by, bx + i] = 1.0\n")
+        << print(f);
+  }
+  // Without it a kernel keeps the launch's order, and says nothing of it.
+  Open o;
+  o.b.end_kernel();
+  PrimFunc f = o.b.finish();
+  EXPECT_FALSE(f.tile()->kernels()[0]->raster.enabled());
+  EXPECT_EQ(print(f), "func add(A: float32[n], C: float32[n])\n"
+                      "kernel(bx in [ceildiv(n, 128)], threads tx in [128]):\n"
+                      "  pass\n");
+}
+
+TEST(TileBuilderErrors, UseSwizzle) {
+  TileBuilder b("f");
+  expect_error([&] { b.use_swizzle(4, RasterOrder::kRow, true, kAt); }, ErrorKind::kValueError,
+               "k.py:12:8: T.use_swizzle: outside a T.Kernel");
+  b.begin_kernel({4, 4}, {128});
+  expect_error([&] { b.use_swizzle(0); }, ErrorKind::kValueError,
+               "f: T.use_swizzle: panel_size must be positive, got 0");
+  expect_error([&] { b.use_swizzle(-2, RasterOrder::kRow, false); }, ErrorKind::kValueError,
+               "f: T.use_swizzle: panel_size must be positive, got -2");
+  b.use_swizzle(4, RasterOrder::kRow, true, Span{"k.py", 3, 4});
+  expect_error([&] { b.use_swizzle(8, RasterOrder::kColumn, true, kAt); },
+               ErrorKind::kValueError,
+               "k.py:12:8: T.use_swizzle: the kernel already has a block order (T.use_swizzle "
+               "at k.py:3:4); one per kernel");
+}
+
 TEST(TileBuilder, DiagnosticPrefix) {
   EXPECT_EQ(diagnostic_prefix(kAt, "f", "T.copy"), "k.py:12:8: T.copy: ");
   EXPECT_EQ(diagnostic_prefix({}, "f", "T.copy"), "f: T.copy: ");

@@ -7,5 +7,6 @@
 #include "tilejit/cuda/mma.h"
 #include "tilejit/cuda/mma_acc.h"
 #include "tilejit/cuda/print.h"
+#include "tilejit/cuda/rasterize.h"
 #include "tilejit/cuda/reduce.h"
 #include "tilejit/cuda/tile.h"
