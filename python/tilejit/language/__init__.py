@@ -26,8 +26,9 @@ sqrt / rsqrt / tanh / sigmoid``, ``T.if_then_else``, ``T.infinity``,
 ``T.ceildiv``, dtype objects (``T.float16`` ...) and strings, ``T.symbolic``
 / ``T.dynamic``, ``T.macro`` helpers (with ``T.SharedBuffer`` / ``T.FragmentBuffer`` /
 ``T.LocalBuffer`` parameter annotations, checked at the call),
-``T.annotate_layout`` (tilejit.layout) and ``T.use_swizzle`` (accepted; no
-target uses it yet). Anything else named ``T.x`` is an error naming it.
+``T.annotate_layout`` (tilejit.layout) and ``T.use_swizzle`` (the kernel's
+block rasterisation: CUDA remaps bx, by; the CPU ignores it). Anything else
+named ``T.x`` is an error naming it.
 
 Phase 1 body spelling (``T.source``): each body is C++ (CUDA C++ for
 ``cuda=``) statements that run once per block of the grid. They see
