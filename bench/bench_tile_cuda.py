@@ -5,8 +5,13 @@ Every tilejit row is a CPU-decorated program from the repository,
 retargeted with ``factory.retarget("cuda")``:
 
   gemm             TileLang's README GEMM (tests/python/test_tile_frontend.py:
-                   block 128x128x32, 128 threads, 3 stages, a ReLU epilogue),
-                   bf16 8192^3 with f32 accumulation, against torch.matmul;
+                   block 128x128x32, 128 threads, 3 stages, a ReLU epilogue)
+                   and the GEMM of TileLang's autotuning example
+                   (examples/tile/gemm.py: A @ B^T, C staged through shared
+                   memory, T.use_swizzle(panel_size=10) when rasterised) in
+                   the configurations of GEMM_AUTOTUNE, bf16 8192^3 with f32
+                   accumulation, against torch.matmul (the ratio's base is
+                   the fastest tilejit row of either program);
   flash attention  examples/tile/flash_attention.py, bf16, batch 2, heads 16,
                    seq 8192, dim 128, non-causal and causal, against
                    torch.nn.functional.scaled_dot_product_attention with the
@@ -62,6 +67,11 @@ for sub in ("examples/tile", "examples", "tests/python"):
 GEMM_N = 8192
 # (block_M, block_N, block_K) of the README GEMM; the fastest is the ratio's base.
 GEMM_BLOCKS = [(128, 128, 32), (128, 128, 64)]
+# (block_M, block_N, block_K, num_stages, thread_num, enable_rasteration) of
+# the autotuning example's matmul.
+GEMM_AUTOTUNE = [(128, 128, 64, 3, 128, False), (128, 128, 64, 3, 128, True),
+                 (128, 256, 64, 3, 256, True), (256, 128, 64, 3, 256, True),
+                 (128, 256, 32, 4, 256, True)]
 FA = dict(batch=2, heads=16, seq=8192, dim=128)
 # (block_M, block_N, num_stages, threads) of flashattn: TileLang's example
 # defaults, then its Hopper configuration.
@@ -183,6 +193,16 @@ def make_gemm():
     b = torch.randn(GEMM_N, GEMM_N, generator=g, device="cuda").to(torch.bfloat16)
     return (lambda blocks=(128, 128, 32): factory(GEMM_N, GEMM_N, GEMM_N, *blocks,
                                                   "bfloat16")), (a, b)
+
+
+def make_autotune_gemm():
+    import torch
+    import gemm as example
+    factory = example.matmul.retarget("cuda")
+    g = torch.Generator(device="cuda").manual_seed(5)
+    a = torch.randn(GEMM_N, GEMM_N, generator=g, device="cuda").to(torch.bfloat16)
+    b = torch.randn(GEMM_N, GEMM_N, generator=g, device="cuda").to(torch.bfloat16)  # [N, K]
+    return (lambda cfg: factory(GEMM_N, GEMM_N, GEMM_N, *cfg, dtype="bfloat16")), (a, b)
 
 
 def make_flash(causal):
@@ -330,6 +350,17 @@ def gemm_rows(table, reps):
             if kernel:
                 t = row(table, problem, label, lambda: kernel(a, b), reps, flops)
                 base = t if base is None or (t is not None and t < base) else base
+    made_at = prepare(table, problem, "tilejit autotune-example GEMM", make_autotune_gemm)
+    if made_at:
+        build_at, (a_at, b_at) = made_at
+        for cfg in GEMM_AUTOTUNE:
+            label = ("tilejit autotune-example GEMM, A @ B^T ({}x{}x{}, {} stages, {} thr, "
+                     "{})").format(*cfg[:5], "swizzle 10" if cfg[5] else "no swizzle")
+            kernel = prepare(table, problem, label, lambda: build_at(cfg))
+            if kernel:
+                t = row(table, problem, label, lambda: kernel(a_at, b_at), reps, flops)
+                base = t if base is None or (t is not None and t < base) else base
+    if made:
         row(table, problem, "torch.matmul", lambda: torch.matmul(a, b), reps, flops, base)
 
 

@@ -9,7 +9,8 @@ copies), at shapes that do and do not divide the tiles:
 
 - GEMM: TileLang's README program in bfloat16, float16 and float32 over
   symbolic M, N, K, and as the README runs it (static shapes, C given); the
-  symbolic-shape GEMM of test_tile_kernels.py; T.use_swizzle
+  symbolic-shape GEMM of test_tile_kernels.py; TileLang's autotuning GEMM
+  (examples/tile/gemm.py) in the benchmark's configurations; T.use_swizzle
   in both orders on a grid that does not divide the panel (each tile
   computed by exactly one block);
 - split-K: T.atomic_add into a zeroed C; the partials in a workspace_idx
@@ -57,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "tile"
 import flash_attention as fa  # noqa: E402
 import flash_decoding as fd  # noqa: E402
 import gated_delta_rule as gd  # noqa: E402
+import gemm as autotune_gemm  # noqa: E402
 import sparse_attention as sa  # noqa: E402
 
 
@@ -92,7 +94,7 @@ cuda = {name: factory.retarget("cuda") for name, factory in {
     "softmax_symbolic_rows": softmax_symbolic_rows, "flashattn": fa.flashattn,
     "flashdecode": fd.flashdecode, "sparse_attention_fwd": sa.sparse_attention_fwd,
     "chunk_gated_delta_rule_fwd": gd.chunk_gated_delta_rule_fwd,
-    "swizzled_gemm": swizzled_gemm}.items()}
+    "swizzled_gemm": swizzled_gemm, "autotune_gemm": autotune_gemm.matmul}.items()}
 
 
 def rand(*shape, dtype=F32, seed=0, scale=1.0):
@@ -180,6 +182,20 @@ def test_swizzled_gemm_where_the_grid_does_not_divide_the_panel(order):
     assert kernel(a, b, c, count) is None
     check(c, a.double() @ b.double(), TOL[BF16], order)
     assert torch.equal(count.cpu(), torch.ones((5, 7), dtype=torch.int32))
+
+
+# bench/bench_tile_cuda.py's configurations (block_M, block_N, block_K,
+# stages, threads, rasterised) at a shape none divides.
+@pytest.mark.parametrize("config", [(128, 128, 64, 3, 128, False), (128, 128, 64, 3, 128, True),
+                                    (128, 256, 64, 3, 256, True), (256, 128, 64, 3, 256, True),
+                                    (128, 256, 32, 4, 256, True)], ids=str)
+def test_autotune_example_gemm(config):
+    m, n, k = 1000, 1200, 520
+    kernel = cuda["autotune_gemm"](m, n, k, *config, dtype="bfloat16")
+    a, b = rand(m, k, dtype=BF16, seed=3), rand(n, k, dtype=BF16, seed=4)
+    c = kernel(a, b)
+    assert c.dtype == BF16 and c.shape == (m, n)
+    check(c, a.double() @ b.double().T, TOL[BF16], str(config))
 
 
 # --- split-K -----------------------------------------------------------------

@@ -2,6 +2,8 @@
 builder, the verifier and the CPU lowering, checked against numpy."""
 
 import inspect
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -486,3 +488,21 @@ def test_use_swizzle_leaves_the_cpu_result_as_it_is(order):
                                atol=1e-4)
     np.testing.assert_array_equal(count, np.ones((5, 7), np.int32))
 
+
+# --- TileLang's autotuning GEMM (examples/tile/gemm.py) ----------------------
+
+@needs_tile_cpu
+@pytest.mark.parametrize("enable_rasteration", [False, True])
+def test_autotune_example_gemm_against_numpy(enable_rasteration):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "tile"))
+    import gemm as example
+
+    m, n, k = 100, 70, 50  # no tile divides them
+    kernel = example.matmul(m, n, k, 32, 64, 16, 2, 128, enable_rasteration)
+    a, b = rand(m, k, dtype=np.float16), rand(n, k, dtype=np.float16)
+    c = kernel(a, b)
+    assert c.dtype == np.float16 and c.shape == (m, n)
+    np.testing.assert_allclose(c.astype(np.float64), example.reference(a, b), rtol=1e-2,
+                               atol=1e-2)
+    assert ('swizzle(panel_size=10, order="row")' in kernel.prim_func.script()) == \
+        enable_rasteration

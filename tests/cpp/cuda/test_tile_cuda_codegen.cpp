@@ -119,6 +119,35 @@ TEST_F(CudaTileCodegen, UseSwizzleRemapsTheBlockIndices) {
   EXPECT_FALSE(has(one_row, "rasterize_")) << one_row.generated.source;
 }
 
+// The benchmark's configurations of the autotuning example's GEMM (block_M,
+// block_N, block_K, stages, threads, rasterised): each compiles with its
+// accumulator in registers in 64 x 64 warp tiles (bench/bench_tile_cuda.py).
+TEST_F(CudaTileCodegen, AutotuneGemmConfigsAccumulateInRegisters) {
+  struct Case {
+    int64_t bm, bn, bk;
+    int stages, threads;
+    bool raster;
+    const char* acc;
+  };
+  for (const Case& c : {Case{128, 128, 64, 3, 128, false, "MmaAcc<128, 128, 2, 2>"},
+                        Case{128, 128, 64, 3, 128, true, "MmaAcc<128, 128, 2, 2>"},
+                        Case{128, 256, 64, 3, 256, true, "MmaAcc<128, 256, 2, 4>"},
+                        Case{256, 128, 64, 3, 256, true, "MmaAcc<256, 128, 4, 2>"},
+                        Case{128, 256, 32, 4, 256, true, "MmaAcc<128, 256, 2, 4>"}}) {
+    ex::AutotuneGemmConfig cfg;
+    cfg.block_m = c.bm, cfg.block_n = c.bn, cfg.block_k = c.bk;
+    cfg.stages = c.stages, cfg.threads = c.threads, cfg.enable_rasteration = c.raster;
+    cfg.dtype = DataType::bfloat16();
+    const Lowered l = compiles(ex::gemm_autotune(cfg));
+    const std::string what = std::to_string(c.bm) + "x" + std::to_string(c.bn) + "x" +
+                             std::to_string(c.bk) + " " + std::to_string(c.threads);
+    EXPECT_TRUE(has(l, std::string("// fragment in registers: tilejit::cuda::") + c.acc))
+        << what << "\n" << l.generated.source;
+    EXPECT_TRUE(has(l, std::to_string(c.stages) + " stages of")) << what;
+    EXPECT_EQ(l.generated.abi.launches[0].threads[0], c.threads) << what;
+  }
+}
+
 // Flash attention: the accumulators, the probabilities and the row
 // statistics all in registers (fragments.h), the softmax's T.Parallel loops
 // register loops, the second gemm's A taken from registers; so the

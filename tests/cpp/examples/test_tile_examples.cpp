@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "kernels/bf16.h"
@@ -141,6 +142,44 @@ TEST(TileExamples, GemmHalfInputsAccumulateInF32) {
     const Kernel k = jit(examples::tile::gemm(cfg), options({2}));
     std::mt19937 rng(5);
     for (const auto& s : kGemmShapes) check_gemm(k, in, s[0], s[1], s[2], rng);
+  }
+}
+
+// TileLang's autotuning GEMM, C = A B^T: the CPU ignores T.use_swizzle, so
+// every block order gives the same bits.
+TEST(TileExamples, AutotuneGemmIsTheSameInEveryBlockOrder) {
+  using tilejit::ir::RasterOrder;
+  const DataType f32 = DataType::float32();
+  const int64_t m = 130, n = 70, k = 45;
+  std::mt19937 rng(6);
+  Tensor a = random_tensor({m, k}, f32, rng), b = random_tensor({n, k}, f32, rng);
+  std::vector<double> want(size_t(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t p = 0; p < k; ++p) {
+        want[size_t(i * n + j)] += double(element(a, i * k + p)) * element(b, j * k + p);
+      }
+    }
+  }
+  std::vector<float> first;
+  for (const auto& [raster, order] : {std::pair{false, RasterOrder::kRow},
+                                      std::pair{true, RasterOrder::kRow},
+                                      std::pair{true, RasterOrder::kColumn}}) {
+    examples::tile::AutotuneGemmConfig cfg;
+    cfg.block_m = 32, cfg.block_n = 64, cfg.block_k = 16, cfg.stages = 2, cfg.threads = 128;
+    cfg.dtype = f32, cfg.enable_rasteration = raster, cfg.order = order;
+    const Kernel kernel = jit(examples::tile::gemm_autotune(cfg), options({2}));
+    Tensor c = kernel(a, b);
+    const float* got = c.data_as<float>();
+    double err = 0;
+    for (int64_t i = 0; i < m * n; ++i) err = std::max(err, std::abs(got[i] - want[size_t(i)]));
+    EXPECT_LT(err, 1e-5 * double(k)) << "rasterised " << raster;
+    if (first.empty()) {
+      first.assign(got, got + m * n);
+    } else {
+      EXPECT_EQ(std::memcmp(first.data(), got, first.size() * sizeof(float)), 0)
+          << "rasterised " << raster;
+    }
   }
 }
 
