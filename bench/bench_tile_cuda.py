@@ -71,7 +71,8 @@ GEMM_BLOCKS = [(128, 128, 32), (128, 128, 64)]
 # the autotuning example's matmul.
 GEMM_AUTOTUNE = [(128, 128, 64, 3, 128, False), (128, 128, 64, 3, 128, True),
                  (128, 256, 64, 3, 256, True), (256, 128, 64, 3, 256, True),
-                 (128, 256, 32, 4, 256, True)]
+                 (128, 256, 32, 4, 256, True), (128, 128, 32, 4, 128, True),
+                 (128, 128, 64, 2, 128, True), (128, 128, 64, 3, 256, True)]
 FA = dict(batch=2, heads=16, seq=8192, dim=128)
 # (block_M, block_N, num_stages, threads) of flashattn: TileLang's example
 # defaults, then its Hopper configuration.

@@ -188,7 +188,9 @@ def test_swizzled_gemm_where_the_grid_does_not_divide_the_panel(order):
 # stages, threads, rasterised) at a shape none divides.
 @pytest.mark.parametrize("config", [(128, 128, 64, 3, 128, False), (128, 128, 64, 3, 128, True),
                                     (128, 256, 64, 3, 256, True), (256, 128, 64, 3, 256, True),
-                                    (128, 256, 32, 4, 256, True)], ids=str)
+                                    (128, 256, 32, 4, 256, True), (128, 128, 32, 4, 128, True),
+                                    (128, 128, 64, 2, 128, True), (128, 128, 64, 3, 256, True)],
+                         ids=str)
 def test_autotune_example_gemm(config):
     m, n, k = 1000, 1200, 520
     kernel = cuda["autotune_gemm"](m, n, k, *config, dtype="bfloat16")

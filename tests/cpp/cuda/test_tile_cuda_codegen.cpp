@@ -133,7 +133,10 @@ TEST_F(CudaTileCodegen, AutotuneGemmConfigsAccumulateInRegisters) {
                         Case{128, 128, 64, 3, 128, true, "MmaAcc<128, 128, 2, 2>"},
                         Case{128, 256, 64, 3, 256, true, "MmaAcc<128, 256, 2, 4>"},
                         Case{256, 128, 64, 3, 256, true, "MmaAcc<256, 128, 4, 2>"},
-                        Case{128, 256, 32, 4, 256, true, "MmaAcc<128, 256, 2, 4>"}}) {
+                        Case{128, 256, 32, 4, 256, true, "MmaAcc<128, 256, 2, 4>"},
+                        Case{128, 128, 32, 4, 128, true, "MmaAcc<128, 128, 2, 2>"},
+                        Case{128, 128, 64, 2, 128, true, "MmaAcc<128, 128, 2, 2>"},
+                        Case{128, 128, 64, 3, 256, true, "MmaAcc<128, 128, 2, 4>"}}) {
     ex::AutotuneGemmConfig cfg;
     cfg.block_m = c.bm, cfg.block_n = c.bn, cfg.block_k = c.bk;
     cfg.stages = c.stages, cfg.threads = c.threads, cfg.enable_rasteration = c.raster;

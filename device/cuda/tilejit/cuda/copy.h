@@ -58,7 +58,7 @@ __device__ __forceinline__ bool has(int64_t r, int64_t c, int64_t r_lo, int64_t 
 // 16 bytes from global `src` to shared `dst` without the registers.
 __device__ __forceinline__ void cp_async_16(void* dst, const void* src) {
   const unsigned d = unsigned(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
 }
 struct alignas(16) Chunk {
   unsigned v[4];
