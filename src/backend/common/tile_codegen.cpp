@@ -200,8 +200,8 @@ bool has_loop(const ir::Stmt& s) {
 }
 
 TileCodegen::TileCodegen(const ir::PrimFunc& func, const std::vector<std::string>& symbols,
-                         std::ostream& os, const char* display)
-    : func_(func), os_(os), display_(display) {
+                         std::ostream& os, const char* display, int base_levels)
+    : func_(func), os_(os), display_(display), base_levels_(base_levels) {
   for (const char* r : kReserved) used_names_[r] = 1;
   for (const ir::Param& p : func.params) used_names_[p.name] = 1;
   for (const std::string& s : symbols) used_names_[s] = 1;
@@ -270,7 +270,7 @@ std::string TileCodegen::element(const BufferAccess& b, const std::vector<ir::Ex
 
 void TileCodegen::line(const std::string& text) {
   ++lines_;
-  os_ << std::string(size_t(depth_ + 2) * 2, ' ') << text << '\n';
+  os_ << std::string(size_t(depth_ + base_levels_) * 2, ' ') << text << '\n';
 }
 
 void TileCodegen::fail(ErrorKind kind, const ir::Span& span, const std::string& op,

@@ -62,8 +62,10 @@ class TileCodegen {
  public:
   /// `symbols`: the request's, declared by the entry (names taken).
   /// `display`: the target's name in messages ("CPU", "CUDA").
+  /// `base_levels`: the indentation (two spaces a level) of the body's
+  /// outermost statements before any indent().
   TileCodegen(const ir::PrimFunc& func, const std::vector<std::string>& symbols,
-              std::ostream& os, const char* display);
+              std::ostream& os, const char* display, int base_levels);
   virtual ~TileCodegen() = default;
   TileCodegen(const TileCodegen&) = delete;
   TileCodegen& operator=(const TileCodegen&) = delete;
@@ -158,6 +160,7 @@ class TileCodegen {
   std::ostream& os_;
   const char* display_;
   int depth_ = 0;
+  int base_levels_ = 0;
   int64_t lines_ = 0;
   std::map<uint64_t, std::string> vars_;          // IR var id -> C++ name
   std::map<uint64_t, BufferAccess> buffers_;      // buffer id -> access

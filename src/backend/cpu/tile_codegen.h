@@ -47,7 +47,7 @@ class CpuTileCodegen final : public backend::TileCodegen {
  public:
   CpuTileCodegen(const ir::PrimFunc& func, const std::vector<std::string>& symbols,
                  std::ostream& os)
-      : TileCodegen(func, symbols, os, "CPU") {}
+      : TileCodegen(func, symbols, os, "CPU", /*base_levels=*/2) {}
 
   std::string lib() const override { return "tilejit::cpu"; }
   std::string math(const char* fn, const char* ct,

@@ -44,7 +44,7 @@ std::string str(int64_t v) { return std::to_string(v); }
 CudaTileCodegen::CudaTileCodegen(const ir::PrimFunc& func, const std::vector<std::string>& symbols,
                                  std::ostream& os, int threads, FragmentChoice choice,
                                  PipelinePlan pipelines, SmemPlan tiles)
-    : TileCodegen(func, symbols, os, "CUDA"),
+    : TileCodegen(func, symbols, os, "CUDA", /*base_levels=*/0),
       threads_(threads),
       choice_(std::move(choice)),
       pipelines_(std::move(pipelines)),
