@@ -51,6 +51,11 @@ void Backend::copy_sync(void* dst, const void* src, size_t bytes, Device, Stream
   if (bytes) std::memcpy(dst, src, bytes);
 }
 
+std::string Backend::export_library(const ExportRequest& request) {
+  TILEJIT_THROW(kValueError) << request.kernel_name << ": cannot export a kernel of target '"
+                             << target() << "': export_library supports the CPU target only";
+}
+
 void copy(const Tensor& src, const Tensor& dst) {
   TILEJIT_CHECK(src.defined() && dst.defined(), kValueError) << "copy: undefined tensor";
   TILEJIT_CHECK(src.dtype() == dst.dtype(), kTypeError)

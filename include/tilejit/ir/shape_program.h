@@ -53,6 +53,10 @@ class ShapeProgram {
   int num_symbols() const noexcept { return num_symbols_; }
   int num_results() const noexcept { return int(result_regs_.size()); }
   const std::vector<Instr>& instructions() const noexcept { return code_; }
+  /// The register each result is read from, in result order (for code that
+  /// runs the program elsewhere: an exported library).
+  const std::vector<int32_t>& result_registers() const noexcept { return result_regs_; }
+  int num_registers() const noexcept { return num_registers_; }
 
  private:
   int num_symbols_ = 0;

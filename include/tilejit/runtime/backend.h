@@ -57,6 +57,27 @@ struct CompileOptions {
   std::vector<std::string> extra_flags;
 };
 
+/// What export_library() asks of a target (Note [Exported library] in
+/// src/export/export_library.cpp): the kernel's translation unit as
+/// generate() made it, its KernelAbi, and a target-neutral C++ unit (the
+/// library's C functions) that launches through one function the target
+/// defines:
+///   extern "C" int tilejit_export_launch(int launch, const void* block,
+///                                        const int64_t* grid, char* error,
+///                                        size_t error_size);
+/// which runs launch `launch` (an index into abi.launches) over the grid
+/// (three extents, each >= 1) with the packed argument block, and returns 0,
+/// or a nonzero status after writing a message of at most error_size bytes
+/// (NUL included) to `error`.
+struct ExportRequest {
+  std::string kernel_name;
+  const std::string* kernel_source = nullptr;
+  const KernelAbi* abi = nullptr;
+  std::string wrapper_source;
+  /// The only symbols the library exports.
+  std::vector<std::string> exported_symbols;
+};
+
 /// One call of a kernel: the values the KernelAbi's arguments are packed
 /// from, and the call plan's shape-program results, where each launch's
 /// grid and dynamic shared memory are (AbiLaunch's indices: the module reads
@@ -136,6 +157,13 @@ class Backend {
   /// backend cannot launch.
   virtual std::unique_ptr<Module> load(const std::string& binary, const KernelAbi& abi,
                                        Device device) = 0;
+
+  /// A standalone shared object for `request`, as bytes: the kernel and the
+  /// wrapper compiled together, needing nothing at run time but the C
+  /// runtime (and what the target loads itself). Throws ValueError naming
+  /// the target when it cannot export (the default), CompileError as
+  /// compile() does.
+  virtual std::string export_library(const ExportRequest& request);
 
   /// Raw memory, used by the workspace pool.
   virtual Allocator& allocator() = 0;

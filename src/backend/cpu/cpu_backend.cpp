@@ -95,6 +95,10 @@ class CpuBackend final : public runtime::Backend {
     return load_module(binary, abi);
   }
 
+  std::string export_library(const runtime::ExportRequest& request) override {
+    return cpu::export_library(request);
+  }
+
   runtime::Allocator& allocator() override { return allocator_; }
   runtime::TensorAllocator& tensor_allocator() override { return tensor_allocator_; }
   void memset_async(void* ptr, int value, size_t bytes, Device device,

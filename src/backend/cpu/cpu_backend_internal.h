@@ -8,6 +8,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "backend/common/cxx_source.h"
 #include "tilejit/runtime/backend.h"
@@ -80,6 +81,25 @@ std::string toolchain_key(const runtime::CompileOptions& options);
 /// Throws CompileError (see cpu_compiler.cpp for the message).
 std::string compile_source(const std::string& source, const std::string& kernel_name,
                            const runtime::CompileOptions& options);
+
+/// A file of a compile: its name in the working directory and its text.
+struct SourceUnit {
+  std::string name;
+  std::string text;
+};
+
+/// Runs the host C++ compiler once over several translation units (`units`;
+/// the first is the kernel's, shown by a compile error) with `flags` in
+/// place of the user's and `link_flags` after the output (each "@DIR@" in
+/// one is the working directory, where `files` are written); returns the
+/// shared object's bytes. Throws CompileError as compile_source() does.
+std::string compile_library(const std::vector<SourceUnit>& units,
+                            const std::vector<SourceUnit>& files, const std::string& kernel_name,
+                            const std::vector<std::string>& flags,
+                            const std::vector<std::string>& link_flags);
+
+/// Export (cpu_export.cpp): the standalone library of Backend::export_library.
+std::string export_library(const runtime::ExportRequest& request);
 
 /// Loads shared-object bytes whose entries `abi` names. Throws RuntimeError
 /// for bytes that do not load, or that lack an entry.

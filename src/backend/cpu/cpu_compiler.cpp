@@ -311,26 +311,42 @@ std::string toolchain_key(const runtime::CompileOptions& options) {
   return key.str();
 }
 
-std::string compile_source(const std::string& source, const std::string& kernel_name,
-                           const runtime::CompileOptions& options) {
+namespace {
+
+// Compiles `units` (C++ translation units, named by file) in one compiler
+// run into a shared object: `flags`, then the required ones, then the
+// units, then `link_flags`, where "@DIR@" in a link flag is the working
+// directory (which holds `files`). The error of a failed compile shows the
+// first unit's source: the kernel's.
+std::string compile_units(const std::vector<SourceUnit>& units,
+                          const std::vector<SourceUnit>& files, const std::string& kernel_name,
+                          const std::vector<std::string>& flags,
+                          const std::vector<std::string>& link_flags) {
   TempDir dir;
   const std::string stem = file_stem(kernel_name);
-  const std::string source_path = dir.path() + "/" + stem + ".cpp";
   const std::string object_path = dir.path() + "/" + stem + ".so";
   const std::string log_path = dir.path() + "/compile.log";
   const std::string include_dir = dir.path() + "/include";
-  write_file(source_path, source);
   backend::write_device_files(backend::cpu_device_files(), include_dir);
+  for (const SourceUnit& f : files) write_file(dir.path() + "/" + f.name, f.text);
 
   const std::string compiler = compiler_name();
   std::vector<std::string> argv = {compiler};
-  for (const std::string& f : user_flags(options)) argv.push_back(f);
+  for (const std::string& f : flags) argv.push_back(f);
   for (const std::string& f : required_flags()) argv.push_back(f);
   argv.push_back("-I" + include_dir);
   for (const char* a : {"-x", "c++"}) argv.push_back(a);
-  argv.push_back(source_path);
+  for (const SourceUnit& u : units) {
+    const std::string path = dir.path() + "/" + u.name;
+    write_file(path, u.text);
+    argv.push_back(path);
+  }
   argv.push_back("-o");
   argv.push_back(object_path);
+  for (std::string f : link_flags) {
+    if (size_t at = f.find("@DIR@"); at != std::string::npos) f.replace(at, 5, dir.path());
+    argv.push_back(std::move(f));
+  }
 
   ProcessResult r = run_process(argv, log_path);
   if (TILEJIT_UNLIKELY(r.spawn_errno != 0)) {
@@ -338,13 +354,30 @@ std::string compile_source(const std::string& source, const std::string& kernel_
                                  << "': " << std::strerror(r.spawn_errno) << " (set TILEJIT_CXX)";
   }
   if (TILEJIT_UNLIKELY(!WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0)) {
-    throw_compile_failure(kernel_name, argv, r, read_file(log_path), source, source_path, dir);
+    throw_compile_failure(kernel_name, argv, r, read_file(log_path), units.front().text,
+                          dir.path() + "/" + units.front().name, dir);
   }
   std::string binary = read_file(object_path);
   TILEJIT_CHECK(!binary.empty(), kCompileError)
       << kernel_name << ": the CPU compiler exited with 0 but wrote no shared object\ncommand: "
       << command_line(argv) << "\n" << read_file(log_path);
   return binary;
+}
+
+}  // namespace
+
+std::string compile_source(const std::string& source, const std::string& kernel_name,
+                           const runtime::CompileOptions& options) {
+  return compile_units({{file_stem(kernel_name) + ".cpp", source}}, {}, kernel_name,
+                       user_flags(options), {});
+}
+
+std::string compile_library(const std::vector<SourceUnit>& units,
+                            const std::vector<SourceUnit>& files, const std::string& kernel_name,
+                            const std::vector<std::string>& flags,
+                            const std::vector<std::string>& link_flags) {
+  TILEJIT_ICHECK(!units.empty()) << kernel_name << ": compile_library without a unit";
+  return compile_units(units, files, kernel_name, flags, link_flags);
 }
 
 }  // namespace tilejit::cpu
