@@ -6,6 +6,7 @@
 #include "tilejit/core/device.h"
 #include "tilejit/core/error.h"
 #include "tilejit/core/tensor.h"
+#include "tilejit/export/export_library.h"
 #include "tilejit/ir/expr.h"
 #include "tilejit/ir/prim_func.h"
 #include "tilejit/ir/simplify.h"

@@ -1,0 +1,27 @@
+// The generated text of an exported library (Note [Exported library] in
+// export_library.cpp): its C header and its wrapper unit.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tilejit/jit/kernel.h"
+
+namespace tilejit::exporter {
+
+/// The C header `file_name` for `k`, whose functions start with `c_name`.
+std::string c_header(const Kernel& k, const std::string& c_name, const std::string& file_name);
+
+/// The wrapper unit: `header` (c_header()'s text), the tables of `k`'s plan
+/// and KernelAbi, the shape program as straight-line code, the fixed code of
+/// wrapper_runtime.cpp, and the C functions.
+std::string wrapper_source(const Kernel& k, const std::string& c_name, const std::string& header);
+
+/// The symbols the library exports.
+std::vector<std::string> exported_symbols(const std::string& c_name);
+
+// wrapper_runtime.cpp: the fixed code, before and after the tables.
+extern const char* const kWrapperHead;
+extern const char* const kWrapperBody;
+
+}  // namespace tilejit::exporter

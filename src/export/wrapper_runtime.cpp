@@ -1,0 +1,542 @@
+// The fixed part of an exported library's wrapper unit (export_codegen.cpp
+// writes the tables it reads and the C functions that call it): checking the
+// inputs as the jit path does (jit/kernel.cpp bind_inputs, with the wording
+// of jit/call_errors.cpp), laying out the arena, the library's own pool,
+// packing the argument block and launching.
+//
+// It is C++17 that uses nothing of libstdc++ beyond what the C library
+// provides (no exceptions, no allocation but aligned_alloc), so that the
+// wrapper adds nothing to what the library needs at run time.
+#include "export/export_codegen.h"
+
+namespace tilejit::exporter {
+
+// Reads, from the tables: kName, kDeviceType, kDeviceText, kNumInputs,
+// kNumOutputs, kNumWorkspaces, kNumSymbols, kNumResults, kNumParams,
+// kNumLaunches, kNumBindings, kNumChecks, kNumAbiArgs, kBlockBytes,
+// kHasZeroOnce, kLayoutSeed, kInputs, kBindings, kChecks, kOutputs,
+// kWorkspaces, kSymbolNames, kResultExpr, kLaunchGrid, kAbiArgs, and
+// run_program().
+const char* const kWrapperHead = R"WRAP(
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TJ_API extern "C" __attribute__((visibility("default")))
+
+// The target's launcher (runtime::ExportRequest in runtime/backend.h).
+extern "C" int tilejit_export_launch(int launch, const void* block, const int64_t* grid,
+                                     char* error, size_t error_size);
+
+namespace {
+
+enum : int { kOk = 0, kTypeError = 1, kValueError = 2, kRuntimeError = 3, kOutOfMemory = 4 };
+enum : int { kInitEmpty = 0, kInitZero = 1, kInitZeroOnce = 2 };
+enum : int { kArgPointer = 0, kArgSymbol = 1, kArgScalar = 2 };
+
+struct InputSpec {
+  const char* name;
+  int param;
+  int scalar;
+  uint8_t code, bits;
+  int rank;
+  int64_t dims[8];     // -1: symbolic
+  const char* dtype;   // "float32"
+  const char* a_dtype; // "a float32"
+  const char* shape;   // "[M, K]"
+};
+struct Binding {
+  int symbol, input, dim;  // dim -1: a scalar input
+  int64_t coeff, offset;
+  const char* dim_expr;    // the declared extent, "2*s + 1"
+  const char* source;      // "A.shape[1]", "scalar #2 'n'"
+};
+struct DimCheck {
+  int input, dim, result;
+  const char* symbol;  // the extent is this symbol (else nullptr)
+  const char* source;  // where that symbol came from
+  const char* expr;    // the declared extent
+};
+struct BufferSpec {
+  const char* name;
+  int param;
+  uint8_t code, bits;
+  int rank;
+  int first;  // its extents are results [first, first + rank)
+  int init;
+  int64_t elem_bytes;
+  const char* dtype;
+  const char* a_dtype;
+};
+struct AbiArgSpec {
+  int kind, source;
+  uint32_t offset, size;
+};
+union Scalar {
+  int32_t i32;
+  int64_t i64;
+  float f32;
+};
+)WRAP";
+
+const char* const kWrapperBody = R"WRAP(
+struct Bound {
+  int64_t sym[kNumSymbols + 1];
+  int64_t res[kNumResults + 1];
+};
+
+thread_local char g_error[2048];
+
+__attribute__((cold, noinline, format(printf, 2, 3))) int fail(int status, const char* fmt, ...) {
+  int n = snprintf(g_error, sizeof g_error, "%s: ", kName);
+  if (n < 0 || size_t(n) >= sizeof g_error) n = 0;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_error + n, sizeof g_error - size_t(n), fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+// "[2, 3]" into buf.
+__attribute__((cold)) const char* shape_str(const int64_t* shape, int n, char* buf, size_t size) {
+  size_t at = 0;
+  at += size_t(snprintf(buf, size, "["));
+  for (int d = 0; d < n && at < size; ++d) {
+    at += size_t(snprintf(buf + at, size - at, "%s%lld", d ? ", " : "", (long long)shape[d]));
+  }
+  if (at < size) snprintf(buf + at, size - at, "]");
+  return buf;
+}
+
+__attribute__((cold)) const char* dtype_str(DLDataType t, char* buf, size_t size) {
+  const char* base = nullptr;
+  if (t.lanes == 1) {
+    if (t.code == kDLInt && (t.bits == 8 || t.bits == 16 || t.bits == 32 || t.bits == 64)) base = "int";
+    if (t.code == kDLUInt && (t.bits == 8 || t.bits == 16 || t.bits == 32 || t.bits == 64)) base = "uint";
+    if (t.code == kDLFloat && (t.bits == 16 || t.bits == 32 || t.bits == 64)) base = "float";
+    if (t.code == kDLBfloat && t.bits == 16) base = "bfloat";
+    if (t.code == kDLBool && t.bits == 8) {
+      snprintf(buf, size, "bool");
+      return buf;
+    }
+  }
+  if (base != nullptr) {
+    snprintf(buf, size, "%s%u", base, unsigned(t.bits));
+  } else {
+    snprintf(buf, size, "dtype(code=%u, bits=%u, lanes=%u)", unsigned(t.code), unsigned(t.bits),
+             unsigned(t.lanes));
+  }
+  return buf;
+}
+
+__attribute__((cold)) const char* device_str(DLDevice d, char* buf, size_t size) {
+  const int id = int(d.device_id);
+  switch (int(d.device_type)) {
+    case kDLCPU:
+      if (id == 0) snprintf(buf, size, "cpu"); else snprintf(buf, size, "cpu:%d", id);
+      return buf;
+    case kDLCUDA: snprintf(buf, size, "cuda:%d", id); return buf;
+    case kDLCUDAHost: snprintf(buf, size, "cuda_host:%d", id); return buf;
+    default: snprintf(buf, size, "device_type<%d>:%d", int(d.device_type), id); return buf;
+  }
+}
+
+bool contiguous(const DLTensor* t) {
+  if (t->strides == nullptr) return true;
+  int64_t expected = 1;
+  bool row_major = true;
+  for (int i = t->ndim; i-- > 0;) {
+    if (t->shape[i] == 0) return true;  // no elements: no stride is ever used
+    if (t->shape[i] != 1 && t->strides[i] != expected) row_major = false;
+    expected = int64_t(uint64_t(expected) * uint64_t(t->shape[i]));
+  }
+  return row_major;
+}
+
+// "expected a contiguous tensor, got strides [80, 16, 2] in elements ([320,
+// 64, 8] in bytes) for shape [2, 5, 8]" after `prefix`.
+__attribute__((cold)) int not_contiguous(const char* prefix, const DLTensor* t) {
+  char elements[256], bytes[256], shape[256];
+  int64_t in_bytes[8];
+  const int n = t->ndim < 8 ? t->ndim : 8;
+  for (int d = 0; d < n; ++d) in_bytes[d] = t->strides[d] * ((t->dtype.bits * t->dtype.lanes + 7) / 8);
+  return fail(kValueError, "%sexpected a contiguous tensor, got strides %s in elements (%s in bytes) for shape %s",
+              prefix, shape_str(t->strides, n, elements, sizeof elements),
+              shape_str(in_bytes, n, bytes, sizeof bytes), shape_str(t->shape, n, shape, sizeof shape));
+}
+
+__attribute__((cold)) const char* symbol_list(const Bound* b, char* buf, size_t size) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (int s = 0; s < kNumSymbols && at < size; ++s) {
+    at += size_t(snprintf(buf + at, size - at, "%s%s = %lld", s ? ", " : "", kSymbolNames[s],
+                          (long long)b->sym[s]));
+  }
+  return buf;
+}
+
+int check_input(int i, const DLTensor* t) {
+  const InputSpec& s = kInputs[i];
+  char got[256], prefix[160];
+  if (__builtin_expect(t == nullptr, 0)) {
+    return fail(kTypeError, "argument #%d '%s': expected %s tensor, got NULL", i, s.name, s.a_dtype);
+  }
+  if (__builtin_expect(t->dtype.code != s.code || t->dtype.bits != s.bits || t->dtype.lanes != 1, 0)) {
+    return fail(kTypeError, "argument #%d '%s': expected %s, got %s", i, s.name, s.dtype,
+                dtype_str(t->dtype, got, sizeof got));
+  }
+  if (__builtin_expect(t->ndim != s.rank, 0)) {
+    return fail(kValueError, "argument #%d '%s': expected %d dimensions %s, got %d %s", i, s.name,
+                s.rank, s.shape, int(t->ndim),
+                shape_str(t->shape, t->ndim > 8 ? 8 : (t->ndim < 0 ? 0 : t->ndim), got, sizeof got));
+  }
+  for (int d = 0; d < s.rank; ++d) {
+    if (__builtin_expect(s.dims[d] >= 0 && t->shape[d] != s.dims[d], 0)) {
+      return fail(kValueError, "argument #%d '%s': dimension %d must be %lld, got %lld (shape %s)", i,
+                  s.name, d, (long long)s.dims[d], (long long)t->shape[d],
+                  shape_str(t->shape, t->ndim, got, sizeof got));
+    }
+  }
+  if (__builtin_expect(int(t->device.device_type) != kDeviceType, 0)) {
+    return fail(kValueError, "argument #%d '%s': expected a tensor on %s, got one on %s", i, s.name,
+                kDeviceText, device_str(t->device, got, sizeof got));
+  }
+  if (__builtin_expect(!contiguous(t), 0)) {
+    snprintf(prefix, sizeof prefix, "argument #%d '%s': ", i, s.name);
+    return not_contiguous(prefix, t);
+  }
+  return kOk;
+}
+
+// Checks every input, binds the symbols, runs the shape program and checks
+// what it computed (Note [Call plan] in jit/call_plan.h).
+int bind(const DLTensor* const* in, const Scalar* sc, Bound* b) {
+  for (int i = 0; i < kNumInputs; ++i) {
+    if (kInputs[i].scalar) continue;
+    if (int st = check_input(i, in[i])) return st;
+  }
+  for (int k = 0; k < kNumBindings; ++k) {
+    const Binding& bd = kBindings[k];
+    int64_t v;
+    if (bd.dim < 0) {
+      v = kInputs[bd.input].bits == 32 ? int64_t(sc[bd.input].i32) : sc[bd.input].i64;
+    } else {
+      const int64_t extent = in[bd.input]->shape[bd.dim];
+      int64_t num;
+      if (__builtin_sub_overflow(extent, bd.offset, &num) || (bd.coeff == -1 && num == INT64_MIN)) {
+        return fail(kValueError, "argument #%d '%s': dimension %d is %lld, which is %s only for a %s past int64",
+                    bd.input, kInputs[bd.input].name, bd.dim, (long long)extent, bd.dim_expr,
+                    kSymbolNames[bd.symbol]);
+      }
+      if (__builtin_expect(num % bd.coeff != 0, 0)) {
+        return fail(kValueError, "argument #%d '%s': dimension %d is %lld, which is not %s for any integer %s",
+                    bd.input, kInputs[bd.input].name, bd.dim, (long long)extent, bd.dim_expr,
+                    kSymbolNames[bd.symbol]);
+      }
+      v = num / bd.coeff;
+    }
+    if (__builtin_expect(v < 0, 0)) {
+      return fail(kValueError, "symbol '%s' = %lld from %s is negative; shapes must be non-negative",
+                  kSymbolNames[bd.symbol], (long long)v, bd.source);
+    }
+    b->sym[bd.symbol] = v;
+  }
+  if (const unsigned f = run_program(b->sym, b->res)) {
+    char list[512];
+    if (f & 1u) {
+      return fail(kValueError, "division by zero evaluating the shapes (%s)", symbol_list(b, list, sizeof list));
+    }
+    return fail(kValueError, "a shape overflows int64 (%s)", symbol_list(b, list, sizeof list));
+  }
+  for (int k = 0; k < kNumChecks; ++k) {
+    const DimCheck& c = kChecks[k];
+    const int64_t got = in[c.input]->shape[c.dim];
+    if (__builtin_expect(got == b->res[c.result], 1)) continue;
+    if (c.symbol != nullptr) {
+      return fail(kValueError, "symbol '%s': %s = %lld but %s.shape[%d] = %lld", c.symbol, c.source,
+                  (long long)b->res[c.result], kInputs[c.input].name, c.dim, (long long)got);
+    }
+    return fail(kValueError, "argument #%d '%s': dimension %d must be %s = %lld, got %lld", c.input,
+                kInputs[c.input].name, c.dim, c.expr, (long long)b->res[c.result], (long long)got);
+  }
+  for (int l = 0; l < kNumLaunches; ++l) {
+    for (int d = 0; d < 3; ++d) {
+      const int r = kLaunchGrid[l][d];
+      if (__builtin_expect(b->res[r] > 0, 1)) continue;
+      char which[32] = "";
+      if (kNumLaunches > 1) snprintf(which, sizeof which, "launch #%d's ", l);
+      return fail(kValueError, "%sgrid extent %d = %s evaluates to %lld; every grid extent must be positive",
+                  which, d, kResultExpr[r], (long long)b->res[r]);
+    }
+  }
+  for (int list = 0; list < 2; ++list) {
+    const BufferSpec* bufs = list == 0 ? kOutputs : kWorkspaces;
+    const int n = list == 0 ? kNumOutputs : kNumWorkspaces;
+    for (int o = 0; o < n; ++o) {
+      int64_t bytes = bufs[o].elem_bytes;
+      bool overflow = false;
+      for (int d = 0; d < bufs[o].rank; ++d) {
+        const int r = bufs[o].first + d;
+        if (__builtin_expect(b->res[r] < 0, 0)) {
+          return fail(kValueError, "%s '%s' dimension %d = %s evaluates to %lld; extents must be non-negative",
+                      list == 0 ? "output" : "workspace", bufs[o].name, d, kResultExpr[r],
+                      (long long)b->res[r]);
+        }
+        overflow |= __builtin_mul_overflow(bytes, b->res[r], &bytes);
+      }
+      if (__builtin_expect(overflow, 0)) {
+        if (list == 0) {
+          return fail(kValueError, "output #%d '%s': its shape has more bytes than int64 can count", o, bufs[o].name);
+        }
+        return fail(kValueError, "workspace '%s': its shape has more bytes than int64 can count", bufs[o].name);
+      }
+    }
+  }
+  return kOk;
+}
+
+// The workspaces' offsets in one arena, each 256-byte aligned, and the
+// arena's size (a multiple of 256), as the jit path's pool leases it.
+int layout(const Bound* b, int64_t* offsets, int64_t* sizes, int64_t* total) {
+  const int64_t mask = 255;
+  int64_t end = 0;
+  for (int w = 0; w < kNumWorkspaces; ++w) {
+    int64_t bytes = kWorkspaces[w].elem_bytes;
+    for (int d = 0; d < kWorkspaces[w].rank; ++d) bytes *= b->res[kWorkspaces[w].first + d];  // checked by bind()
+    int64_t offset;
+    if (__builtin_add_overflow(end, mask, &offset) || __builtin_add_overflow(offset & ~mask, bytes, &end)) {
+      return fail(kValueError, "the workspace arena has more bytes than int64 can count (at workspace '%s')",
+                  kWorkspaces[w].name);
+    }
+    offsets[w] = offset & ~mask;
+    sizes[w] = bytes;
+  }
+  int64_t t;
+  if (__builtin_add_overflow(end, mask, &t)) {
+    return fail(kValueError, "the workspace arena has more bytes than int64 can count");
+  }
+  *total = t & ~mask;
+  return kOk;
+}
+
+int check_outputs(DLTensor* const* out, const Bound* b) {
+  char got[256], want[256], prefix[160];
+  for (int o = 0; o < kNumOutputs; ++o) {
+    const BufferSpec& s = kOutputs[o];
+    const DLTensor* t = out[o];
+    if (__builtin_expect(t == nullptr, 0)) {
+      return fail(kTypeError, "out[%d] '%s': expected %s tensor, got NULL", o, s.name, s.a_dtype);
+    }
+    if (__builtin_expect(t->dtype.code != s.code || t->dtype.bits != s.bits || t->dtype.lanes != 1, 0)) {
+      return fail(kTypeError, "out[%d] '%s': expected %s, got %s", o, s.name, s.dtype,
+                  dtype_str(t->dtype, got, sizeof got));
+    }
+    bool same = t->ndim == s.rank;
+    for (int d = 0; same && d < s.rank; ++d) same = t->shape[d] == b->res[s.first + d];
+    if (__builtin_expect(!same, 0)) {
+      return fail(kValueError, "out[%d] '%s': expected shape %s, got %s", o, s.name,
+                  shape_str(&b->res[s.first], s.rank, want, sizeof want),
+                  shape_str(t->shape, t->ndim > 8 ? 8 : (t->ndim < 0 ? 0 : t->ndim), got, sizeof got));
+    }
+    if (__builtin_expect(int(t->device.device_type) != kDeviceType, 0)) {
+      return fail(kValueError, "out[%d] '%s': expected a tensor on %s, got one on %s", o, s.name,
+                  kDeviceText, device_str(t->device, got, sizeof got));
+    }
+    if (__builtin_expect(!contiguous(t), 0)) {
+      snprintf(prefix, sizeof prefix, "out[%d] '%s': ", o, s.name);
+      return not_contiguous(prefix, t);
+    }
+  }
+  return kOk;
+}
+
+// Zeroes the workspaces whose policy asks for it (`fresh`: the arena's
+// zero_once regions are not known to be zero), packs the argument block as
+// the KernelAbi lays it out, and runs every launch in order.
+int launch(const DLTensor* const* in, const Scalar* sc, DLTensor* const* out, char* arena,
+           const Bound* b, const int64_t* offsets, const int64_t* sizes, bool fresh) {
+  void* values[kNumParams + 1];
+  for (int i = 0; i < kNumInputs; ++i) {
+    values[kInputs[i].param] = kInputs[i].scalar
+        ? const_cast<Scalar*>(&sc[i])
+        : static_cast<void*>(static_cast<char*>(in[i]->data) + in[i]->byte_offset);
+  }
+  for (int o = 0; o < kNumOutputs; ++o) {
+    values[kOutputs[o].param] = static_cast<char*>(out[o]->data) + out[o]->byte_offset;
+  }
+  for (int w = 0; w < kNumWorkspaces; ++w) {
+    char* at = arena != nullptr ? arena + offsets[w] : nullptr;
+    values[kWorkspaces[w].param] = at;
+    const int init = kWorkspaces[w].init;
+    if (at != nullptr && sizes[w] > 0 && (init == kInitZero || (init == kInitZeroOnce && fresh))) {
+      memset(at, 0, size_t(sizes[w]));
+    }
+  }
+  alignas(64) unsigned char block[kBlockBytes + 8];
+  memset(block, 0, sizeof block);
+  for (int a = 0; a < kNumAbiArgs; ++a) {
+    const AbiArgSpec& arg = kAbiArgs[a];
+    if (arg.kind == kArgPointer) {
+      memcpy(block + arg.offset, &values[arg.source], sizeof(void*));
+    } else if (arg.kind == kArgSymbol) {
+      memcpy(block + arg.offset, &b->sym[arg.source], sizeof(int64_t));
+    } else {
+      memcpy(block + arg.offset, values[arg.source], arg.size);
+    }
+  }
+  for (int l = 0; l < kNumLaunches; ++l) {
+    const int64_t grid[3] = {b->res[kLaunchGrid[l][0]], b->res[kLaunchGrid[l][1]],
+                             b->res[kLaunchGrid[l][2]]};
+    int64_t total;
+    if (__builtin_mul_overflow(grid[0], grid[1], &total) || __builtin_mul_overflow(total, grid[2], &total)) {
+      return fail(kValueError, "invalid grid (%lld, %lld, %lld)", (long long)grid[0],
+                  (long long)grid[1], (long long)grid[2]);
+    }
+    if (int st = tilejit_export_launch(l, block, grid, g_error, sizeof g_error)) return st;
+  }
+  return kOk;
+}
+
+// Note [The library's pool]: one free list of arenas, each reused by the
+// next call that needs exactly its size; a call takes its arena off the
+// list, so concurrent calls never share one. Freed when the library unloads.
+struct PoolBlock {
+  PoolBlock* next;
+  int64_t bytes;
+  char* ptr;
+  uint64_t tag;  // Note [zero_once] in jit/kernel.cpp: the layout it last ran
+};
+pthread_mutex_t g_pool_mutex = PTHREAD_MUTEX_INITIALIZER;
+PoolBlock* g_pool = nullptr;
+int64_t g_pool_bytes = 0;
+
+PoolBlock* pool_acquire(int64_t bytes) {
+  pthread_mutex_lock(&g_pool_mutex);
+  for (PoolBlock** p = &g_pool; *p != nullptr; p = &(*p)->next) {
+    if ((*p)->bytes == bytes) {
+      PoolBlock* found = *p;
+      *p = found->next;
+      pthread_mutex_unlock(&g_pool_mutex);
+      return found;
+    }
+  }
+  pthread_mutex_unlock(&g_pool_mutex);
+  PoolBlock* block = static_cast<PoolBlock*>(malloc(sizeof(PoolBlock)));
+  if (block == nullptr) return nullptr;
+  block->ptr = static_cast<char*>(aligned_alloc(256, size_t(bytes)));  // bytes: a multiple of 256
+  if (block->ptr == nullptr) {
+    free(block);
+    return nullptr;
+  }
+  block->bytes = bytes;
+  block->tag = 0;
+  pthread_mutex_lock(&g_pool_mutex);
+  g_pool_bytes += bytes;
+  pthread_mutex_unlock(&g_pool_mutex);
+  return block;
+}
+
+void pool_release(PoolBlock* block) {
+  pthread_mutex_lock(&g_pool_mutex);
+  block->next = g_pool;
+  g_pool = block;
+  pthread_mutex_unlock(&g_pool_mutex);
+}
+
+__attribute__((destructor)) void pool_free_all() {
+  while (g_pool != nullptr) {
+    PoolBlock* next = g_pool->next;
+    free(g_pool->ptr);
+    free(g_pool);
+    g_pool = next;
+  }
+}
+
+uint64_t layout_tag(const int64_t* offsets, const int64_t* sizes) {
+  uint64_t h = kLayoutSeed;
+  for (int w = 0; w < kNumWorkspaces; ++w) {
+    const uint64_t values[2] = {uint64_t(offsets[w]), uint64_t(sizes[w])};
+    for (uint64_t v : values) h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  }
+  return h | 1;  // never 0, the tag of a new block
+}
+
+// The whole call: bind, lay out, check the outputs, then the caller's
+// workspace (`workspace` non-null or `allocator` null and `use_pool` false),
+// the caller's allocator, or the pool.
+int call(const DLTensor* const* in, const Scalar* sc, DLTensor* const* out, void* workspace,
+         bool automatic, void* stream, const tilejit_allocator* allocator) {
+  Bound b;
+  if (int st = bind(in, sc, &b)) return st;
+  int64_t offsets[kNumWorkspaces + 1], sizes[kNumWorkspaces + 1], total = 0;
+  if (int st = layout(&b, offsets, sizes, &total)) return st;
+  if (int st = check_outputs(out, &b)) return st;
+  if (total == 0) return launch(in, sc, out, nullptr, &b, offsets, sizes, true);
+  if (!automatic) {
+    if (__builtin_expect(workspace == nullptr, 0)) {
+      return fail(kValueError, "workspace: needs %lld bytes, got NULL", (long long)total);
+    }
+    if (__builtin_expect(reinterpret_cast<uintptr_t>(workspace) % 256 != 0, 0)) {
+      return fail(kValueError, "workspace: the pointer is not 256-byte aligned (address %% 256 = %u)",
+                  unsigned(reinterpret_cast<uintptr_t>(workspace) % 256));
+    }
+    // Nothing is known of the caller's memory: zero_once regions are zeroed too.
+    return launch(in, sc, out, static_cast<char*>(workspace), &b, offsets, sizes, true);
+  }
+  if (allocator != nullptr) {
+    void* p = allocator->alloc(allocator->user, size_t(total), 256, stream);
+    if (__builtin_expect(p == nullptr, 0)) {
+      return fail(kOutOfMemory, "workspace: the allocator returned NULL for %lld bytes", (long long)total);
+    }
+    if (__builtin_expect(reinterpret_cast<uintptr_t>(p) % 256 != 0, 0)) {
+      allocator->free(allocator->user, p, size_t(total), stream);
+      return fail(kValueError, "workspace: the allocator returned a pointer that is not 256-byte aligned");
+    }
+    const int st = launch(in, sc, out, static_cast<char*>(p), &b, offsets, sizes, true);
+    allocator->free(allocator->user, p, size_t(total), stream);
+    return st;
+  }
+  PoolBlock* block = pool_acquire(total);
+  if (__builtin_expect(block == nullptr, 0)) {
+    return fail(kOutOfMemory, "workspace: cannot allocate %lld bytes of host memory", (long long)total);
+  }
+  const uint64_t tag = kHasZeroOnce ? layout_tag(offsets, sizes) : 0;
+  const int st = launch(in, sc, out, block->ptr, &b, offsets, sizes, block->tag != tag);
+  // A launch that failed may have left its zero_once regions dirty.
+  block->tag = st == kOk ? tag : 0;
+  pool_release(block);
+  return st;
+}
+
+int64_t workspace_bytes(const DLTensor* const* in, const Scalar* sc) {
+  Bound b;
+  if (bind(in, sc, &b) != kOk) return -1;
+  int64_t offsets[kNumWorkspaces + 1], sizes[kNumWorkspaces + 1], total = 0;
+  if (layout(&b, offsets, sizes, &total) != kOk) return -1;
+  return total;
+}
+
+int output_shapes(const DLTensor* const* in, const Scalar* sc, int64_t* shapes) {
+  Bound b;
+  if (int st = bind(in, sc, &b)) return st;
+  int at = 0;
+  for (int o = 0; o < kNumOutputs; ++o) {
+    for (int d = 0; d < kOutputs[o].rank; ++d) shapes[at++] = b.res[kOutputs[o].first + d];
+  }
+  return kOk;
+}
+
+int64_t pool_bytes() {
+  pthread_mutex_lock(&g_pool_mutex);
+  const int64_t bytes = g_pool_bytes;
+  pthread_mutex_unlock(&g_pool_mutex);
+  return bytes;
+}
+
+}  // namespace
+)WRAP";
+
+}  // namespace tilejit::exporter

@@ -1,0 +1,20 @@
+# Every NEEDED entry of each library in LIBS is the C runtime's: libc, libm,
+# libpthread, libdl, or the dynamic loader. No libstdc++, libgcc_s,
+# libtilejit or Python.
+foreach(lib IN LISTS LIBS)
+  execute_process(COMMAND ${READELF} -d ${lib} OUTPUT_VARIABLE dynamic RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "readelf -d ${lib} failed (${rc})")
+  endif()
+  string(REGEX MATCHALL "\\(NEEDED\\)[^\n]*\\[[^]\n]*\\]" entries "${dynamic}")
+  if(NOT entries)
+    message(FATAL_ERROR "${lib}: no NEEDED entry at all (expected libc):\n${dynamic}")
+  endif()
+  foreach(entry IN LISTS entries)
+    string(REGEX REPLACE ".*\\[([^]]*)\\].*" "\\1" name "${entry}")
+    if(NOT name MATCHES "^(libc|libm|libpthread|libdl)\\.so\\.[0-9]+$" AND NOT name MATCHES "^ld-linux")
+      message(FATAL_ERROR "${lib} needs ${name}; an exported library may need the C runtime alone")
+    endif()
+    message(STATUS "${lib}: NEEDED ${name}")
+  endforeach()
+endforeach()
