@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "errors.h"
+#include "tilejit/export/export_library.h"
 
 namespace nb = nanobind;
 
@@ -306,6 +307,23 @@ void bind_kernel(nb::module_& m) {
         nb::arg("workspace_idx").none(), nb::arg("target"), nb::arg("workspace_init").none(),
         nb::arg("compile_flags").none(), nb::arg("extra_compile_flags").none(),
         nb::arg("disk_cache"));
+  m.def(
+      "export_library",
+      [](nb::handle kernel, const std::string& path) {
+        if (!PyObject_TypeCheck(kernel.ptr(), g_kernel_type)) {
+          throw nb::type_error(("export: expected a tilejit.Kernel, got " +
+                                std::string(Py_TYPE(kernel.ptr())->tp_name))
+                                   .c_str());
+        }
+        const Kernel& k = as_kernel(kernel.ptr()).kernel;
+        // Compiling takes a second or more; other Python threads go on.
+        nb::gil_scoped_release nogil;
+        export_library(k, path);
+      },
+      nb::arg("kernel"), nb::arg("path"),
+      "Writes the kernel as a standalone shared library `path` with a C header beside it.");
+  m.def("export_c_name", &export_c_name, nb::arg("name"),
+        "The C identifier an exported kernel's functions start with.");
 }
 
 }  // namespace tilejit::python

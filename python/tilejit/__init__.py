@@ -22,6 +22,8 @@ library's message.
 Importing tilejit needs numpy only: no torch, no GPU.
 """
 
+import os
+
 from . import _C
 from ._C import CompileError, InternalError, Kernel, OutOfMemoryError, PrimFunc
 from . import language
@@ -64,8 +66,24 @@ __all__ = [
     "testing", "transform", "PassConfigKey",
     "CompileError", "OutOfMemoryError", "InternalError",
     "pool_stats", "cache_stats", "empty_cache", "set_num_threads", "get_num_threads",
-    "set_workspace_limit", "set_cache_dir",
+    "set_workspace_limit", "set_cache_dir", "export", "export_c_name",
 ]
+
+
+def export(kernel: Kernel, path) -> None:
+    """Writes `kernel` as a standalone shared library `path` (a .so) and its C
+    header beside it (the same stem, ".h"): functions named after
+    export_c_name(kernel.name) that take DLPack tensors and need only the C
+    runtime (README, "Shipping a kernel"). CPU kernels only. Raises
+    ValueError for a kernel of another target, tilejit.CompileError when the
+    compiler fails, RuntimeError when a file cannot be written."""
+    _C.export_library(kernel, os.fspath(path))
+
+
+def export_c_name(name: str) -> str:
+    """The C identifier an exported kernel's functions start with: `name`
+    with every character but letters, digits and '_' made '_'."""
+    return _C.export_c_name(name)
 
 
 def pool_stats(device: str = "cpu") -> dict:
