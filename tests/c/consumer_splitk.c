@@ -4,6 +4,7 @@
    runs both split-K GEMMs and checks them against a reference computed
    here, checks the errors of bad calls, and runs <op>_auto with a caller's
    allocator and with the library's pool. Exits 0 when every check holds. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -245,9 +246,58 @@ static void test_counted(void) {
   free(c);
 }
 
+/* Calls from several threads at once through the library's pool: each call
+   takes an arena of its own, so every result is right. */
+enum { kThreads = 4, kCallsPerThread = 5 };
+typedef struct {
+  const float* a;
+  const float* b;
+  int64_t m, n, k;
+  int bad_results;
+} thread_args;
+
+static void* run_calls(void* p) {
+  thread_args* t = (thread_args*)p;
+  int64_t sa[2] = {t->m, t->k}, sb[2] = {t->k, t->n}, sc[2] = {t->m, t->n};
+  float* c = malloc(sizeof(float) * t->m * t->n);
+  DLTensor A = tensor((void*)t->a, sa, 2, kDLFloat, 32), B = tensor((void*)t->b, sb, 2, kDLFloat, 32),
+           C = tensor(c, sc, 2, kDLFloat, 32);
+  for (int i = 0; i < kCallsPerThread; ++i) {
+    memset(c, 0, sizeof(float) * t->m * t->n);
+    if (splitk_gemm_counted_auto(&A, &B, &C, NULL, NULL) != TILEJIT_OK ||
+        max_error(t->a, t->b, c, t->m, t->n, t->k) >= 1e-3) {
+      t->bad_results++;
+    }
+  }
+  free(c);
+  return NULL;
+}
+
+static void test_threads(void) {
+  const int64_t M = 96, N = 80, K = 70;
+  float* a = malloc(sizeof(float) * M * K);
+  float* b = malloc(sizeof(float) * K * N);
+  fill(a, M * K, 5);
+  fill(b, K * N, 6);
+  pthread_t threads[kThreads];
+  thread_args args[kThreads];
+  for (int i = 0; i < kThreads; ++i) {
+    thread_args t = {a, b, M, N, K, 0};
+    args[i] = t;
+    CHECK(pthread_create(&threads[i], NULL, run_calls, &args[i]) == 0, "pthread_create");
+  }
+  for (int i = 0; i < kThreads; ++i) {
+    pthread_join(threads[i], NULL);
+    CHECK(args[i].bad_results == 0, "thread %d: %d bad results", i, args[i].bad_results);
+  }
+  free(a);
+  free(b);
+}
+
 int main(void) {
   test_splitk();
   test_counted();
+  test_threads();
   if (failures != 0) {
     fprintf(stderr, "%d checks failed\n", failures);
     return 1;
