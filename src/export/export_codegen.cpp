@@ -411,7 +411,7 @@ std::string wrapper_source(const Kernel& k, const std::string& op, const std::st
         "  return op == 0 ? floordiv_i(a, b) : op == 1 ? floormod_i(a, b) : ceildiv_i(a, b);\n"
         "}\n\n";
   os << "unsigned run_program(const int64_t* s, int64_t* res) {\n"
-     << "  int64_t r[" << std::max(1, program.num_registers()) << "];\n"
+     << "  int64_t r[" << std::max({1, program.num_registers(), program.num_symbols()}) << "];\n"
      << "  bool dz = false, of = false;\n"
      << "  (void)dz; (void)of;\n";
   for (int i = 0; i < program.num_symbols(); ++i) os << "  r[" << i << "] = s[" << i << "];\n";

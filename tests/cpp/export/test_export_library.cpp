@@ -4,6 +4,7 @@
 // that cannot be written), after which nothing is left behind.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
