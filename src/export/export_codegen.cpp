@@ -70,7 +70,7 @@ struct Names {
 
 Names c_names(const Kernel& k) {
   static const std::set<std::string> kTaken = {
-      "workspace", "stream", "allocator", "shapes", "auto", "break", "case", "char", "const",
+      "workspace", "stream", "allocator", "shapes", "outputs", "auto", "break", "case", "char", "const",
       "continue", "default", "do", "double", "else", "enum", "extern", "float", "for", "goto",
       "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
       "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
@@ -170,6 +170,11 @@ typedef struct {
   int64_t* strides;
   uint64_t byte_offset;
 } DLTensor;
+typedef struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(struct DLManagedTensor* self);
+} DLManagedTensor;
 #endif
 
 )";
@@ -203,7 +208,8 @@ typedef struct tilejit_allocator {
 
 std::vector<std::string> exported_symbols(const std::string& c_name) {
   return {c_name,           c_name + "_auto",       c_name + "_workspace_bytes",
-          c_name + "_output_shapes", c_name + "_last_error", c_name + "_pool_bytes"};
+          c_name + "_output_shapes", c_name + "_last_error", c_name + "_pool_bytes",
+          c_name + "_auto_outputs"};
 }
 
 std::string c_header(const Kernel& k, const std::string& op, const std::string& file_name) {
@@ -262,6 +268,16 @@ std::string c_header(const Kernel& k, const std::string& op, const std::string& 
         "   workspaces are zeroed only when an arena is first used for a layout). The\n"
         "   outputs are the caller's, as for " << op << "(). */\n"
      << "int " << op << "_auto(" << join({ins, outs, "void* stream", "const tilejit_allocator* allocator"})
+     << ");\n\n";
+  os << "/* As " << op << "_auto(), with the outputs allocated too: writes "
+     << upper(op) << "_NUM_OUTPUTS\n"
+        "   DLPack managed tensors to `outputs`, in order, each from `allocator` (or,\n"
+        "   with NULL, aligned_alloc), row-major and 256-byte aligned. The caller frees\n"
+        "   each with its deleter (`t->deleter(t)`), which gives the memory back to the\n"
+        "   allocator (on the call's stream), so `allocator->user` must outlive them. On\n"
+        "   failure nothing is allocated and `outputs` holds NULLs. */\n"
+     << "int " << op << "_auto_outputs("
+     << join({ins, "DLManagedTensor** outputs", "void* stream", "const tilejit_allocator* allocator"})
      << ");\n\n";
   os << "/* The message of this thread's last failed call (\"\" before any). */\n"
      << "const char* " << op << "_last_error(void);\n\n";
@@ -476,6 +492,9 @@ std::string wrapper_source(const Kernel& k, const std::string& op, const std::st
      << join({ins, outs, "void* stream", "const tilejit_allocator* allocator"}) << ") {\n"
      << gather.str() << out_gather.str()
      << "  return call(in, sc, out, nullptr, true, stream, allocator);\n}\n\n";
+  os << "TJ_API int " << op << "_auto_outputs("
+     << join({ins, "DLManagedTensor** outputs", "void* stream", "const tilejit_allocator* allocator"})
+     << ") {\n" << gather.str() << "  return call_allocating(in, sc, outputs, stream, allocator);\n}\n\n";
   os << "TJ_API const char* " << op << "_last_error(void) { return g_error; }\n\n";
   os << "TJ_API int64_t " << op << "_pool_bytes(void) { return pool_bytes(); }\n";
   return os.str();

@@ -511,6 +511,94 @@ int call(const DLTensor* const* in, const Scalar* sc, DLTensor* const* out, void
   return st;
 }
 
+// An output <op>_auto_outputs made: the DLManagedTensor the caller frees
+// through its deleter, with the shape it points to and how to free the data.
+struct OutputBox {
+  DLManagedTensor managed;
+  int64_t shape[8];
+  tilejit_allocator allocator;  // a copy; has_allocator false: aligned_alloc's
+  bool has_allocator;
+  void* stream;
+  size_t bytes;
+};
+
+void delete_output(DLManagedTensor* self) {
+  if (self == nullptr) return;
+  OutputBox* box = static_cast<OutputBox*>(self->manager_ctx);
+  void* data = box->managed.dl_tensor.data;
+  if (box->has_allocator) {
+    box->allocator.free(box->allocator.user, data, box->bytes, box->stream);
+  } else {
+    free(data);
+  }
+  free(box);
+}
+
+// <op>_auto with the outputs allocated too: each through `allocator` (or
+// aligned_alloc), 256-byte aligned, its bytes rounded up to 256 (at least
+// 256, so that an empty output still has an address of its own).
+int call_allocating(const DLTensor* const* in, const Scalar* sc, DLManagedTensor** result,
+                    void* stream, const tilejit_allocator* allocator) {
+  for (int o = 0; o < kNumOutputs; ++o) result[o] = nullptr;
+  Bound b;
+  if (int st = bind(in, sc, &b)) return st;
+  OutputBox* boxes[kNumOutputs + 1] = {nullptr};
+  DLTensor* outs[kNumOutputs + 1] = {nullptr};
+  int st = kOk;
+  for (int o = 0; o < kNumOutputs && st == kOk; ++o) {
+    const BufferSpec& s = kOutputs[o];
+    int64_t bytes = s.elem_bytes;
+    for (int d = 0; d < s.rank; ++d) bytes *= b.res[s.first + d];  // checked by bind()
+    if (bytes > INT64_MAX - 511) {
+      st = fail(kOutOfMemory, "out[%d] '%s': %lld bytes cannot be allocated", o, s.name, (long long)bytes);
+      break;
+    }
+    const size_t rounded = size_t(bytes == 0 ? 256 : (bytes + 255) / 256 * 256);
+    OutputBox* box = static_cast<OutputBox*>(calloc(1, sizeof(OutputBox)));
+    void* data = nullptr;
+    if (box != nullptr) {
+      data = allocator != nullptr ? allocator->alloc(allocator->user, rounded, 256, stream)
+                                  : aligned_alloc(256, rounded);
+    }
+    if (box == nullptr || data == nullptr) {
+      free(box);
+      st = fail(kOutOfMemory, "out[%d] '%s': cannot allocate %lld bytes%s", o, s.name,
+                (long long)rounded, allocator != nullptr ? " (the allocator returned NULL)" : "");
+      break;
+    }
+    box->has_allocator = allocator != nullptr;
+    if (allocator != nullptr) box->allocator = *allocator;
+    box->stream = stream;
+    box->bytes = rounded;
+    for (int d = 0; d < s.rank; ++d) box->shape[d] = b.res[s.first + d];
+    DLTensor& t = box->managed.dl_tensor;
+    t.data = data;
+    t.device.device_type = static_cast<DLDeviceType>(kDeviceType);
+    t.device.device_id = 0;
+    t.ndim = s.rank;
+    t.dtype.code = s.code;
+    t.dtype.bits = s.bits;
+    t.dtype.lanes = 1;
+    t.shape = box->shape;
+    t.strides = nullptr;
+    t.byte_offset = 0;
+    box->managed.manager_ctx = box;
+    box->managed.deleter = delete_output;
+    boxes[o] = box;
+    outs[o] = &t;
+  }
+  if (st == kOk) st = call(in, sc, outs, nullptr, true, stream, allocator);
+  for (int o = 0; o < kNumOutputs; ++o) {
+    if (st == kOk) {
+      result[o] = &boxes[o]->managed;
+    } else {
+      if (boxes[o] != nullptr) delete_output(&boxes[o]->managed);
+      result[o] = nullptr;
+    }
+  }
+  return st;
+}
+
 int64_t workspace_bytes(const DLTensor* const* in, const Scalar* sc) {
   Bound b;
   if (bind(in, sc, &b) != kOk) return -1;

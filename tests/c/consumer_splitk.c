@@ -144,6 +144,33 @@ static void test_splitk(void) {
   CHECK(splitk_gemm_pool_bytes() == bytes, "pool holds %lld bytes",
         (long long)splitk_gemm_pool_bytes());
 
+  /* The outputs allocated too: through the caller's allocator (output and
+     workspace; the workspace freed after the launch, the output by its
+     deleter), then with NULL. */
+  state.allocs = state.frees = 0;
+  DLManagedTensor* made[SPLITK_GEMM_NUM_OUTPUTS] = {NULL};
+  st = splitk_gemm_auto_outputs(&A, &B, made, &stream_token, &alloc);
+  CHECK(st == TILEJIT_OK, "status %d: %s", st, splitk_gemm_last_error());
+  CHECK(state.allocs == 2 && state.frees == 1, "allocs %d frees %d", state.allocs, state.frees);
+  if (made[0] != NULL) {
+    const DLTensor* t = &made[0]->dl_tensor;
+    CHECK(t->ndim == 2 && t->shape[0] == M && t->shape[1] == N, "made shape");
+    CHECK(t->dtype.code == kDLFloat && t->dtype.bits == 32 && t->device.device_type == kDLCPU,
+          "made dtype / device");
+    CHECK(((uintptr_t)t->data) % 256 == 0, "made data is not 256-byte aligned");
+    err = max_error(a, b, (const float*)t->data, M, N, K);
+    CHECK(err < 1e-3, "max |error| %g", err);
+    made[0]->deleter(made[0]);
+  }
+  CHECK(state.frees == 2, "the deleter did not free through the allocator (%d frees)", state.frees);
+  st = splitk_gemm_auto_outputs(&A, &B, made, NULL, NULL);
+  CHECK(st == TILEJIT_OK, "status %d: %s", st, splitk_gemm_last_error());
+  if (made[0] != NULL) {
+    err = max_error(a, b, (const float*)made[0]->dl_tensor.data, M, N, K);
+    CHECK(err < 1e-3, "max |error| %g", err);
+    made[0]->deleter(made[0]);
+  }
+
   /* Bad calls: a status and the jit path's message. */
   int64_t* bad = malloc(sizeof(int64_t) * K * N);
   DLTensor B64 = tensor(bad, sb, 2, kDLInt, 64);
@@ -195,10 +222,21 @@ static void test_splitk(void) {
                "splitk_gemm: argument #0 'A': expected a tensor on cpu (target 'cpu'), got one on cuda:0") == 0,
         "'%s'", splitk_gemm_last_error());
 
+  made[0] = (DLManagedTensor*)&state;  /* a sentinel the failed call must overwrite with NULL */
+  st = splitk_gemm_auto_outputs(&A, &B64, made, NULL, NULL);
+  CHECK(st == TILEJIT_TYPE_ERROR && made[0] == NULL, "status %d", st);
+  CHECK(strcmp(splitk_gemm_last_error(), "splitk_gemm: argument #1 'B': expected float32, got int64") == 0,
+        "'%s'", splitk_gemm_last_error());
+
   tilejit_allocator failing = {failing_alloc, counting_free, &state};
   st = splitk_gemm_auto(&A, &B, &C, NULL, &failing);
   CHECK(st == TILEJIT_OUT_OF_MEMORY, "status %d", st);
   CHECK(strcmp(splitk_gemm_last_error(), "splitk_gemm: workspace: the allocator returned NULL for 56064 bytes") == 0,
+        "'%s'", splitk_gemm_last_error());
+  st = splitk_gemm_auto_outputs(&A, &B, made, NULL, &failing);
+  CHECK(st == TILEJIT_OUT_OF_MEMORY && made[0] == NULL, "status %d", st);
+  CHECK(strcmp(splitk_gemm_last_error(),
+               "splitk_gemm: out[0] 'C': cannot allocate 14080 bytes (the allocator returned NULL)") == 0,
         "'%s'", splitk_gemm_last_error());
 
   free(bad);

@@ -27,6 +27,11 @@ typedef struct {
   int64_t* strides;
   uint64_t byte_offset;
 } DLTensor;
+typedef struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(struct DLManagedTensor* self);
+} DLManagedTensor;
 
 #include "libsplitk_gemm.h"
 #include "libsplitk_gemm_counted.h"

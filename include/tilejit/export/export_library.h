@@ -12,8 +12,8 @@ namespace tilejit {
 
 /// Writes the shared library `path` (a .so) and beside it its C header (the
 /// same stem, ".h"), whose functions are named after export_c_name(k.name()):
-/// `<op>`, `<op>_auto`, `<op>_workspace_bytes`, `<op>_output_shapes`,
-/// `<op>_last_error`, `<op>_pool_bytes`. The library holds the kernel
+/// `<op>`, `<op>_auto`, `<op>_auto_outputs`, `<op>_workspace_bytes`,
+/// `<op>_output_shapes`, `<op>_last_error`, `<op>_pool_bytes`. The library holds the kernel
 /// compiled again from k.source() by the CPU backend's compiler, the
 /// KernelAbi's block layout and the call plan's checks and shape program;
 /// it needs only the C runtime. Both files appear at once or not at all
