@@ -188,9 +188,9 @@ enum {
   TILEJIT_TYPE_ERROR = 1,    /* a wrong dtype, a NULL tensor */
   TILEJIT_VALUE_ERROR = 2,   /* a wrong rank, extent, device, layout, workspace */
   TILEJIT_RUNTIME_ERROR = 3, /* the kernel failed (a block threw) */
-  TILEJIT_OUT_OF_MEMORY = 4  /* the workspace could not be allocated */
+  TILEJIT_OUT_OF_MEMORY = 4  /* a workspace or an output could not be allocated */
 };
-/* Memory for <op>_auto's workspace. alloc returns `bytes` bytes aligned to
+/* Memory for <op>_auto's workspace and <op>_auto_outputs' outputs. alloc returns `bytes` bytes aligned to
    `alignment` (256), usable by work queued on `stream`, or NULL; free gives
    back what alloc returned, once the work queued on `stream` so far is done
    (stream-ordered; the CPU target runs synchronously, so at once). `user`
