@@ -457,7 +457,7 @@ std::string wrapper_source(const Kernel& k, const std::string& op, const std::st
   for (size_t i = 0; i < regs.size(); ++i) os << "  res[" << i << "] = r[" << regs[i] << "];\n";
   os << "  return (dz ? 1u : 0u) | (of ? 2u : 0u);\n}\n";
 
-  os << kWrapperBody << "\n";
+  os << kWrapperBody << kWrapperCall << "\n";
 
   // The C functions: each gathers its arguments into the arrays the fixed
   // code takes.

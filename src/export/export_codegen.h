@@ -23,5 +23,6 @@ std::vector<std::string> exported_symbols(const std::string& c_name);
 // wrapper_runtime.cpp: the fixed code, before and after the tables.
 extern const char* const kWrapperHead;
 extern const char* const kWrapperBody;
+extern const char* const kWrapperCall;  // follows kWrapperBody
 
 }  // namespace tilejit::exporter

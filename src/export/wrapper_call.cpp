@@ -1,0 +1,285 @@
+// The fixed part of an exported library's wrapper unit, second half (the
+// first: wrapper_runtime.cpp, whose conventions it follows): zeroing the
+// workspaces, packing the argument block and launching, the library's own
+// pool, the whole call, the outputs <op>_auto_outputs makes, and the
+// queries.
+#include "export/export_codegen.h"
+
+namespace tilejit::exporter {
+
+const char* const kWrapperCall = R"WRAP(
+// Zeroes the workspaces whose policy asks for it (`fresh`: the arena's
+// zero_once regions are not known to be zero), packs the argument block as
+// the KernelAbi lays it out, and runs every launch in order.
+int launch(const DLTensor* const* in, const Scalar* sc, DLTensor* const* out, char* arena,
+           const Bound* b, const int64_t* offsets, const int64_t* sizes, bool fresh) {
+  void* values[kNumParams + 1];
+  for (int i = 0; i < kNumInputs; ++i) {
+    values[kInputs[i].param] = kInputs[i].scalar
+        ? const_cast<Scalar*>(&sc[i])
+        : static_cast<void*>(static_cast<char*>(in[i]->data) + in[i]->byte_offset);
+  }
+  for (int o = 0; o < kNumOutputs; ++o) {
+    values[kOutputs[o].param] = static_cast<char*>(out[o]->data) + out[o]->byte_offset;
+  }
+  for (int w = 0; w < kNumWorkspaces; ++w) {
+    char* at = arena != nullptr ? arena + offsets[w] : nullptr;
+    values[kWorkspaces[w].param] = at;
+    const int init = kWorkspaces[w].init;
+    if (at != nullptr && sizes[w] > 0 && (init == kInitZero || (init == kInitZeroOnce && fresh))) {
+      memset(at, 0, size_t(sizes[w]));
+    }
+  }
+  alignas(64) unsigned char block[kBlockBytes + 8];
+  memset(block, 0, sizeof block);
+  for (int a = 0; a < kNumAbiArgs; ++a) {
+    const AbiArgSpec& arg = kAbiArgs[a];
+    if (arg.kind == kArgPointer) {
+      memcpy(block + arg.offset, &values[arg.source], sizeof(void*));
+    } else if (arg.kind == kArgSymbol) {
+      memcpy(block + arg.offset, &b->sym[arg.source], sizeof(int64_t));
+    } else {
+      memcpy(block + arg.offset, values[arg.source], arg.size);
+    }
+  }
+  for (int l = 0; l < kNumLaunches; ++l) {
+    const int64_t grid[3] = {b->res[kLaunchGrid[l][0]], b->res[kLaunchGrid[l][1]],
+                             b->res[kLaunchGrid[l][2]]};
+    int64_t total;
+    if (__builtin_mul_overflow(grid[0], grid[1], &total) || __builtin_mul_overflow(total, grid[2], &total)) {
+      return fail(kValueError, "invalid grid (%lld, %lld, %lld)", (long long)grid[0],
+                  (long long)grid[1], (long long)grid[2]);
+    }
+    if (int st = tilejit_export_launch(l, block, grid, g_error, sizeof g_error)) return st;
+  }
+  return kOk;
+}
+
+// Note [The library's pool]: one free list of arenas, each reused by the
+// next call that needs exactly its size; a call takes its arena off the
+// list, so concurrent calls never share one. Freed when the library unloads.
+struct PoolBlock {
+  PoolBlock* next;
+  int64_t bytes;
+  char* ptr;
+  uint64_t tag;  // Note [zero_once] in jit/kernel.cpp: the layout it last ran
+};
+pthread_mutex_t g_pool_mutex = PTHREAD_MUTEX_INITIALIZER;
+PoolBlock* g_pool = nullptr;
+int64_t g_pool_bytes = 0;
+
+PoolBlock* pool_acquire(int64_t bytes) {
+  pthread_mutex_lock(&g_pool_mutex);
+  for (PoolBlock** p = &g_pool; *p != nullptr; p = &(*p)->next) {
+    if ((*p)->bytes == bytes) {
+      PoolBlock* found = *p;
+      *p = found->next;
+      pthread_mutex_unlock(&g_pool_mutex);
+      return found;
+    }
+  }
+  pthread_mutex_unlock(&g_pool_mutex);
+  PoolBlock* block = static_cast<PoolBlock*>(malloc(sizeof(PoolBlock)));
+  if (block == nullptr) return nullptr;
+  block->ptr = static_cast<char*>(aligned_alloc(256, size_t(bytes)));  // bytes: a multiple of 256
+  if (block->ptr == nullptr) {
+    free(block);
+    return nullptr;
+  }
+  block->bytes = bytes;
+  block->tag = 0;
+  pthread_mutex_lock(&g_pool_mutex);
+  g_pool_bytes += bytes;
+  pthread_mutex_unlock(&g_pool_mutex);
+  return block;
+}
+
+void pool_release(PoolBlock* block) {
+  pthread_mutex_lock(&g_pool_mutex);
+  block->next = g_pool;
+  g_pool = block;
+  pthread_mutex_unlock(&g_pool_mutex);
+}
+
+__attribute__((destructor)) void pool_free_all() {
+  while (g_pool != nullptr) {
+    PoolBlock* next = g_pool->next;
+    free(g_pool->ptr);
+    free(g_pool);
+    g_pool = next;
+  }
+}
+
+uint64_t layout_tag(const int64_t* offsets, const int64_t* sizes) {
+  uint64_t h = kLayoutSeed;
+  for (int w = 0; w < kNumWorkspaces; ++w) {
+    const uint64_t values[2] = {uint64_t(offsets[w]), uint64_t(sizes[w])};
+    for (uint64_t v : values) h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  }
+  return h | 1;  // never 0, the tag of a new block
+}
+
+// The whole call: bind, lay out, check the outputs, then the caller's
+// workspace (`workspace` non-null or `allocator` null and `use_pool` false),
+// the caller's allocator, or the pool.
+int call(const DLTensor* const* in, const Scalar* sc, DLTensor* const* out, void* workspace,
+         bool automatic, void* stream, const tilejit_allocator* allocator) {
+  Bound b;
+  if (int st = bind(in, sc, &b)) return st;
+  int64_t offsets[kNumWorkspaces + 1], sizes[kNumWorkspaces + 1], total = 0;
+  if (int st = layout(&b, offsets, sizes, &total)) return st;
+  if (int st = check_outputs(out, &b)) return st;
+  if (total == 0) return launch(in, sc, out, nullptr, &b, offsets, sizes, true);
+  if (!automatic) {
+    if (__builtin_expect(workspace == nullptr, 0)) {
+      return fail(kValueError, "workspace: needs %lld bytes, got NULL", (long long)total);
+    }
+    if (__builtin_expect(reinterpret_cast<uintptr_t>(workspace) % 256 != 0, 0)) {
+      return fail(kValueError, "workspace: the pointer is not 256-byte aligned (address %% 256 = %u)",
+                  unsigned(reinterpret_cast<uintptr_t>(workspace) % 256));
+    }
+    // Nothing is known of the caller's memory: zero_once regions are zeroed too.
+    return launch(in, sc, out, static_cast<char*>(workspace), &b, offsets, sizes, true);
+  }
+  if (allocator != nullptr) {
+    void* p = allocator->alloc(allocator->user, size_t(total), 256, stream);
+    if (__builtin_expect(p == nullptr, 0)) {
+      return fail(kOutOfMemory, "workspace: the allocator returned NULL for %lld bytes", (long long)total);
+    }
+    if (__builtin_expect(reinterpret_cast<uintptr_t>(p) % 256 != 0, 0)) {
+      allocator->free(allocator->user, p, size_t(total), stream);
+      return fail(kValueError, "workspace: the allocator returned a pointer that is not 256-byte aligned");
+    }
+    const int st = launch(in, sc, out, static_cast<char*>(p), &b, offsets, sizes, true);
+    allocator->free(allocator->user, p, size_t(total), stream);
+    return st;
+  }
+  PoolBlock* block = pool_acquire(total);
+  if (__builtin_expect(block == nullptr, 0)) {
+    return fail(kOutOfMemory, "workspace: cannot allocate %lld bytes of host memory", (long long)total);
+  }
+  const uint64_t tag = kHasZeroOnce ? layout_tag(offsets, sizes) : 0;
+  const int st = launch(in, sc, out, block->ptr, &b, offsets, sizes, block->tag != tag);
+  // A launch that failed may have left its zero_once regions dirty.
+  block->tag = st == kOk ? tag : 0;
+  pool_release(block);
+  return st;
+}
+
+// An output <op>_auto_outputs made: the DLManagedTensor the caller frees
+// through its deleter, with the shape it points to and how to free the data.
+struct OutputBox {
+  DLManagedTensor managed;
+  int64_t shape[8];
+  tilejit_allocator allocator;  // a copy; has_allocator false: aligned_alloc's
+  bool has_allocator;
+  void* stream;
+  size_t bytes;
+};
+
+void delete_output(DLManagedTensor* self) {
+  if (self == nullptr) return;
+  OutputBox* box = static_cast<OutputBox*>(self->manager_ctx);
+  void* data = box->managed.dl_tensor.data;
+  if (box->has_allocator) {
+    box->allocator.free(box->allocator.user, data, box->bytes, box->stream);
+  } else {
+    free(data);
+  }
+  free(box);
+}
+
+// <op>_auto with the outputs allocated too: each through `allocator` (or
+// aligned_alloc), 256-byte aligned, its bytes rounded up to 256 (at least
+// 256, so that an empty output still has an address of its own).
+int call_allocating(const DLTensor* const* in, const Scalar* sc, DLManagedTensor** result,
+                    void* stream, const tilejit_allocator* allocator) {
+  for (int o = 0; o < kNumOutputs; ++o) result[o] = nullptr;
+  Bound b;
+  if (int st = bind(in, sc, &b)) return st;
+  OutputBox* boxes[kNumOutputs + 1] = {nullptr};
+  DLTensor* outs[kNumOutputs + 1] = {nullptr};
+  int st = kOk;
+  for (int o = 0; o < kNumOutputs && st == kOk; ++o) {
+    const BufferSpec& s = kOutputs[o];
+    int64_t bytes = s.elem_bytes;
+    for (int d = 0; d < s.rank; ++d) bytes *= b.res[s.first + d];  // checked by bind()
+    if (bytes > INT64_MAX - 511) {
+      st = fail(kOutOfMemory, "out[%d] '%s': %lld bytes cannot be allocated", o, s.name, (long long)bytes);
+      break;
+    }
+    const size_t rounded = size_t(bytes == 0 ? 256 : (bytes + 255) / 256 * 256);
+    OutputBox* box = static_cast<OutputBox*>(calloc(1, sizeof(OutputBox)));
+    void* data = nullptr;
+    if (box != nullptr) {
+      data = allocator != nullptr ? allocator->alloc(allocator->user, rounded, 256, stream)
+                                  : aligned_alloc(256, rounded);
+    }
+    if (box == nullptr || data == nullptr) {
+      free(box);
+      st = fail(kOutOfMemory, "out[%d] '%s': cannot allocate %lld bytes%s", o, s.name,
+                (long long)rounded, allocator != nullptr ? " (the allocator returned NULL)" : "");
+      break;
+    }
+    box->has_allocator = allocator != nullptr;
+    if (allocator != nullptr) box->allocator = *allocator;
+    box->stream = stream;
+    box->bytes = rounded;
+    for (int d = 0; d < s.rank; ++d) box->shape[d] = b.res[s.first + d];
+    DLTensor& t = box->managed.dl_tensor;
+    t.data = data;
+    t.device.device_type = static_cast<DLDeviceType>(kDeviceType);
+    t.device.device_id = 0;
+    t.ndim = s.rank;
+    t.dtype.code = s.code;
+    t.dtype.bits = s.bits;
+    t.dtype.lanes = 1;
+    t.shape = box->shape;
+    t.strides = nullptr;
+    t.byte_offset = 0;
+    box->managed.manager_ctx = box;
+    box->managed.deleter = delete_output;
+    boxes[o] = box;
+    outs[o] = &t;
+  }
+  if (st == kOk) st = call(in, sc, outs, nullptr, true, stream, allocator);
+  for (int o = 0; o < kNumOutputs; ++o) {
+    if (st == kOk) {
+      result[o] = &boxes[o]->managed;
+    } else {
+      if (boxes[o] != nullptr) delete_output(&boxes[o]->managed);
+      result[o] = nullptr;
+    }
+  }
+  return st;
+}
+
+int64_t workspace_bytes(const DLTensor* const* in, const Scalar* sc) {
+  Bound b;
+  if (bind(in, sc, &b) != kOk) return -1;
+  int64_t offsets[kNumWorkspaces + 1], sizes[kNumWorkspaces + 1], total = 0;
+  if (layout(&b, offsets, sizes, &total) != kOk) return -1;
+  return total;
+}
+
+int output_shapes(const DLTensor* const* in, const Scalar* sc, int64_t* shapes) {
+  Bound b;
+  if (int st = bind(in, sc, &b)) return st;
+  int at = 0;
+  for (int o = 0; o < kNumOutputs; ++o) {
+    for (int d = 0; d < kOutputs[o].rank; ++d) shapes[at++] = b.res[kOutputs[o].first + d];
+  }
+  return kOk;
+}
+
+int64_t pool_bytes() {
+  pthread_mutex_lock(&g_pool_mutex);
+  const int64_t bytes = g_pool_bytes;
+  pthread_mutex_unlock(&g_pool_mutex);
+  return bytes;
+}
+
+}  // namespace
+)WRAP";
+
+}  // namespace tilejit::exporter
