@@ -33,6 +33,7 @@
 #include "backend/common/slot_abi.h"
 #include "backend/cpu/cpu_backend_internal.h"
 #include "backend/cpu/tile_codegen.h"
+#include "core/string_literal.h"
 #include "tilejit/core/error.h"
 #include "tilejit/ir/prim_func.h"
 
@@ -50,25 +51,6 @@ std::string read_scalar(const char* ctype, const std::string& slot) {
   return out;
 }
 
-// `text` as a C++ string literal.
-std::string string_literal(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20 || u >= 0x7f) {
-      // Three octal digits: a following digit can never extend the escape.
-      const char digits[] = {'\\', char('0' + (u >> 6)), char('0' + ((u >> 3) & 7)),
-                             char('0' + (u & 7)), '\0'};
-      out += digits;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 // Note [Exceptions from a body]: the handler that classifies what a block
 // threw. Internal linkage, so it is not exported from the shared object.
@@ -114,7 +96,7 @@ void emit_entry_head(std::ostream& os, const ir::PrimFunc& f, const char* what) 
   os << "#include \"" << kPreludeName << "\"\n\n";
   emit_fault_handler(os);
   os << "extern \"C\" int tilejit_abi_version() { return " << kAbiVersion << "; }\n";
-  os << "extern \"C\" const char* tilejit_kernel_name() { return " << string_literal(f.name)
+  os << "extern \"C\" const char* tilejit_kernel_name() { return " << c_string_literal(f.name)
      << "; }\n\n";
 }
 
