@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "errors.h"
+#include "shape_export.h"
 #include "tilejit/export/export_library.h"
 
 namespace nb = nanobind;
@@ -104,6 +105,7 @@ std::vector<std::string> param_names(const Kernel& k, const std::vector<BufferSp
 // Read-only attributes; `which` selects one (the getset closure).
 enum Attr : intptr_t {
   kName, kTarget, kDevice, kSource, kPrimFunc, kInputNames, kOutputNames, kWorkspaceNames, kSymbols,
+  kShapeProgram,
 };
 
 PyObject* get_attr(PyObject* self, void* closure) {
@@ -119,6 +121,7 @@ PyObject* get_attr(PyObject* self, void* closure) {
       case kOutputNames: return nb::cast(param_names(k, k.plan().outputs)).release().ptr();
       case kWorkspaceNames: return nb::cast(param_names(k, k.plan().workspaces)).release().ptr();
       case kSymbols: return nb::cast(k.plan().symbols).release().ptr();
+      case kShapeProgram: return shape_program_dict(k).release().ptr();
     }
     Py_RETURN_NONE;
   });
@@ -139,6 +142,12 @@ PyGetSetDef kernel_getset[] = {
     TILEJIT_ATTR("output_names", kOutputNames, "Names of the outputs, in return order."),
     TILEJIT_ATTR("workspace_names", kWorkspaceNames, "Names of the workspaces."),
     TILEJIT_ATTR("symbols", kSymbols, "The dynamic symbols, bound at each call."),
+    TILEJIT_ATTR("shape_program", kShapeProgram,
+                 "How a call binds the symbols, checks the inputs' dimensions and computes the "
+                 "outputs' and workspaces' shapes, as a dict of lists (a new one per access): "
+                 "symbols, inputs, bindings, checks, outputs, workspaces. Shape values are "
+                 "expression trees: an int, a symbol name, or (op, a, b) with op in add, sub, "
+                 "mul, floordiv, floormod, ceildiv, min, max."),
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 #undef TILEJIT_ATTR
