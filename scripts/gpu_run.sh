@@ -81,4 +81,10 @@ if [[ "${TILEJIT_GPU_SKIP_PYTHON:-0}" != 1 ]] && python3 -c "import torch, nanob
     log "bench_tile_stages failed"
     tail -20 "$OUT/bench_tile_stages.err" | tee -a "$summary"
   fi
+  log "## A kernel as a torch operator (bench/bench_torch_op.py)"
+  if ! (cd /tmp && python3 "$root/bench/bench_torch_op.py" 2>"$OUT/bench_torch_op.err" |
+        tee -a "$summary"); then
+    log "bench_torch_op failed (stderr: $OUT/bench_torch_op.err)"
+    tail -20 "$OUT/bench_torch_op.err" | tee -a "$summary"
+  fi
 fi
