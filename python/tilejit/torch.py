@@ -14,6 +14,7 @@ for the dispatch key of its target (CPU or CUDA). Importing this module
 imports torch; ``import tilejit`` alone never does.
 """
 
+import keyword
 import operator
 import re
 
@@ -68,6 +69,11 @@ def _schema(kernel, program, mutated):
     alias = iter("abcdefghijklmnopqrstuvwxyz")  # at most kMaxParams (64) inputs
     for i, spec in enumerate(program["inputs"]):
         name = spec["name"]
+        if keyword.iskeyword(name) or not name.isidentifier():
+            # The schema parser takes Python's keywords (None, True, def...)
+            # for its own.
+            raise ValueError(f"tilejit.torch.register: {kernel.name}: input #{i} '{name}' "
+                             f"cannot name a schema argument (a Python keyword)")
         if spec["scalar"]:
             typ = _SCALAR_TYPES.get(spec["dtype"])
             if typ is None:

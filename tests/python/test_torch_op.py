@@ -258,9 +258,27 @@ def test_registration_errors_name_the_argument():
         tilejit.torch.register(k, qualname("m"), mutates_args="X")
 
 
+def test_an_input_named_after_a_keyword():
+    """The IR builder takes names that torch's schema parser does not."""
+    b = tilejit._C.TileBuilder("kw")
+    n = tilejit._C.Expr.var("n")
+    x = b.tensor_param("None", [n], "float32")
+    y = b.tensor_param("Y", [n], "float32")
+    (bx,) = b.begin_kernel([tilejit._C.ceildiv(n, 128)], [128])
+    shared = b.alloc("S", [128], "float32", "shared")
+    b.copy(x[bx * 128], shared)
+    b.copy(shared, y[bx * 128])
+    b.end_kernel()
+    k = tilejit.compile(b.finish(), out_idx=[1], target="cpu")
+    with raises_exact(ValueError, "tilejit.torch.register: kw: input #0 'None' cannot name a "
+                                  "schema argument (a Python keyword)"):
+        tilejit.torch.register(k, qualname("kw"))
+
+
 def test_fake_implementation_checks_what_the_call_checks():
     op = tilejit.torch.register(split_mm_cpu(), qualname("checked"))
     from torch._subclasses.fake_tensor import FakeTensorMode
+    leases = tilejit.pool_stats()["leases"]
     with FakeTensorMode():
         a, b = torch.empty(4, 6), torch.empty(6, 5)
         c = op(a, b, 2)
@@ -273,6 +291,7 @@ def test_fake_implementation_checks_what_the_call_checks():
         with pytest.raises(RuntimeError, match="split_mm: argument #1 'B': dimension 0 does not "
                                                "match the symbols bound by the other inputs"):
             op(a, torch.empty(7, 5), 2)
+    assert tilejit.pool_stats()["leases"] == leases  # no kernel ran
     # The real call's own messages.
     with raises_exact(ValueError, "split_mm: symbol 'K': A.shape[1] = 6 but B.shape[0] = 7"):
         op(torch.zeros(4, 6), torch.zeros(7, 5), 2)
