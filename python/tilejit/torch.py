@@ -66,7 +66,7 @@ def _evaluate(tree, env):
 def _schema(kernel, program, mutated):
     """The schema's text after the name: "(Tensor A, SymInt n) -> Tensor"."""
     args = []
-    alias = iter("abcdefghijklmnopqrstuvwxyz")  # at most kMaxParams (64) inputs
+    aliases = 0  # each mutated input its own alias set: a, b, ..., z, aa, bb, ...
     for i, spec in enumerate(program["inputs"]):
         name = spec["name"]
         if keyword.iskeyword(name) or not name.isidentifier():
@@ -84,8 +84,9 @@ def _schema(kernel, program, mutated):
             raise TypeError(f"tilejit.torch.register: {kernel.name}: input #{i} '{name}' has "
                             f"dtype {spec['dtype']}, which torch has no dtype for")
         elif name in mutated:
-            tag = next(alias, None)
-            typ = f"Tensor({tag}!)" if tag else "Tensor(a!)"
+            tag = chr(ord("a") + aliases % 26) * (1 + aliases // 26)
+            aliases += 1
+            typ = f"Tensor({tag}!)"
         else:
             typ = "Tensor"
         args.append(f"{typ} {name}")

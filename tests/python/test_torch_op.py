@@ -199,6 +199,23 @@ def test_an_operator_without_outputs_mutates_its_input():
     assert twice(y).tolist() == [22, 24, 26] and y.tolist() == [11, 12, 13]
 
 
+def test_each_mutated_input_has_its_own_alias_set():
+    n = T.symbolic("n")
+
+    @T.prim_func
+    def both(X: T.Tensor([n], "float32"), Y: T.Tensor([n], "float32")):
+        T.source(cpu="for (int64_t i = 0; i < n; ++i) { X(i) += 1; Y(i) *= 2; }")
+
+    name = qualname("both")
+    op = tilejit.torch.register(tilejit.compile(both, target="cpu"), name,
+                                mutates_args=["Y", "X"])
+    assert str(op.default._schema) == name + "(Tensor(a!) X, Tensor(b!) Y) -> ()"
+    x, y = torch.ones(2), torch.ones(2)
+    op(x, y)
+    assert x.tolist() == [2, 2] and y.tolist() == [2, 2]
+    torch.library.opcheck(op, (torch.ones(3), torch.ones(3)))
+
+
 def test_a_kernel_without_tensor_inputs():
     """Its outputs are made with torch.empty on the kernel's device and passed
     through out=: a plain call would return numpy arrays."""
