@@ -10,6 +10,10 @@ X's length, r a scalar input, n = 256, r = 2; one launch. Rows:
                     lease, the launch on torch's current stream);
   torch op          torch.ops.<ns>.<name>(x, 2): the same through torch's
                     dispatcher (which calls the kernel);
+  torch op, empty   for comparison, an operator whose implementation is a
+                    Python function that makes the output with torch.empty
+                    and passes it through out= (what register() does only
+                    for a kernel without tensor inputs);
   graph: direct     (CUDA) 100 direct calls captured in one CUDA graph,
                     replayed: replay time / 100;
   graph: torch op   (CUDA) the same with the operator.
@@ -73,9 +77,15 @@ def main():
         device = "cuda" if cuda_ok else "cpu"
     kernel = make_kernel(tilejit, T, device)
     op = tilejit.torch.register(kernel, "tilejit_bench::repeat")
+    lib = torch.library.Library("tilejit_bench", "FRAGMENT")
+    lib.define("repeat_empty(Tensor X, SymInt r) -> Tensor")
+    lib.impl("repeat_empty",
+             lambda x, r: kernel(x, r, out=torch.empty(x.shape[0] * r, device=x.device)),
+             "CUDA" if device == "cuda" else "CPU")
+    op_empty = torch.ops.tilejit_bench.repeat_empty
     x = torch.randn(N, device=device)
     expected = (2 * x[:, None] + torch.arange(R, dtype=x.dtype, device=device)).reshape(-1)
-    for fn in (kernel, op):
+    for fn in (kernel, op, op_empty):
         torch.testing.assert_close(fn(x, R), expected)
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 
@@ -89,7 +99,7 @@ def main():
             return (time.perf_counter() - t0) / args.calls
         return batch
 
-    rows = {"direct call": host(kernel), "torch op": host(op)}
+    rows = {"direct call": host(kernel), "torch op": host(op), "torch op, empty": host(op_empty)}
     if device == "cuda":
         graphs = {}
         for name, fn in (("graph: direct", kernel), ("graph: torch op", op)):
