@@ -32,8 +32,9 @@ _DTYPES = {
 }
 _DTYPE_NAMES = {v: k for k, v in _DTYPES.items()}
 
-# Scalar inputs: integers are SymInt, so that torch.compile(dynamic=True)
-# can pass a symbol through; floats are float.
+# Scalar inputs (a PrimFunc's scalars are int32, int64 or float32): integers
+# are SymInt, so that torch.compile(dynamic=True) can pass a symbol through;
+# floats are float. _DTYPES covers every tensor dtype tilejit has.
 _SCALAR_TYPES = {"int32": "SymInt", "int64": "SymInt", "float32": "float", "float64": "float"}
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -69,20 +70,13 @@ def _schema(kernel, program, mutated):
     aliases = 0  # each mutated input its own alias set: a, b, ..., z, aa, bb, ...
     for i, spec in enumerate(program["inputs"]):
         name = spec["name"]
-        if keyword.iskeyword(name) or not name.isidentifier():
+        if keyword.iskeyword(name):
             # The schema parser takes Python's keywords (None, True, def...)
             # for its own.
             raise ValueError(f"tilejit.torch.register: {kernel.name}: input #{i} '{name}' "
                              f"cannot name a schema argument (a Python keyword)")
         if spec["scalar"]:
-            typ = _SCALAR_TYPES.get(spec["dtype"])
-            if typ is None:
-                raise TypeError(f"tilejit.torch.register: {kernel.name}: scalar input #{i} "
-                                f"'{name}' has dtype {spec['dtype']}, which no schema type "
-                                f"holds")
-        elif spec["dtype"] not in _DTYPES:
-            raise TypeError(f"tilejit.torch.register: {kernel.name}: input #{i} '{name}' has "
-                            f"dtype {spec['dtype']}, which torch has no dtype for")
+            typ = _SCALAR_TYPES[spec["dtype"]]
         elif name in mutated:
             tag = chr(ord("a") + aliases % 26) * (1 + aliases // 26)
             aliases += 1
@@ -90,11 +84,6 @@ def _schema(kernel, program, mutated):
         else:
             typ = "Tensor"
         args.append(f"{typ} {name}")
-    for o, spec in enumerate(program["outputs"]):
-        if spec["dtype"] not in _DTYPES:
-            raise TypeError(f"tilejit.torch.register: {kernel.name}: output #{o} "
-                            f"'{spec['name']}' has dtype {spec['dtype']}, which torch has no "
-                            f"dtype for")
     outs = ["Tensor"] * len(program["outputs"])
     ret = outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")"
     return "(" + ", ".join(args) + ") -> " + ret
@@ -236,10 +225,11 @@ def register(kernel, qualname, *, mutates_args=()):
     allocator, its workspaces from tilejit's pool. It has no autograd
     formula.
 
-    Raises TypeError for a `kernel` that is no tilejit.Kernel and for an
-    input or output the schema cannot express; ValueError for a malformed
-    `qualname` and for `mutates_args` naming no tensor input;
-    RuntimeError when `qualname` is registered already."""
+    Raises TypeError for a `kernel` that is no tilejit.Kernel and for a str
+    `mutates_args`; ValueError for a malformed `qualname`, for
+    `mutates_args` naming no tensor input and for an input whose name the
+    schema parser does not take (a Python keyword); RuntimeError when
+    `qualname` is registered already."""
     if not isinstance(kernel, Kernel):
         raise TypeError(f"tilejit.torch.register: expected a tilejit.Kernel, got "
                         f"{type(kernel).__name__}")
@@ -254,18 +244,15 @@ def register(kernel, qualname, *, mutates_args=()):
     if qualname in _LIBRARIES or _defined(qualname):
         raise RuntimeError(f"tilejit.torch.register: {kernel.name}: operator '{qualname}' is "
                            f"registered already")
-    keys = {"cpu": "CPU", "cuda": "CUDA"}
-    key = keys.get(kernel.target)
-    if key is None:
-        raise ValueError(f"tilejit.torch.register: {kernel.name}: target '{kernel.target}' has "
-                         f"no torch dispatch key")
+    if all(spec["scalar"] for spec in program["inputs"]):
+        # No tensor argument gives the dispatcher a backend: one kernel for all.
+        key = "CompositeExplicitAutograd"
+    else:
+        key = {"cpu": "CPU", "cuda": "CUDA"}[kernel.target]
 
     lib = torch.library.Library(namespace, "FRAGMENT")
     lib.define(name + schema)
     fake = _make_fake(kernel, program)
-    if all(spec["scalar"] for spec in program["inputs"]):
-        # No tensor argument gives the dispatcher a backend: one kernel for all.
-        key = "CompositeExplicitAutograd"
     lib.impl(name, _make_impl(kernel, program, fake), key)
     torch.library.register_fake(qualname, fake, lib=lib)
     packet = getattr(getattr(torch.ops, namespace), name)

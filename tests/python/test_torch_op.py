@@ -314,6 +314,35 @@ def test_fake_implementation_checks_what_the_call_checks():
         op(torch.zeros(4, 6), torch.zeros(7, 5), 2)
 
 
+def test_fake_implementation_solves_affine_dimensions_and_checks_static_ones():
+    s = T.symbolic("s")
+
+    @T.prim_func
+    def halve(X: T.Tensor([2 * s + 1, 4], "float32"), Y: T.Tensor([s], "float32")):
+        T.source(cpu="for (int64_t i = 0; i < s; ++i) Y(i) = X(2 * i + 1, 3);")
+
+    op = tilejit.torch.register(tilejit.compile(halve, out_idx=[1], target="cpu"),
+                                qualname("halve"))
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        assert op(torch.empty(9, 4)).shape == (4,)
+        with pytest.raises(RuntimeError, match=r"halve: argument #0 'X': dimension 0 must be "
+                                               r"2 \* s \+ 1"):
+            op(torch.empty(8, 4))
+        with pytest.raises(RuntimeError, match="halve: argument #0 'X': dimension 1 must be 4"):
+            op(torch.empty(9, 5))
+    x = torch.arange(36, dtype=torch.float32).reshape(9, 4)
+    assert op(x).tolist() == x[1::2, 3].tolist()
+
+    @torch.compile(backend="aot_eager", fullgraph=True, dynamic=True)
+    def f(x):
+        return op(x)
+
+    for rows in (5, 7, 11):
+        x = torch.randn(rows, 4)
+        torch.testing.assert_close(f(x), x[1::2, 3])
+
+
 # --- calls, opcheck, torch.compile (CPU and CUDA) -------------------------------
 
 @pytest.mark.parametrize("target", TARGETS)
