@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/common/cxx_source.h"
+#include "backend/common/host_compiler.h"
 #include "tilejit/runtime/backend.h"
 
 namespace tilejit::cpu {
@@ -82,11 +83,7 @@ std::string toolchain_key(const runtime::CompileOptions& options);
 std::string compile_source(const std::string& source, const std::string& kernel_name,
                            const runtime::CompileOptions& options);
 
-/// A file of a compile: its name in the working directory and its text.
-struct SourceUnit {
-  std::string name;
-  std::string text;
-};
+using backend::SourceUnit;
 
 /// Runs the host C++ compiler once over several translation units (`units`;
 /// the first is the kernel's, shown by a compile error) with `flags` in
