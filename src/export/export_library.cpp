@@ -141,6 +141,8 @@ void export_library(const Kernel& k, const std::string& path) {
   request.kernel_name = name;
   request.kernel_source = &k.source();
   request.abi = &k.abi();
+  request.options = &k.compile_options();
+  request.device = k.default_device();
   request.wrapper_source = exporter::wrapper_source(k, op, header);
   request.exported_symbols = exporter::exported_symbols(op);
   const std::string binary = runtime::get_backend(k.target()).export_library(request);

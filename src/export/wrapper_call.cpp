@@ -2,7 +2,9 @@
 // first: wrapper_runtime.cpp, whose conventions it follows): zeroing the
 // workspaces, packing the argument block and launching, the library's own
 // pool, the whole call, the outputs <op>_auto_outputs makes, and the
-// queries.
+// queries. What differs between targets (launching on a stream, zeroing,
+// memory, the device's context) goes through the launcher's hooks
+// (tilejit_export_*, declared in wrapper_runtime.cpp).
 #include "export/export_codegen.h"
 
 namespace tilejit::exporter {
@@ -10,9 +12,11 @@ namespace tilejit::exporter {
 const char* const kWrapperCall = R"WRAP(
 // Zeroes the workspaces whose policy asks for it (`fresh`: the arena's
 // zero_once regions are not known to be zero), packs the argument block as
-// the KernelAbi lays it out, and runs every launch in order.
-int launch(const DLTensor* const* in, const Scalar* sc, DLTensor* const* out, char* arena,
-           const Bound* b, const int64_t* offsets, const int64_t* sizes, bool fresh) {
+// the KernelAbi lays it out, and runs every launch in order, all on the
+// call's stream.
+int launch(tilejit_export_call* tc, const DLTensor* const* in, const Scalar* sc,
+           DLTensor* const* out, char* arena, const Bound* b, const int64_t* offsets,
+           const int64_t* sizes, bool fresh) {
   void* values[kNumParams + 1];
   for (int i = 0; i < kNumInputs; ++i) {
     values[kInputs[i].param] = kInputs[i].scalar
@@ -27,7 +31,7 @@ int launch(const DLTensor* const* in, const Scalar* sc, DLTensor* const* out, ch
     values[kWorkspaces[w].param] = at;
     const int init = kWorkspaces[w].init;
     if (at != nullptr && sizes[w] > 0 && (init == kInitZero || (init == kInitZeroOnce && fresh))) {
-      memset(at, 0, size_t(sizes[w]));
+      if (int st = tilejit_export_zero(tc, at, size_t(sizes[w]), g_error, sizeof g_error)) return st;
     }
   }
   alignas(64) unsigned char block[kBlockBytes + 8];
@@ -50,28 +54,46 @@ int launch(const DLTensor* const* in, const Scalar* sc, DLTensor* const* out, ch
       return fail(kValueError, "invalid grid (%lld, %lld, %lld)", (long long)grid[0],
                   (long long)grid[1], (long long)grid[2]);
     }
-    if (int st = tilejit_export_launch(l, block, grid, g_error, sizeof g_error)) return st;
+    const int64_t smem = b->res[kLaunchSmem[l][0]] + kLaunchSmem[l][1];
+    if (int st = tilejit_export_launch(tc, l, block, grid, smem, g_error, sizeof g_error)) return st;
   }
   return kOk;
 }
 
 // Note [The library's pool]: one free list of arenas, each reused by the
 // next call that needs exactly its size; a call takes its arena off the
-// list, so concurrent calls never share one. Freed when the library unloads.
+// list, so concurrent calls never share one. On a device target
+// (kStreamKeyedPool) an arena is reused only by a call on the same context
+// and stream as the call that last used it (and, on the per-thread default
+// stream, the same thread): the stream runs the new call's work after the
+// old call's, so no event and no synchronisation is needed, and a call on
+// another stream gets an arena of its own. Freed when the library unloads.
 struct PoolBlock {
   PoolBlock* next;
   int64_t bytes;
   char* ptr;
   uint64_t tag;  // Note [zero_once] in jit/kernel.cpp: the layout it last ran
+  void* target;  // the launcher's state of the context it was made in
+  void* stream;
+  pthread_t thread;
 };
 pthread_mutex_t g_pool_mutex = PTHREAD_MUTEX_INITIALIZER;
 PoolBlock* g_pool = nullptr;
 int64_t g_pool_bytes = 0;
 
-PoolBlock* pool_acquire(int64_t bytes) {
+// CU_STREAM_PER_THREAD: one handle, a different stream on every thread.
+void* const kPerThreadStream = reinterpret_cast<void*>(uintptr_t(2));
+
+bool same_queue(const PoolBlock* p, const tilejit_export_call* tc) {
+  if (!kStreamKeyedPool) return true;
+  if (p->target != tc->target || p->stream != tc->stream) return false;
+  return tc->stream != kPerThreadStream || pthread_equal(p->thread, pthread_self());
+}
+
+PoolBlock* pool_acquire(tilejit_export_call* tc, int64_t bytes) {
   pthread_mutex_lock(&g_pool_mutex);
   for (PoolBlock** p = &g_pool; *p != nullptr; p = &(*p)->next) {
-    if ((*p)->bytes == bytes) {
+    if ((*p)->bytes == bytes && same_queue(*p, tc)) {
       PoolBlock* found = *p;
       *p = found->next;
       pthread_mutex_unlock(&g_pool_mutex);
@@ -81,13 +103,18 @@ PoolBlock* pool_acquire(int64_t bytes) {
   pthread_mutex_unlock(&g_pool_mutex);
   PoolBlock* block = static_cast<PoolBlock*>(malloc(sizeof(PoolBlock)));
   if (block == nullptr) return nullptr;
-  block->ptr = static_cast<char*>(aligned_alloc(256, size_t(bytes)));  // bytes: a multiple of 256
+  // bytes: a multiple of 256. Not stream-ordered: an arena outlives the
+  // call, reused on its stream.
+  block->ptr = static_cast<char*>(tilejit_export_alloc(tc, size_t(bytes), 0));
   if (block->ptr == nullptr) {
     free(block);
     return nullptr;
   }
   block->bytes = bytes;
   block->tag = 0;
+  block->target = tc->target;
+  block->stream = tc->stream;
+  block->thread = pthread_self();
   pthread_mutex_lock(&g_pool_mutex);
   g_pool_bytes += bytes;
   pthread_mutex_unlock(&g_pool_mutex);
@@ -104,7 +131,7 @@ void pool_release(PoolBlock* block) {
 __attribute__((destructor)) void pool_free_all() {
   while (g_pool != nullptr) {
     PoolBlock* next = g_pool->next;
-    free(g_pool->ptr);
+    tilejit_export_free(g_pool->target, g_pool->ptr, size_t(g_pool->bytes), nullptr, 0);
     free(g_pool);
     g_pool = next;
   }
@@ -119,28 +146,48 @@ uint64_t layout_tag(const int64_t* offsets, const int64_t* sizes) {
   return h | 1;  // never 0, the tag of a new block
 }
 
-// The whole call: bind, lay out, check the outputs, then the caller's
-// workspace (`workspace` non-null or `allocator` null and `use_pool` false),
-// the caller's allocator, or the pool.
-int call(const DLTensor* const* in, const Scalar* sc, DLTensor* const* out, void* workspace,
-         bool automatic, void* stream, const tilejit_allocator* allocator) {
-  Bound b;
-  if (int st = bind(in, sc, &b)) return st;
-  int64_t offsets[kNumWorkspaces + 1], sizes[kNumWorkspaces + 1], total = 0;
-  if (int st = layout(&b, offsets, sizes, &total)) return st;
-  if (int st = check_outputs(out, &b)) return st;
-  if (total == 0) return launch(in, sc, out, nullptr, &b, offsets, sizes, true);
-  if (!automatic) {
-    if (__builtin_expect(workspace == nullptr, 0)) {
-      return fail(kValueError, "workspace: needs %lld bytes, got NULL", (long long)total);
-    }
-    if (__builtin_expect(reinterpret_cast<uintptr_t>(workspace) % 256 != 0, 0)) {
-      return fail(kValueError, "workspace: the pointer is not 256-byte aligned (address %% 256 = %u)",
-                  unsigned(reinterpret_cast<uintptr_t>(workspace) % 256));
-    }
-    // Nothing is known of the caller's memory: zero_once regions are zeroed too.
-    return launch(in, sc, out, static_cast<char*>(workspace), &b, offsets, sizes, true);
+// The library's pool and the outputs' default memory outlive the call: a
+// graph captured from it would replay into memory the pool hands to later
+// calls. They are refused on a capturing stream.
+__attribute__((cold)) int refuse_capture(const char* what) {
+  return fail(kValueError, "%s: the stream is capturing a CUDA graph, and the library's own %s "
+              "outlives the call; pass a tilejit_allocator (or, for %s, the workspace to <op>())",
+              what, what[0] == 'w' ? "pool" : "allocation", what[0] == 'w' ? "the workspace" : "the outputs");
+}
+
+int check_not_capturing(tilejit_export_call* tc, const char* what) {
+  if (!kStreamKeyedPool) return kOk;
+  int capturing = 0;
+  if (int st = tilejit_export_capturing(tc, &capturing, g_error, sizeof g_error)) return st;
+  return capturing ? refuse_capture(what) : kOk;
+}
+
+// The caller's workspace (for <op>()): checked before the target is asked
+// for anything.
+int check_workspace(void* workspace, int64_t total) {
+  if (total == 0) return kOk;
+  if (__builtin_expect(workspace == nullptr, 0)) {
+    return fail(kValueError, "workspace: needs %lld bytes, got NULL", (long long)total);
   }
+  if (__builtin_expect(reinterpret_cast<uintptr_t>(workspace) % 256 != 0, 0)) {
+    return fail(kValueError, "workspace: the pointer is not 256-byte aligned (address %% 256 = %u)",
+                unsigned(reinterpret_cast<uintptr_t>(workspace) % 256));
+  }
+  return kOk;
+}
+
+// The call once the inputs and outputs are checked, the arena laid out and
+// the target ready: the caller's workspace (`automatic` false), the caller's
+// allocator, or the pool.
+int run(tilejit_export_call* tc, const DLTensor* const* in, const Scalar* sc, DLTensor* const* out,
+        const Bound* b, const int64_t* offsets, const int64_t* sizes, int64_t total, void* workspace,
+        bool automatic, const tilejit_allocator* allocator) {
+  if (total == 0) return launch(tc, in, sc, out, nullptr, b, offsets, sizes, true);
+  if (!automatic) {
+    // Nothing is known of the caller's memory: zero_once regions are zeroed too.
+    return launch(tc, in, sc, out, static_cast<char*>(workspace), b, offsets, sizes, true);
+  }
+  void* stream = tc->stream;
   if (allocator != nullptr) {
     void* p = allocator->alloc(allocator->user, size_t(total), 256, stream);
     if (__builtin_expect(p == nullptr, 0)) {
@@ -150,19 +197,40 @@ int call(const DLTensor* const* in, const Scalar* sc, DLTensor* const* out, void
       allocator->free(allocator->user, p, size_t(total), stream);
       return fail(kValueError, "workspace: the allocator returned a pointer that is not 256-byte aligned");
     }
-    const int st = launch(in, sc, out, static_cast<char*>(p), &b, offsets, sizes, true);
+    const int st = launch(tc, in, sc, out, static_cast<char*>(p), b, offsets, sizes, true);
     allocator->free(allocator->user, p, size_t(total), stream);
     return st;
   }
-  PoolBlock* block = pool_acquire(total);
+  if (int st = check_not_capturing(tc, "workspace")) return st;
+  PoolBlock* block = pool_acquire(tc, total);
   if (__builtin_expect(block == nullptr, 0)) {
-    return fail(kOutOfMemory, "workspace: cannot allocate %lld bytes of host memory", (long long)total);
+    return fail(kOutOfMemory, "workspace: cannot allocate %lld bytes of %s memory", (long long)total,
+                kStreamKeyedPool ? "device" : "host");
   }
   const uint64_t tag = kHasZeroOnce ? layout_tag(offsets, sizes) : 0;
-  const int st = launch(in, sc, out, block->ptr, &b, offsets, sizes, block->tag != tag);
+  const int st = launch(tc, in, sc, out, block->ptr, b, offsets, sizes, block->tag != tag);
   // A launch that failed may have left its zero_once regions dirty.
   block->tag = st == kOk ? tag : 0;
   pool_release(block);
+  return st;
+}
+
+// The whole call: bind, check the outputs, make the target ready for the
+// call's device and stream, run.
+int call(const DLTensor* const* in, const Scalar* sc, DLTensor* const* out, void* workspace,
+         bool automatic, void* stream, const tilejit_allocator* allocator) {
+  Bound b;
+  if (int st = bind(in, sc, &b)) return st;
+  int64_t offsets[kNumWorkspaces + 1], sizes[kNumWorkspaces + 1], total = 0;
+  if (int st = layout(&b, offsets, sizes, &total)) return st;
+  if (int st = check_outputs(out, &b)) return st;
+  if (!automatic) {
+    if (int st = check_workspace(workspace, total)) return st;
+  }
+  tilejit_export_call tc = {b.device_id, stream, nullptr, nullptr};
+  if (int st = tilejit_export_begin(&tc, g_error, sizeof g_error)) return st;
+  const int st = run(&tc, in, sc, out, &b, offsets, sizes, total, workspace, automatic, allocator);
+  tilejit_export_end(&tc);
   return st;
 }
 
@@ -171,9 +239,10 @@ int call(const DLTensor* const* in, const Scalar* sc, DLTensor* const* out, void
 struct OutputBox {
   DLManagedTensor managed;
   int64_t shape[8];
-  tilejit_allocator allocator;  // a copy; has_allocator false: aligned_alloc's
+  tilejit_allocator allocator;  // a copy; has_allocator false: the target's memory
   bool has_allocator;
   void* stream;
+  void* target;  // the launcher's state of the call's context
   size_t bytes;
 };
 
@@ -184,22 +253,27 @@ void delete_output(DLManagedTensor* self) {
   if (box->has_allocator) {
     box->allocator.free(box->allocator.user, data, box->bytes, box->stream);
   } else {
-    free(data);
+    tilejit_export_free(box->target, data, box->bytes, box->stream, 1);
   }
   free(box);
 }
 
 // <op>_auto with the outputs allocated too: each through `allocator` (or
-// aligned_alloc), 256-byte aligned, its bytes rounded up to 256 (at least
-// 256, so that an empty output still has an address of its own).
+// the target's memory: aligned_alloc, stream-ordered device memory),
+// 256-byte aligned, its bytes rounded up to 256 (at least 256, so that an
+// empty output still has an address of its own).
 int call_allocating(const DLTensor* const* in, const Scalar* sc, DLManagedTensor** result,
                     void* stream, const tilejit_allocator* allocator) {
   for (int o = 0; o < kNumOutputs; ++o) result[o] = nullptr;
   Bound b;
   if (int st = bind(in, sc, &b)) return st;
+  int64_t offsets[kNumWorkspaces + 1], sizes[kNumWorkspaces + 1], total = 0;
+  if (int st = layout(&b, offsets, sizes, &total)) return st;
+  tilejit_export_call tc = {b.device_id, stream, nullptr, nullptr};
+  if (int st = tilejit_export_begin(&tc, g_error, sizeof g_error)) return st;
+  int st = allocator == nullptr ? check_not_capturing(&tc, "outputs") : kOk;
   OutputBox* boxes[kNumOutputs + 1] = {nullptr};
   DLTensor* outs[kNumOutputs + 1] = {nullptr};
-  int st = kOk;
   for (int o = 0; o < kNumOutputs && st == kOk; ++o) {
     const BufferSpec& s = kOutputs[o];
     int64_t bytes = s.elem_bytes;
@@ -213,7 +287,7 @@ int call_allocating(const DLTensor* const* in, const Scalar* sc, DLManagedTensor
     void* data = nullptr;
     if (box != nullptr) {
       data = allocator != nullptr ? allocator->alloc(allocator->user, rounded, 256, stream)
-                                  : aligned_alloc(256, rounded);
+                                  : tilejit_export_alloc(&tc, rounded, 1);
     }
     if (box == nullptr || data == nullptr) {
       free(box);
@@ -224,12 +298,13 @@ int call_allocating(const DLTensor* const* in, const Scalar* sc, DLManagedTensor
     box->has_allocator = allocator != nullptr;
     if (allocator != nullptr) box->allocator = *allocator;
     box->stream = stream;
+    box->target = tc.target;
     box->bytes = rounded;
     for (int d = 0; d < s.rank; ++d) box->shape[d] = b.res[s.first + d];
     DLTensor& t = box->managed.dl_tensor;
     t.data = data;
     t.device.device_type = static_cast<DLDeviceType>(kDeviceType);
-    t.device.device_id = 0;
+    t.device.device_id = b.device_id;
     t.ndim = s.rank;
     t.dtype.code = s.code;
     t.dtype.bits = s.bits;
@@ -242,7 +317,8 @@ int call_allocating(const DLTensor* const* in, const Scalar* sc, DLManagedTensor
     boxes[o] = box;
     outs[o] = &t;
   }
-  if (st == kOk) st = call(in, sc, outs, nullptr, true, stream, allocator);
+  if (st == kOk) st = check_outputs(outs, &b);
+  if (st == kOk) st = run(&tc, in, sc, outs, &b, offsets, sizes, total, nullptr, true, allocator);
   for (int o = 0; o < kNumOutputs; ++o) {
     if (st == kOk) {
       result[o] = &boxes[o]->managed;
@@ -251,6 +327,7 @@ int call_allocating(const DLTensor* const* in, const Scalar* sc, DLManagedTensor
       result[o] = nullptr;
     }
   }
+  tilejit_export_end(&tc);
   return st;
 }
 

@@ -11,12 +11,13 @@
 
 namespace tilejit::exporter {
 
-// Reads, from the tables: kName, kDeviceType, kDeviceText, kNumInputs,
+// Reads, from the tables: kName, kDeviceType, kDeviceText, kOneDevice,
+// kStreamKeyedPool, kNumInputs,
 // kNumOutputs, kNumWorkspaces, kNumSymbols, kNumResults, kNumParams,
 // kNumLaunches, kNumBindings, kNumChecks, kNumAbiArgs, kBlockBytes,
 // kHasZeroOnce, kLayoutSeed, kInputs, kBindings, kChecks, kOutputs,
-// kWorkspaces, kSymbolNames, kResultExpr, kLaunchGrid, kAbiArgs, and
-// run_program().
+// kWorkspaces, kSymbolNames, kResultExpr, kLaunchGrid, kLaunchSmem,
+// kAbiArgs, and run_program().
 const char* const kWrapperHead = R"WRAP(
 #include <pthread.h>
 #include <stdarg.h>
@@ -27,9 +28,26 @@ const char* const kWrapperHead = R"WRAP(
 
 #define TJ_API extern "C" __attribute__((visibility("default")))
 
-// The target's launcher (runtime::ExportRequest in runtime/backend.h).
-extern "C" int tilejit_export_launch(int launch, const void* block, const int64_t* grid,
-                                     char* error, size_t error_size);
+// The target's hooks, defined by its launcher unit (runtime::ExportRequest
+// in runtime/backend.h says what each does).
+struct tilejit_export_call {
+  int device_id;
+  void* stream;
+  void* target;
+  void* saved;
+};
+extern "C" {
+int tilejit_export_begin(tilejit_export_call* call, char* error, size_t error_size);
+void tilejit_export_end(tilejit_export_call* call);
+int tilejit_export_launch(tilejit_export_call* call, int launch, const void* block,
+                          const int64_t* grid, int64_t smem, char* error, size_t error_size);
+int tilejit_export_zero(tilejit_export_call* call, void* ptr, size_t bytes, char* error,
+                        size_t error_size);
+int tilejit_export_capturing(tilejit_export_call* call, int* capturing, char* error,
+                             size_t error_size);
+void* tilejit_export_alloc(tilejit_export_call* call, size_t bytes, int ordered);
+void tilejit_export_free(void* target, void* ptr, size_t bytes, void* stream, int ordered);
+}
 
 namespace {
 
@@ -86,6 +104,8 @@ const char* const kWrapperBody = R"WRAP(
 struct Bound {
   int64_t sym[kNumSymbols + 1];
   int64_t res[kNumResults + 1];
+  int device_id;     // the call's device: the first tensor input's (else 0)
+  int first_tensor;  // that input's index, or -1
 };
 
 thread_local char g_error[2048];
@@ -214,9 +234,22 @@ int check_input(int i, const DLTensor* t) {
 // Checks every input, binds the symbols, runs the shape program and checks
 // what it computed (Note [Call plan] in jit/call_plan.h).
 int bind(const DLTensor* const* in, const Scalar* sc, Bound* b) {
+  b->device_id = 0;
+  b->first_tensor = -1;
   for (int i = 0; i < kNumInputs; ++i) {
     if (kInputs[i].scalar) continue;
     if (int st = check_input(i, in[i])) return st;
+    if (!kOneDevice) continue;
+    // A device target: every tensor on one device, the first tensor's.
+    if (b->first_tensor < 0) {
+      b->first_tensor = i;
+      b->device_id = int(in[i]->device.device_id);
+    } else if (__builtin_expect(int(in[i]->device.device_id) != b->device_id, 0)) {
+      char got[64], want[64];
+      return fail(kValueError, "argument #%d '%s': is on %s but argument #%d '%s' is on %s; all tensors must be on one device",
+                  i, kInputs[i].name, device_str(in[i]->device, got, sizeof got), b->first_tensor,
+                  kInputs[b->first_tensor].name, device_str(in[b->first_tensor]->device, want, sizeof want));
+    }
   }
   for (int k = 0; k < kNumBindings; ++k) {
     const Binding& bd = kBindings[k];
@@ -322,7 +355,7 @@ int layout(const Bound* b, int64_t* offsets, int64_t* sizes, int64_t* total) {
   return kOk;
 }
 
-int check_outputs(DLTensor* const* out, const Bound* b) {
+int check_outputs(DLTensor* const* out, Bound* b) {
   char got[256], want[256], prefix[160];
   for (int o = 0; o < kNumOutputs; ++o) {
     const BufferSpec& s = kOutputs[o];
@@ -344,6 +377,15 @@ int check_outputs(DLTensor* const* out, const Bound* b) {
     if (__builtin_expect(int(t->device.device_type) != kDeviceType, 0)) {
       return fail(kValueError, "out[%d] '%s': expected a tensor on %s, got one on %s", o, s.name,
                   kDeviceText, device_str(t->device, got, sizeof got));
+    }
+    if (kOneDevice) {
+      // With no tensor input, the first output names the call's device.
+      if (b->first_tensor < 0 && o == 0) b->device_id = int(t->device.device_id);
+      if (__builtin_expect(int(t->device.device_id) != b->device_id, 0)) {
+        const DLDevice want_device = {static_cast<DLDeviceType>(kDeviceType), b->device_id};
+        return fail(kValueError, "out[%d] '%s': expected a tensor on %s, got one on %s", o, s.name,
+                    device_str(want_device, want, sizeof want), device_str(t->device, got, sizeof got));
+      }
     }
     if (__builtin_expect(!contiguous(t), 0)) {
       snprintf(prefix, sizeof prefix, "out[%d] '%s': ", o, s.name);

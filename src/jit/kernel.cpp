@@ -513,6 +513,7 @@ const std::string& Kernel::source() const { return impl_->source; }
 const ir::PrimFunc& Kernel::prim_func() const { return impl_->func; }
 const CallPlan& Kernel::plan() const { return impl_->plan; }
 const runtime::KernelAbi& Kernel::abi() const { return impl_->abi; }
+const runtime::CompileOptions& Kernel::compile_options() const { return impl_->options.compile; }
 
 std::vector<std::string> Kernel::input_names() const {
   std::vector<std::string> names;

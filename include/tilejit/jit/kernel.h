@@ -190,6 +190,8 @@ class Kernel {
   const CallPlan& plan() const;
   /// What the compiled kernel takes and how it launches (Note [Kernel ABI]).
   const runtime::KernelAbi& abi() const;
+  /// The compile options it was compiled with (JitOptions::compile).
+  const runtime::CompileOptions& compile_options() const;
   /// Names of the input parameters, in call order.
   std::vector<std::string> input_names() const;
 

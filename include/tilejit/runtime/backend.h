@@ -59,21 +59,44 @@ struct CompileOptions {
 
 /// What export_library() asks of a target (Note [Exported library] in
 /// src/export/export_library.cpp): the kernel's translation unit as
-/// generate() made it, its KernelAbi, and a target-neutral C++ unit (the
-/// library's C functions) that launches through one function the target
-/// defines:
-///   extern "C" int tilejit_export_launch(int launch, const void* block,
-///                                        const int64_t* grid, char* error,
-///                                        size_t error_size);
-/// which runs launch `launch` (an index into abi.launches) over the grid
-/// (three extents, each >= 1) with the packed argument block, and returns 0,
-/// or a nonzero status after writing a message of at most error_size bytes
-/// (NUL included) to `error`.
+/// generate() made it, its KernelAbi, the device and options it was compiled
+/// for, and a target-neutral C++ unit (the library's C functions) that
+/// reaches the target through hooks the target's launcher unit defines, all
+/// extern "C" over
+///   struct tilejit_export_call { int device_id; void* stream;
+///                                void* target; void* saved; };
+/// (the call's device and stream; `target` and `saved` are the launcher's):
+///   int tilejit_export_begin(call, char* error, size_t error_size)
+///     makes the target ready for the call's device (CUDA: the driver, the
+///     context, the module), setting call->target;
+///   void tilejit_export_end(call)       undoes what begin did to the thread;
+///   int tilejit_export_launch(call, int launch, const void* block,
+///                             const int64_t* grid, int64_t smem, error, size)
+///     runs launch `launch` (an index into abi.launches) over the grid
+///     (three extents, each >= 1) with the packed argument block and `smem`
+///     bytes of dynamic shared memory, ordered on call->stream;
+///   int tilejit_export_zero(call, void* ptr, size_t bytes, error, size)
+///     zeroes device memory, ordered on call->stream;
+///   int tilejit_export_capturing(call, int* capturing, error, size)
+///     whether call->stream is capturing a graph;
+///   void* tilejit_export_alloc(call, size_t bytes, int ordered)
+///     `bytes` (a multiple of 256) of the device's memory, 256-byte aligned,
+///     or NULL; `ordered`: usable from call->stream on (stream-ordered);
+///   void tilejit_export_free(void* target, void* ptr, size_t bytes,
+///                            void* stream, int ordered)
+///     gives back what alloc returned (with the same `ordered`), after the
+///     work queued on `stream` when ordered.
+/// Those returning int return 0, or a nonzero status after writing a message
+/// of at most error_size bytes (NUL included) to `error`.
 struct ExportRequest {
   std::string kernel_name;
   const std::string* kernel_source = nullptr;
   const KernelAbi* abi = nullptr;
   std::string wrapper_source;
+  /// What the Kernel was compiled with and for (its primary device): a
+  /// device target compiles the kernel for that device's architecture.
+  const CompileOptions* options = nullptr;
+  Device device;
   /// The only symbols the library exports.
   std::vector<std::string> exported_symbols;
 };
