@@ -1,7 +1,8 @@
 /* A null CUDA driver: libcuda.so.1 for measuring tilejit's own host work on
  * the CUDA call path on a machine without a GPU.
  *
- * Every entry the backend and bench_cuda_call use returns at once: "device
+ * Every entry the backend, bench_cuda_call and an exported library's
+ * launcher (through cuGetProcAddress) use returns at once: "device
  * memory" is host memory from aligned_alloc, a launch does nothing, memsets
  * write host memory, events are always complete, and no stream is ever
  * capturing. With it, bench_cuda_call's bare launch costs the few
@@ -235,4 +236,71 @@ CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid* id) {
   (void)id;
   *table = NULL;
   return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t bytes) {
+  memcpy((void*)(uintptr_t)dst, src, bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t bytes) {
+  memcpy(dst, (const void*)(uintptr_t)src, bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) {
+  if (current_context == NULL) return CUDA_ERROR_INVALID_CONTEXT;
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+
+/* What an exported library's launcher asks for by name: the names are
+ * cuda.h's, the functions the versions the macros above select (cuMemAlloc
+ * is cuMemAlloc_v2 here), which are the CUDA 12.0 ABI the launcher asks for. */
+static const struct {
+  const char* name;
+  void* fn;
+} proc_table[] = {
+    {"cuInit", (void*)cuInit},
+    {"cuGetErrorName", (void*)cuGetErrorName},
+    {"cuGetErrorString", (void*)cuGetErrorString},
+    {"cuDriverGetVersion", (void*)cuDriverGetVersion},
+    {"cuDeviceGet", (void*)cuDeviceGet},
+    {"cuDeviceGetCount", (void*)cuDeviceGetCount},
+    {"cuDeviceGetName", (void*)cuDeviceGetName},
+    {"cuDeviceGetAttribute", (void*)cuDeviceGetAttribute},
+    {"cuDevicePrimaryCtxRetain", (void*)cuDevicePrimaryCtxRetain},
+    {"cuCtxGetCurrent", (void*)cuCtxGetCurrent},
+    {"cuCtxSetCurrent", (void*)cuCtxSetCurrent},
+    {"cuCtxGetDevice", (void*)cuCtxGetDevice},
+    {"cuModuleLoadData", (void*)cuModuleLoadData},
+    {"cuModuleUnload", (void*)cuModuleUnload},
+    {"cuModuleGetFunction", (void*)cuModuleGetFunction},
+    {"cuFuncGetAttribute", (void*)cuFuncGetAttribute},
+    {"cuFuncSetAttribute", (void*)cuFuncSetAttribute},
+    {"cuLaunchKernel", (void*)cuLaunchKernel},
+    {"cuMemsetD8Async", (void*)cuMemsetD8Async},
+    {"cuMemAlloc", (void*)cuMemAlloc},
+    {"cuMemFree", (void*)cuMemFree},
+    {"cuMemAllocAsync", (void*)cuMemAllocAsync},
+    {"cuMemFreeAsync", (void*)cuMemFreeAsync},
+    {"cuStreamIsCapturing", (void*)cuStreamIsCapturing},
+    {"cuStreamCreate", (void*)cuStreamCreate},
+    {"cuStreamSynchronize", (void*)cuStreamSynchronize},
+};
+
+CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                                  CUdriverProcAddressQueryResult* status) {
+  (void)version;
+  (void)flags;
+  for (size_t i = 0; i < sizeof proc_table / sizeof proc_table[0]; ++i) {
+    if (strcmp(proc_table[i].name, symbol) == 0) {
+      *pfn = proc_table[i].fn;
+      if (status != NULL) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+      return CUDA_SUCCESS;
+    }
+  }
+  *pfn = NULL;
+  if (status != NULL) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return CUDA_ERROR_NOT_FOUND;
 }

@@ -53,7 +53,7 @@ void Backend::copy_sync(void* dst, const void* src, size_t bytes, Device, Stream
 
 std::string Backend::export_library(const ExportRequest& request) {
   TILEJIT_THROW(kValueError) << request.kernel_name << ": cannot export a kernel of target '"
-                             << target() << "': export_library supports the CPU target only";
+                             << target() << "': export_library supports the CPU and CUDA targets only";
 }
 
 void copy(const Tensor& src, const Tensor& dst) {

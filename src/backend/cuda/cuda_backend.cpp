@@ -10,6 +10,7 @@
 
 #include "backend/cuda/cuda_backend_internal.h"
 #include "backend/cuda/cuda_driver.h"
+#include "backend/cuda/cuda_export.h"
 #include "backend/cuda/cuda_graph_hook.h"
 #include "tilejit/core/error.h"
 #include "tilejit/runtime/backend.h"
@@ -46,6 +47,11 @@ class CudaBackend final : public runtime::Backend {
   std::unique_ptr<runtime::Module> load(const std::string& binary, const runtime::KernelAbi& abi,
                                         Device device) override {
     return load_module(binary, abi, device);
+  }
+
+  // Note [CUDA export] (src/export/export_library.cpp).
+  std::string export_library(const runtime::ExportRequest& request) override {
+    return cuda::export_library(request);
   }
 
   runtime::Allocator& allocator() override { return cuda::allocator(); }

@@ -68,6 +68,10 @@ std::string toolchain_key(const runtime::CompileOptions& options, Device device)
 std::string compile_source(const std::string& source, const std::string& kernel_name,
                            const runtime::CompileOptions& options, Device device);
 
+/// The architecture compile_source() compiles for: "sm_90a" (a cubin),
+/// "compute_120" (PTX), or what the flags name.
+std::string target_arch(const runtime::CompileOptions& options, Device device);
+
 /// Loads a binary of compile_source() into `device`'s primary context, with
 /// one function per launch of `abi`. Throws RuntimeError for bytes that do
 /// not load and for an `abi` CUDA cannot launch.

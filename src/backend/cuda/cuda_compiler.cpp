@@ -193,6 +193,11 @@ std::string toolchain_key(const runtime::CompileOptions& options, Device device)
   return key.str();
 }
 
+std::string target_arch(const runtime::CompileOptions& options, Device device) {
+  check_cuda_device(device, "target_arch");
+  return choose_target(nvrtc(), user_flags(options), device).arch;
+}
+
 std::string compile_source(const std::string& source, const std::string& kernel_name,
                            const runtime::CompileOptions& options, Device device) {
   check_cuda_device(device, "compile");

@@ -226,7 +226,7 @@ TEST(ExportLibrary, ATargetThatCannotExportIsNamed) {
   TempDir dir;
   expect_error([&] { export_library(k, dir / "libnoop.so"); }, ErrorKind::kValueError,
                "noop: cannot export a kernel of target 'fake_export': export_library supports "
-               "the CPU target only");
+               "the CPU and CUDA targets only");
   EXPECT_TRUE(listing(dir.path()).empty());
   expect_error([&] { export_library(Kernel(), dir / "libnoop.so"); }, ErrorKind::kValueError,
                "export_library of an undefined Kernel");

@@ -1,0 +1,334 @@
+/* The C consumer of the CUDA exports of the split-K GEMMs
+   (tests/c/export_kernels.cpp writes them with target "cuda"): plain C, built
+   with `cc` against the headers and the .so files alone. It opens
+   libcuda.so.1 itself for its own device memory (cuMemAlloc, cuMemcpyHtoD,
+   ...), runs the GEMMs on a stream it creates, copies back and checks them
+   against a reference computed here, and checks the errors of bad calls.
+   What it can check depends on the driver it finds:
+     - none (no libcuda.so.1): every launching call returns
+       TILEJIT_RUNTIME_ERROR naming the missing driver, and the host-only
+       functions (workspace bytes, output shapes) work;
+     - the null driver (bench/null_driver; its device is "null CUDA device"):
+       every call and every error path, but no result (kernels do not run);
+     - a real driver and a GPU: all of it, results included.
+   `consumer_cuda_splitk expect-gpu` fails unless a real GPU ran the GEMMs.
+   Exits 0 when every check holds. */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libsplitk_gemm.h"
+#include "libsplitk_gemm_counted.h"
+
+static int failures = 0;
+
+#define CHECK(cond, ...)                                                     \
+  do {                                                                       \
+    if (!(cond)) {                                                           \
+      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                          \
+      fprintf(stderr, "\n");                                                 \
+      ++failures;                                                            \
+    }                                                                        \
+  } while (0)
+
+/* The few driver entries used here, by their ABI names (cuda.h's macros map
+   cuMemAlloc to cuMemAlloc_v2 and so on); CUresult is an int. */
+typedef unsigned long long devptr;
+static struct {
+  int (*init)(unsigned);
+  int (*device_get)(int*, int);
+  int (*device_name)(char*, int, int);
+  int (*primary_retain)(void**, int);
+  int (*ctx_set)(void*);
+  int (*mem_alloc)(devptr*, size_t);
+  int (*mem_free)(devptr);
+  int (*htod)(devptr, const void*, size_t);
+  int (*dtoh)(void*, devptr, size_t);
+  int (*memset8)(devptr, unsigned char, size_t);
+  int (*stream_create)(void**, unsigned);
+  int (*stream_sync)(void*);
+} cu;
+
+enum { kNoDriver, kNullDriver, kGpu };
+static int mode = kNoDriver;
+static void* stream = NULL;
+
+static int open_driver(void) {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h == NULL) return kNoDriver;
+  cu.init = (int (*)(unsigned))dlsym(h, "cuInit");
+  cu.device_get = (int (*)(int*, int))dlsym(h, "cuDeviceGet");
+  cu.device_name = (int (*)(char*, int, int))dlsym(h, "cuDeviceGetName");
+  cu.primary_retain = (int (*)(void**, int))dlsym(h, "cuDevicePrimaryCtxRetain");
+  cu.ctx_set = (int (*)(void*))dlsym(h, "cuCtxSetCurrent");
+  cu.mem_alloc = (int (*)(devptr*, size_t))dlsym(h, "cuMemAlloc_v2");
+  cu.mem_free = (int (*)(devptr))dlsym(h, "cuMemFree_v2");
+  cu.htod = (int (*)(devptr, const void*, size_t))dlsym(h, "cuMemcpyHtoD_v2");
+  cu.dtoh = (int (*)(void*, devptr, size_t))dlsym(h, "cuMemcpyDtoH_v2");
+  cu.memset8 = (int (*)(devptr, unsigned char, size_t))dlsym(h, "cuMemsetD8_v2");
+  cu.stream_create = (int (*)(void**, unsigned))dlsym(h, "cuStreamCreate");
+  cu.stream_sync = (int (*)(void*))dlsym(h, "cuStreamSynchronize");
+  int dev = 0;
+  void* ctx = NULL;
+  char name[256] = "";
+  if (!cu.init || !cu.device_get || !cu.primary_retain || !cu.ctx_set || !cu.mem_alloc ||
+      !cu.mem_free || !cu.htod || !cu.dtoh || !cu.stream_create || !cu.stream_sync ||
+      cu.init(0) != 0 || cu.device_get(&dev, 0) != 0 || cu.primary_retain(&ctx, dev) != 0 ||
+      cu.ctx_set(ctx) != 0 || cu.stream_create(&stream, 1 /* non-blocking */) != 0) {
+    fprintf(stderr, "libcuda.so.1 loads but no CUDA device can be used\n");
+    exit(1);
+  }
+  if (cu.device_name != NULL) cu.device_name(name, (int)sizeof name, dev);
+  return strcmp(name, "null CUDA device") == 0 ? kNullDriver : kGpu;
+}
+
+/* Device memory, or, with no driver, host memory standing in for it (the
+   calls must fail before they touch it). */
+static void* dalloc(size_t bytes) {
+  if (mode == kNoDriver) return aligned_alloc(256, (bytes + 255) / 256 * 256);
+  devptr p = 0;
+  if (cu.mem_alloc(&p, bytes) != 0) {
+    fprintf(stderr, "cuMemAlloc of %zu bytes failed\n", bytes);
+    exit(1);
+  }
+  return (void*)(uintptr_t)p;
+}
+static void dfree(void* p) {
+  if (mode == kNoDriver) free(p); else cu.mem_free((devptr)(uintptr_t)p);
+}
+static void upload(void* d, const void* h, size_t bytes) {
+  if (mode == kNoDriver) memcpy(d, h, bytes); else cu.htod((devptr)(uintptr_t)d, h, bytes);
+}
+static void download(void* h, const void* d, size_t bytes) {
+  if (mode != kNoDriver) cu.stream_sync(stream);
+  if (mode == kNoDriver) memcpy(h, d, bytes); else cu.dtoh(h, (devptr)(uintptr_t)d, bytes);
+}
+static void dzero(void* d, size_t bytes) {
+  if (mode == kNoDriver) memset(d, 0, bytes); else if (cu.memset8) cu.memset8((devptr)(uintptr_t)d, 0, bytes);
+}
+
+static DLTensor tensor(void* data, int64_t* shape, int ndim, int device_type) {
+  DLTensor t;
+  memset(&t, 0, sizeof t);
+  t.data = data;
+  t.device.device_type = (DLDeviceType)device_type;
+  t.device.device_id = 0;
+  t.ndim = ndim;
+  t.dtype.code = kDLFloat;
+  t.dtype.bits = 32;
+  t.dtype.lanes = 1;
+  t.shape = shape;
+  return t;
+}
+
+static void fill(float* x, int64_t n, unsigned seed) {
+  for (int64_t i = 0; i < n; ++i) {
+    seed = seed * 1103515245u + 12345u;
+    x[i] = (float)((seed >> 8) % 2001) / 1000.0f - 1.0f;
+  }
+}
+
+static double max_error(const float* a, const float* b, const float* c, int64_t m, int64_t n,
+                        int64_t k) {
+  double worst = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double ref = 0;
+      for (int64_t p = 0; p < k; ++p) ref += (double)a[i * k + p] * (double)b[p * n + j];
+      double err = ref - (double)c[i * n + j];
+      if (err < 0) err = -err;
+      if (err > worst) worst = err;
+    }
+  }
+  return worst;
+}
+
+/* A launching call's status: 0 where a driver runs it, else the missing
+   driver's error. */
+static void check_status(int st, const char* error, const char* what) {
+  if (mode == kNoDriver) {
+    CHECK(st == TILEJIT_RUNTIME_ERROR, "%s: status %d", what, st);
+    CHECK(strstr(error, "cannot load the CUDA driver libcuda.so.1: ") != NULL, "%s: '%s'", what, error);
+  } else {
+    CHECK(st == TILEJIT_OK, "%s: status %d: %s", what, st, error);
+  }
+}
+
+static void check_result(const float* a, const float* b, const void* dc, int64_t m, int64_t n,
+                         int64_t k, const char* what) {
+  if (mode != kGpu) return;
+  float* c = malloc(sizeof(float) * (size_t)(m * n));
+  download(c, dc, sizeof(float) * (size_t)(m * n));
+  const double err = max_error(a, b, c, m, n, k);
+  CHECK(err < 1e-3, "%s: max |error| %g", what, err);
+  free(c);
+}
+
+static void test_splitk(void) {
+  const int64_t M = 70, N = 50, K = 100;
+  int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+  float* a = malloc(sizeof(float) * M * K);
+  float* b = malloc(sizeof(float) * K * N);
+  fill(a, M * K, 1);
+  fill(b, K * N, 2);
+  void* da = dalloc(sizeof(float) * M * K);
+  void* db = dalloc(sizeof(float) * K * N);
+  void* dc = dalloc(sizeof(float) * M * N);
+  upload(da, a, sizeof(float) * M * K);
+  upload(db, b, sizeof(float) * K * N);
+  DLTensor A = tensor(da, sa, 2, kDLCUDA), B = tensor(db, sb, 2, kDLCUDA), C = tensor(dc, sc, 2, kDLCUDA);
+
+  /* Host-only: no driver needed. */
+  const int64_t bytes = splitk_gemm_workspace_bytes(&A, &B);
+  CHECK(bytes == (4 * M * N * 4 + 255) / 256 * 256, "workspace bytes %lld", (long long)bytes);
+  int64_t shapes[SPLITK_GEMM_OUTPUT_SHAPES_LEN];
+  CHECK(splitk_gemm_output_shapes(&A, &B, shapes) == TILEJIT_OK, "%s", splitk_gemm_last_error());
+  CHECK(shapes[0] == M && shapes[1] == N, "output shape");
+
+  /* The caller's workspace, on the stream. */
+  void* ws = dalloc((size_t)bytes);
+  dzero(dc, sizeof(float) * M * N);
+  int st = splitk_gemm(&A, &B, &C, ws, stream);
+  check_status(st, splitk_gemm_last_error(), "splitk_gemm");
+  check_result(a, b, dc, M, N, K, "splitk_gemm");
+
+  /* The library's pool: one arena for the stream, reused (no allocation in
+     steady state); the legacy default stream (NULL) gets its own. */
+  for (int i = 0; i < 3; ++i) {
+    dzero(dc, sizeof(float) * M * N);
+    st = splitk_gemm_auto(&A, &B, &C, stream, NULL);
+    check_status(st, splitk_gemm_last_error(), "splitk_gemm_auto");
+    check_result(a, b, dc, M, N, K, "splitk_gemm_auto");
+  }
+  CHECK(splitk_gemm_pool_bytes() == (mode == kNoDriver ? 0 : bytes), "pool holds %lld bytes",
+        (long long)splitk_gemm_pool_bytes());
+  st = splitk_gemm_auto(&A, &B, &C, NULL, NULL);
+  check_status(st, splitk_gemm_last_error(), "splitk_gemm_auto on the default stream");
+  CHECK(splitk_gemm_pool_bytes() == (mode == kNoDriver ? 0 : 2 * bytes), "pool holds %lld bytes",
+        (long long)splitk_gemm_pool_bytes());
+  check_result(a, b, dc, M, N, K, "splitk_gemm_auto on the default stream");
+
+  /* The outputs allocated by the library: CUDA tensors on the call's device. */
+  DLManagedTensor* made[SPLITK_GEMM_NUM_OUTPUTS] = {NULL};
+  st = splitk_gemm_auto_outputs(&A, &B, made, stream, NULL);
+  check_status(st, splitk_gemm_last_error(), "splitk_gemm_auto_outputs");
+  CHECK((st == TILEJIT_OK) == (made[0] != NULL), "made[0] %p", (void*)made[0]);
+  if (made[0] != NULL) {
+    const DLTensor* t = &made[0]->dl_tensor;
+    CHECK(t->device.device_type == kDLCUDA && t->device.device_id == 0, "made device %d:%d",
+          (int)t->device.device_type, (int)t->device.device_id);
+    CHECK(t->ndim == 2 && t->shape[0] == M && t->shape[1] == N, "made shape");
+    CHECK(((uintptr_t)t->data) % 256 == 0, "made data is not 256-byte aligned");
+    check_result(a, b, t->data, M, N, K, "splitk_gemm_auto_outputs");
+    made[0]->deleter(made[0]);
+  }
+
+  /* Errors: found before the driver is needed, so with or without one. */
+  DLTensor Acpu = tensor(a, sa, 2, kDLCPU);
+  st = splitk_gemm(&Acpu, &B, &C, ws, stream);
+  CHECK(st == TILEJIT_VALUE_ERROR, "status %d", st);
+  CHECK(strcmp(splitk_gemm_last_error(),
+               "splitk_gemm: argument #0 'A': expected a tensor on cuda (target 'cuda'), got one on cpu") == 0,
+        "'%s'", splitk_gemm_last_error());
+  DLTensor B1 = B;
+  B1.device.device_id = 1;
+  st = splitk_gemm(&A, &B1, &C, ws, stream);
+  CHECK(st == TILEJIT_VALUE_ERROR, "status %d", st);
+  CHECK(strcmp(splitk_gemm_last_error(),
+               "splitk_gemm: argument #1 'B': is on cuda:1 but argument #0 'A' is on cuda:0; all "
+               "tensors must be on one device") == 0,
+        "'%s'", splitk_gemm_last_error());
+  DLTensor C1 = C;
+  C1.device.device_id = 1;
+  st = splitk_gemm_auto(&A, &B, &C1, stream, NULL);
+  CHECK(st == TILEJIT_VALUE_ERROR, "status %d", st);
+  CHECK(strcmp(splitk_gemm_last_error(),
+               "splitk_gemm: out[0] 'C': expected a tensor on cuda:0, got one on cuda:1") == 0,
+        "'%s'", splitk_gemm_last_error());
+  DLTensor Chost = C;
+  Chost.device.device_type = kDLCUDAHost;
+  st = splitk_gemm(&A, &B, &Chost, ws, stream);
+  CHECK(st == TILEJIT_VALUE_ERROR, "status %d", st);
+  CHECK(strcmp(splitk_gemm_last_error(),
+               "splitk_gemm: out[0] 'C': expected a tensor on cuda (target 'cuda'), got one on cuda_host:0") == 0,
+        "'%s'", splitk_gemm_last_error());
+  st = splitk_gemm(&A, &B, &C, NULL, stream);
+  CHECK(st == TILEJIT_VALUE_ERROR, "status %d", st);
+  CHECK(strcmp(splitk_gemm_last_error(), "splitk_gemm: workspace: needs 56064 bytes, got NULL") == 0,
+        "'%s'", splitk_gemm_last_error());
+  if (mode != kNoDriver) {
+    /* A device that does not exist: found when the call asks the driver. */
+    DLTensor A9 = A, B9 = B, C9 = C;
+    A9.device.device_id = B9.device.device_id = C9.device.device_id = 9;
+    st = splitk_gemm(&A9, &B9, &C9, ws, stream);
+    CHECK(st == TILEJIT_VALUE_ERROR, "status %d", st);
+    CHECK(strstr(splitk_gemm_last_error(), "splitk_gemm: the tensors are on cuda:9, but there ") != NULL,
+          "'%s'", splitk_gemm_last_error());
+  }
+
+  dfree(ws);
+  dfree(da);
+  dfree(db);
+  dfree(dc);
+  free(a);
+  free(b);
+}
+
+/* zero_once through the pool: zeroed (a stream-ordered memset) when the
+   arena is first used, re-armed by the kernel; every later call is right. */
+static void test_counted(void) {
+  const int64_t M = 130, N = 129, K = 65;
+  int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+  float* a = malloc(sizeof(float) * M * K);
+  float* b = malloc(sizeof(float) * K * N);
+  fill(a, M * K, 3);
+  fill(b, K * N, 4);
+  void* da = dalloc(sizeof(float) * M * K);
+  void* db = dalloc(sizeof(float) * K * N);
+  void* dc = dalloc(sizeof(float) * M * N);
+  upload(da, a, sizeof(float) * M * K);
+  upload(db, b, sizeof(float) * K * N);
+  DLTensor A = tensor(da, sa, 2, kDLCUDA), B = tensor(db, sb, 2, kDLCUDA), C = tensor(dc, sc, 2, kDLCUDA);
+  const int64_t bytes = splitk_gemm_counted_workspace_bytes(&A, &B);
+  CHECK(bytes > 0, "workspace bytes %lld", (long long)bytes);
+  for (int i = 0; i < 3; ++i) {
+    dzero(dc, sizeof(float) * M * N);
+    const int st = splitk_gemm_counted_auto(&A, &B, &C, stream, NULL);
+    check_status(st, splitk_gemm_counted_last_error(), "splitk_gemm_counted_auto");
+    check_result(a, b, dc, M, N, K, "splitk_gemm_counted_auto");
+  }
+  CHECK(splitk_gemm_counted_pool_bytes() == (mode == kNoDriver ? 0 : bytes), "pool holds %lld bytes",
+        (long long)splitk_gemm_counted_pool_bytes());
+  /* The caller's workspace, full of garbage: zero_once is zeroed anyway. */
+  void* ws = dalloc((size_t)bytes);
+  if (mode != kNoDriver && cu.memset8) cu.memset8((devptr)(uintptr_t)ws, 0x7f, (size_t)bytes);
+  dzero(dc, sizeof(float) * M * N);
+  const int st = splitk_gemm_counted(&A, &B, &C, ws, stream);
+  check_status(st, splitk_gemm_counted_last_error(), "splitk_gemm_counted");
+  check_result(a, b, dc, M, N, K, "splitk_gemm_counted with the caller's workspace");
+  dfree(ws);
+  dfree(da);
+  dfree(db);
+  dfree(dc);
+  free(a);
+  free(b);
+}
+
+int main(int argc, char** argv) {
+  const int expect_gpu = argc > 1 && strcmp(argv[1], "expect-gpu") == 0;
+  mode = open_driver();
+  static const char* const names[] = {"no CUDA driver", "the null CUDA driver", "a GPU"};
+  printf("running with %s\n", names[mode]);
+  test_splitk();
+  test_counted();
+  CHECK(!expect_gpu || mode == kGpu, "expected a GPU, found %s", names[mode]);
+  if (failures != 0) {
+    fprintf(stderr, "%d checks failed\n", failures);
+    return 1;
+  }
+  printf("OK: the CUDA exports of the split-K GEMMs pass (%s)\n", names[mode]);
+  return 0;
+}
