@@ -16,10 +16,12 @@ mkdir -p "$build"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTILEJIT_BUILD_BENCH=ON -DTILEJIT_BUILD_TESTS=OFF \
   -DTILEJIT_BUILD_EXAMPLES=OFF -DTILEJIT_WITH_CUDA=ON >"$build/cmake.log" 2>&1 ||
   { cat "$build/cmake.log"; exit 1; }
-cmake --build "$build" -j"$(nproc)" --target bench_cuda_call null_cuda >/dev/null
+cmake --build "$build" -j"$(nproc)" --target bench_cuda_call bench_export_call null_cuda >/dev/null
 export LD_LIBRARY_PATH="$build/bench/null_driver${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export TILEJIT_CACHE_DIR="$build/kernel_cache"
 for run in 1 2 3; do
   echo "== run $run"
   "$build/bench/bench_cuda_call" | sed -n '1,7p'
 done
+echo "== a CUDA export's C call (bench_export_call)"
+"$build/bench/bench_export_call"

@@ -44,6 +44,16 @@ rm -rf "$root/build-gpu/example_cache"
 TILEJIT_CACHE_DIR=$root/build-gpu/example_cache ./build-gpu/examples/cuda_examples 2>&1 | tee "$OUT/examples_cold.log" | tee -a "$summary"
 TILEJIT_CACHE_DIR=$root/build-gpu/example_cache ./build-gpu/examples/cuda_examples 2>&1 | grep -E "^jit|context" | sed 's/^/warm: /' | tee -a "$summary"
 
+log "## The CUDA export: the C consumer of the split-K GEMMs on the GPU (tests/c/consumer_cuda_splitk.c)"
+if (cd build-gpu && ctest -R 'export\.(write_cuda_kernels|cuda_consumer)$' >"$OUT/cuda_export.log" 2>&1) &&
+   ./build-gpu/tests/c/exported_cuda/consumer_cuda_splitk expect-gpu >>"$OUT/cuda_export.log" 2>&1; then
+  log "cuda consumer: $(tail -1 "$OUT/cuda_export.log")"
+else
+  log "cuda consumer FAILED:"; tail -20 "$OUT/cuda_export.log" | tee -a "$summary"
+fi
+log "## A CUDA export's C call against the bare launch (bench/bench_export_call.cpp)"
+./build-gpu/bench/bench_export_call 2>&1 | tee -a "$summary"
+
 log "## C++ call overhead (cached outputs, the default)"
 ./build-gpu/bench/bench_cuda_call 2>&1 | tee -a "$summary"
 log "## C++ call overhead with TILEJIT_CUDA_CACHE_OUTPUTS=0 (driver allocation per output)"
