@@ -15,6 +15,7 @@
 #include "tilejit/core/error.h"
 #include "tilejit/export/export_library.h"
 #include "tilejit/ir/shape_program.h"
+#include "tilejit/runtime/backend.h"
 
 namespace tilejit::exporter {
 namespace {
@@ -170,14 +171,15 @@ enum {
   TILEJIT_OK = 0,
   TILEJIT_TYPE_ERROR = 1,    /* a wrong dtype, a NULL tensor */
   TILEJIT_VALUE_ERROR = 2,   /* a wrong rank, extent, device, layout, workspace */
-  TILEJIT_RUNTIME_ERROR = 3, /* the kernel failed (a block threw) */
+  TILEJIT_RUNTIME_ERROR = 3, /* the kernel failed (a block threw), or the CUDA driver
+                                is missing (libcuda.so.1) or failed */
   TILEJIT_OUT_OF_MEMORY = 4  /* a workspace or an output could not be allocated */
 };
 /* Memory for <op>_auto's workspace and <op>_auto_outputs' outputs. alloc returns `bytes` bytes aligned to
    `alignment` (256), usable by work queued on `stream`, or NULL; free gives
    back what alloc returned, once the work queued on `stream` so far is done
-   (stream-ordered; the CPU target runs synchronously, so at once). `user`
-   is passed to both. */
+   (stream-ordered: for CUDA, cuMemFreeAsync on `stream` does it; the CPU
+   target runs synchronously, so at once). `user` is passed to both. */
 typedef struct tilejit_allocator {
   void* (*alloc)(void* user, size_t bytes, size_t alignment, void* stream);
   void (*free)(void* user, void* ptr, size_t bytes, void* stream);
@@ -220,11 +222,28 @@ std::string c_header(const Kernel& k, const std::string& op, const std::string& 
       os << param.tensor.dtype.name() << shape_text(param);
     }
   }
-  os << "\n\n   Tensors are DLPack DLTensors on the CPU (device_type kDLCPU), of the\n"
-        "   declared dtype and rank, row-major contiguous (strides NULL or\n"
-        "   compact); data + byte_offset is the first element. Functions that\n"
-        "   return int return a TILEJIT_* status; on failure "
-     << op << "_last_error()\n   names the argument. Every function is thread-safe. */\n";
+  const bool cuda = runtime::get_backend(k.target()).device_type() == DeviceType::kCUDA;
+  if (cuda) {
+    os << "\n\n   Tensors are DLPack DLTensors in the memory of one CUDA device\n"
+          "   (device_type kDLCUDA, every tensor the same device_id), of the\n"
+          "   declared dtype and rank, row-major contiguous (strides NULL or\n"
+          "   compact); data + byte_offset is the first element. The library opens\n"
+          "   the CUDA driver (libcuda.so.1) on the first call that launches; where\n"
+          "   it is missing, or cuInit fails, every such call returns\n"
+          "   TILEJIT_RUNTIME_ERROR and "
+       << op << "_last_error() says why. A call runs in the\n"
+          "   current context when it is on the tensors' device, else in that\n"
+          "   device's primary context, and returns once its work is queued on\n"
+          "   `stream`. Functions that return int return a TILEJIT_* status; on\n"
+          "   failure " << op << "_last_error() names the argument. Every function is\n"
+          "   thread-safe. */\n";
+  } else {
+    os << "\n\n   Tensors are DLPack DLTensors on the CPU (device_type kDLCPU), of the\n"
+          "   declared dtype and rank, row-major contiguous (strides NULL or\n"
+          "   compact); data + byte_offset is the first element. Functions that\n"
+          "   return int return a TILEJIT_* status; on failure "
+       << op << "_last_error()\n   names the argument. Every function is thread-safe. */\n";
+  }
   os << "#ifndef " << guard << "\n#define " << guard << "\n\n"
      << "#include <stddef.h>\n#include <stdint.h>\n\n" << kDlpack << kCommon;
   os << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
@@ -242,30 +261,43 @@ std::string c_header(const Kernel& k, const std::string& op, const std::string& 
   os << "/* Runs the kernel: checks the inputs and the outputs (the caller's memory,\n"
         "   of the shapes " << op << "_output_shapes gives), then launches. `workspace`:\n"
         "   at least " << op << "_workspace_bytes() bytes, 256-byte aligned (NULL when that\n"
-        "   is 0); its zero and zero_once workspaces are zeroed on every call. `stream`:\n"
-        "   unused by the CPU target (pass NULL). */\n"
+        "   is 0); its zero and zero_once workspaces are zeroed on every call"
+     << (cuda ? " (a memset\n   queued on `stream`). `stream`: the CUstream the launches are queued on (NULL:\n"
+                "   the legacy default stream). */\n"
+              : ". `stream`:\n   unused by the CPU target (pass NULL). */\n")
      << "int " << op << "(" << join({ins, outs, "void* workspace", "void* stream"}) << ");\n\n";
   os << "/* As " << op << "(), with the workspace allocated for the call: through\n"
         "   `allocator` (freed stream-ordered after the launch), or with NULL from a pool\n"
-        "   inside the library (one arena per size, reused by later calls; zero_once\n"
-        "   workspaces are zeroed only when an arena is first used for a layout). The\n"
+     << (cuda ? "   inside the library: device memory, one arena per size, context and stream,\n"
+                "   reused only by later calls on the same stream (which runs them after the\n"
+                "   earlier calls' work), so that steady-state calls allocate nothing; a call\n"
+                "   on a stream that is capturing a CUDA graph is refused (TILEJIT_VALUE_ERROR)\n"
+                "   with a NULL allocator. zero_once\n"
+              : "   inside the library (one arena per size, reused by later calls; zero_once\n")
+     << "   workspaces are zeroed only when an arena is first used for a layout). The\n"
         "   outputs are the caller's, as for " << op << "(). */\n"
      << "int " << op << "_auto(" << join({ins, outs, "void* stream", "const tilejit_allocator* allocator"})
      << ");\n\n";
   os << "/* As " << op << "_auto(), with the outputs allocated too: writes "
      << upper(op) << "_NUM_OUTPUTS\n"
         "   DLPack managed tensors to `outputs`, in order, each from `allocator` (or,\n"
-        "   with NULL, aligned_alloc), row-major and 256-byte aligned. The caller frees\n"
-        "   each with its deleter (`t->deleter(t)`), which gives the memory back to the\n"
-        "   allocator (on the call's stream), so `allocator->user` must outlive them. On\n"
-        "   failure nothing is allocated and `outputs` holds NULLs. */\n"
+     << (cuda ? "   with NULL, cuMemAllocAsync on `stream`, or cuMemAlloc where the device has\n"
+                "   no memory pools; not while the stream captures a graph), on the call's\n"
+                "   device, row-major and 256-byte aligned. The caller frees each with its\n"
+                "   deleter (`t->deleter(t)`), which gives the memory back to the allocator\n"
+                "   (NULL: cuMemFreeAsync) on the call's stream, so that stream and\n"
+                "   `allocator->user` must outlive them. On\n"
+              : "   with NULL, aligned_alloc), row-major and 256-byte aligned. The caller frees\n"
+                "   each with its deleter (`t->deleter(t)`), which gives the memory back to the\n"
+                "   allocator (on the call's stream), so `allocator->user` must outlive them. On\n")
+     << "   failure nothing is allocated and `outputs` holds NULLs. */\n"
      << "int " << op << "_auto_outputs("
      << join({ins, "DLManagedTensor** outputs", "void* stream", "const tilejit_allocator* allocator"})
      << ");\n\n";
   os << "/* The message of this thread's last failed call (\"\" before any). */\n"
      << "const char* " << op << "_last_error(void);\n\n";
   os << "/* Bytes the library's pool holds (arenas of " << op << "_auto with a NULL\n"
-        "   allocator). */\n"
+        "   allocator" << (cuda ? ", device memory of every context and stream" : "") << "). */\n"
      << "int64_t " << op << "_pool_bytes(void);\n\n";
   os << "#ifdef __cplusplus\n}  /* extern \"C\" */\n#endif\n\n#endif /* " << guard << " */\n";
   return os.str();

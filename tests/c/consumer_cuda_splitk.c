@@ -77,7 +77,7 @@ static int open_driver(void) {
   if (!cu.init || !cu.device_get || !cu.primary_retain || !cu.ctx_set || !cu.mem_alloc ||
       !cu.mem_free || !cu.htod || !cu.dtoh || !cu.stream_create || !cu.stream_sync ||
       cu.init(0) != 0 || cu.device_get(&dev, 0) != 0 || cu.primary_retain(&ctx, dev) != 0 ||
-      cu.ctx_set(ctx) != 0 || cu.stream_create(&stream, 1 /* non-blocking */) != 0) {
+      cu.ctx_set(ctx) != 0 || cu.stream_create(&stream, 0) != 0) {
     fprintf(stderr, "libcuda.so.1 loads but no CUDA device can be used\n");
     exit(1);
   }
