@@ -3,46 +3,71 @@
 // Note [Exported library]
 // An exported library is what a call of the Kernel needs, decided at jit time
 // and written out as code, compiled once more by the target's compiler:
-//  - the kernel itself: for the CPU target, k.source() (the unit the CPU
-//    backend generated: code generation stays in the backend) compiled
-//    again, without -march=native, into the library;
-//  - the launcher: the target's (runtime::ExportRequest,
-//    backend/cpu/cpu_export.cpp), running a launch's blocks serially;
-//  - the wrapper (export_codegen.cpp over wrapper_runtime.cpp): the call
-//    plan's input specs, symbol bindings and dimension checks as tables, its
-//    ShapeProgram as straight-line code, the KernelAbi's block layout, the
-//    workspace layout (256-byte aligned offsets in one arena, as the pool
-//    leases it), the init policies, a small pool of its own and the C
-//    functions of the header. Its messages are the jit path's
+//  - the kernel itself: k.source() (the unit the backend generated: code
+//    generation stays in the backend) compiled again, for the CPU without
+//    -march=native, for CUDA by NVRTC (Note [CUDA export]);
+//  - the launcher: the target's (runtime::ExportRequest; CPU:
+//    backend/cpu/cpu_export.cpp, running a launch's blocks serially; CUDA:
+//    backend/cuda/cuda_export.cpp), defining the wrapper's hooks: begin/end
+//    of a call on a device, a launch on the call's stream, zeroing, memory,
+//    whether the stream captures a graph;
+//  - the wrapper (export_codegen.cpp over wrapper_runtime.cpp and
+//    wrapper_call.cpp), target-neutral: the call plan's input specs, symbol
+//    bindings and dimension checks as tables, its ShapeProgram as
+//    straight-line code, the KernelAbi's block layout and each launch's
+//    shared memory, the workspace layout (256-byte aligned offsets in one
+//    arena, as the pool leases it), the init policies, a small pool of its
+//    own and the C functions of the header. Its messages are the jit path's
 //    (jit/call_errors.cpp), with "got NULL" for a missing tensor.
 // The header (c_header()) is the wrapper's first lines too, so the two can
 // never disagree. Nothing in the library refers to libtilejit: it needs the
-// C runtime alone (cpu_export.cpp links the C++ runtime in statically and
-// exports the C functions only).
+// C runtime alone (the launchers link the C++ runtime in statically and
+// export the C functions only).
 //
 // The files appear whole or not at all: the library is compiled first, then
 // each file is written under a temporary name in its directory and renamed
 // over the final name, the header first; when the library's rename fails
 // the header is removed again.
 //
-// Note [CUDA export] (designed, not implemented)
-// A CUDA export would keep this wrapper as it is and change the target's
-// part: Backend::export_library of the CUDA backend would compile the kernel
-// with NVRTC to a cubin for the export's architecture plus PTX for newer ones,
-// and embed both as byte arrays in a launcher unit. The launcher would open
-// libcuda.so.1 with dlopen on first use (under a pthread_once; a missing
-// driver is a TILEJIT_RUNTIME_ERROR naming dlopen's error), resolve
-// cuGetProcAddress and through it the few entry points it needs
-// (cuCtxGetCurrent / cuDevicePrimaryCtxRetain, cuModuleLoadData,
-// cuModuleGetFunction, cuFuncSetAttribute, cuLaunchKernel, cuMemsetD8Async,
-// cuMemAllocAsync / cuMemFreeAsync for the pool), load the cubin per
-// context (falling back to the PTX when the device's architecture is not
-// the cubin's), and launch with `stream` as a CUstream, passing the packed
-// block as CU_LAUNCH_PARAM_BUFFER_POINTER, as cuda_module.cpp does. The
-// device checks would compare kDLCUDA and the tensors' device ids; the pool
-// would key its arenas by (device, stream) and free stream-ordered, and
-// kZero would be a cuMemsetD8Async on the stream. No CUDA header would be
-// needed at build time of the consumer: the few types are opaque pointers.
+// Note [CUDA export]
+// The CUDA backend's export_library (backend/cuda/cuda_export.cpp) compiles
+// the kernel's unit with NVRTC twice: to a cubin for the architecture the
+// Kernel was compiled for (its primary device's, Note [Choosing the
+// architecture] in cuda_compiler.cpp: sm_90a on an H200) and to PTX for the
+// virtual architecture (compute_90; compute_90a when the body needs the
+// architecture-specific features), and embeds both as byte arrays in the
+// launcher unit (the code: cuda_export_launcher.cpp), compiled with the
+// wrapper by the host C++ compiler (backend/common/host_compiler.h) into one
+// shared object linked as the CPU export is. The launcher needs no CUDA
+// header (it declares the few driver types and enum values it uses) and
+// links no libcuda: on the first call that launches it opens libcuda.so.1
+// with dlopen under a pthread_once, calls cuInit and resolves the rest
+// through cuGetProcAddress at the CUDA 12.0 ABI; a missing driver or a
+// failing cuInit is a TILEJIT_RUNTIME_ERROR whose message names dlopen's
+// (or cuInit's) error, given by every later call too. A call runs in the
+// current context when that is on the tensors' device (wrapper: every
+// tensor on one kDLCUDA device), else in the device's primary context, made
+// current for the call and the previous one restored after. The module is
+// loaded once per context (a lock-free list of contexts, grown under a
+// mutex): the cubin, or the PTX when the cubin does not load there (another
+// architecture). A launch passes the packed block as the kernel's one
+// parameter (kernelParams = {block}, as cuda_module.cpp does), with the
+// KernelAbi's threads and shared memory (cuFuncSetAttribute opts in above
+// 48 KiB, once per increase), on the caller's `stream` (a CUstream; NULL is
+// the legacy default stream). kZero workspaces are cuMemsetD8Async on that
+// stream. The wrapper's pool keys its arenas (cuMemAlloc) by context and
+// stream (and thread, on the per-thread default stream): an arena is reused
+// only by a later call on the stream its last call was queued on, which
+// runs after that call's work, so a steady-state call allocates nothing and
+// waits for nothing; zero_once tags work as on the CPU. A stream destroyed
+// while its work runs and another created at the same address could reuse
+// an arena early; streams are not usually recycled that fast. Under stream
+// capture the pool (and _auto_outputs' default memory) are refused with a
+// TILEJIT_VALUE_ERROR: an arena captured into a graph would have to stay
+// the graph's; a caller's allocator or workspace works there. Outputs of
+// _auto_outputs with no allocator are cuMemAllocAsync on the stream (where
+// the device has memory pools), freed by their deleter with cuMemFreeAsync
+// on it.
 #include "tilejit/export/export_library.h"
 
 #include <fcntl.h>

@@ -14,9 +14,11 @@ namespace tilejit {
 /// same stem, ".h"), whose functions are named after export_c_name(k.name()):
 /// `<op>`, `<op>_auto`, `<op>_auto_outputs`, `<op>_workspace_bytes`,
 /// `<op>_output_shapes`, `<op>_last_error`, `<op>_pool_bytes`. The library holds the kernel
-/// compiled again from k.source() by the CPU backend's compiler, the
-/// KernelAbi's block layout and the call plan's checks and shape program;
-/// it needs only the C runtime. Both files appear at once or not at all
+/// compiled again from k.source() by the target's compiler (CPU: the host
+/// C++ compiler; CUDA: NVRTC, a cubin for k's device and PTX, with a
+/// launcher that opens libcuda.so.1 at run time), the KernelAbi's block
+/// layout and the call plan's checks and shape program; it needs only the
+/// C runtime. Both files appear at once or not at all
 /// (each is written to a temporary name and renamed).
 /// Throws ValueError for a kernel of a target that cannot be exported (the
 /// message names the target) or an undefined kernel, CompileError when the
