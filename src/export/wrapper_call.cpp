@@ -149,17 +149,21 @@ uint64_t layout_tag(const int64_t* offsets, const int64_t* sizes) {
 // The library's pool and the outputs' default memory outlive the call: a
 // graph captured from it would replay into memory the pool hands to later
 // calls. They are refused on a capturing stream.
-__attribute__((cold)) int refuse_capture(const char* what) {
-  return fail(kValueError, "%s: the stream is capturing a CUDA graph, and the library's own %s "
-              "outlives the call; pass a tilejit_allocator (or, for %s, the workspace to <op>())",
-              what, what[0] == 'w' ? "pool" : "allocation", what[0] == 'w' ? "the workspace" : "the outputs");
+__attribute__((cold)) int refuse_capture(bool workspace) {
+  if (workspace) {
+    return fail(kValueError, "workspace: the stream is capturing a CUDA graph, and the library's pool "
+                "cannot lend an arena to a graph; pass a tilejit_allocator, or a workspace to the "
+                "call without _auto");
+  }
+  return fail(kValueError, "outputs: the stream is capturing a CUDA graph, and the library cannot "
+              "allocate a graph's outputs; pass a tilejit_allocator");
 }
 
-int check_not_capturing(tilejit_export_call* tc, const char* what) {
+int check_not_capturing(tilejit_export_call* tc, bool workspace) {
   if (!kStreamKeyedPool) return kOk;
   int capturing = 0;
   if (int st = tilejit_export_capturing(tc, &capturing, g_error, sizeof g_error)) return st;
-  return capturing ? refuse_capture(what) : kOk;
+  return capturing ? refuse_capture(workspace) : kOk;
 }
 
 // The caller's workspace (for <op>()): checked before the target is asked
@@ -201,7 +205,7 @@ int run(tilejit_export_call* tc, const DLTensor* const* in, const Scalar* sc, DL
     allocator->free(allocator->user, p, size_t(total), stream);
     return st;
   }
-  if (int st = check_not_capturing(tc, "workspace")) return st;
+  if (int st = check_not_capturing(tc, true)) return st;
   PoolBlock* block = pool_acquire(tc, total);
   if (__builtin_expect(block == nullptr, 0)) {
     return fail(kOutOfMemory, "workspace: cannot allocate %lld bytes of %s memory", (long long)total,
@@ -271,7 +275,7 @@ int call_allocating(const DLTensor* const* in, const Scalar* sc, DLManagedTensor
   if (int st = layout(&b, offsets, sizes, &total)) return st;
   tilejit_export_call tc = {b.device_id, stream, nullptr, nullptr};
   if (int st = tilejit_export_begin(&tc, g_error, sizeof g_error)) return st;
-  int st = allocator == nullptr ? check_not_capturing(&tc, "outputs") : kOk;
+  int st = allocator == nullptr ? check_not_capturing(&tc, false) : kOk;
   OutputBox* boxes[kNumOutputs + 1] = {nullptr};
   DLTensor* outs[kNumOutputs + 1] = {nullptr};
   for (int o = 0; o < kNumOutputs && st == kOk; ++o) {

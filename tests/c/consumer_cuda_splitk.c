@@ -50,6 +50,9 @@ static struct {
   int (*memset8)(devptr, unsigned char, size_t);
   int (*stream_create)(void**, unsigned);
   int (*stream_sync)(void*);
+  int (*begin_capture)(void*, int);
+  int (*end_capture)(void*, void**);
+  int (*graph_destroy)(void*);
 } cu;
 
 enum { kNoDriver, kNullDriver, kGpu };
@@ -71,6 +74,9 @@ static int open_driver(void) {
   cu.memset8 = (int (*)(devptr, unsigned char, size_t))dlsym(h, "cuMemsetD8_v2");
   cu.stream_create = (int (*)(void**, unsigned))dlsym(h, "cuStreamCreate");
   cu.stream_sync = (int (*)(void*))dlsym(h, "cuStreamSynchronize");
+  cu.begin_capture = (int (*)(void*, int))dlsym(h, "cuStreamBeginCapture_v2");
+  cu.end_capture = (int (*)(void*, void**))dlsym(h, "cuStreamEndCapture");
+  cu.graph_destroy = (int (*)(void*))dlsym(h, "cuGraphDestroy");
   int dev = 0;
   void* ctx = NULL;
   char name[256] = "";
@@ -267,6 +273,32 @@ static void test_splitk(void) {
     CHECK(st == TILEJIT_VALUE_ERROR, "status %d", st);
     CHECK(strstr(splitk_gemm_last_error(), "splitk_gemm: the tensors are on cuda:9, but there ") != NULL,
           "'%s'", splitk_gemm_last_error());
+  }
+
+  /* Under stream capture the library's pool and its output memory are
+     refused (an arena would have to stay the graph's); the capture goes on. */
+  if (mode == kGpu && cu.begin_capture && cu.end_capture && cu.graph_destroy) {
+    CHECK(cu.begin_capture(stream, 2 /* CU_STREAM_CAPTURE_MODE_RELAXED */) == 0, "cuStreamBeginCapture");
+    st = splitk_gemm_auto(&A, &B, &C, stream, NULL);
+    CHECK(st == TILEJIT_VALUE_ERROR, "status %d", st);
+    CHECK(strcmp(splitk_gemm_last_error(),
+                 "splitk_gemm: workspace: the stream is capturing a CUDA graph, and the library's "
+                 "pool cannot lend an arena to a graph; pass a tilejit_allocator, or a workspace to "
+                 "the call without _auto") == 0,
+          "'%s'", splitk_gemm_last_error());
+    made[0] = NULL;
+    st = splitk_gemm_auto_outputs(&A, &B, made, stream, NULL);
+    CHECK(st == TILEJIT_VALUE_ERROR && made[0] == NULL, "status %d", st);
+    CHECK(strcmp(splitk_gemm_last_error(),
+                 "splitk_gemm: outputs: the stream is capturing a CUDA graph, and the library "
+                 "cannot allocate a graph's outputs; pass a tilejit_allocator") == 0,
+          "'%s'", splitk_gemm_last_error());
+    /* The caller's workspace is captured as usual. */
+    st = splitk_gemm(&A, &B, &C, ws, stream);
+    CHECK(st == TILEJIT_OK, "captured call: status %d: %s", st, splitk_gemm_last_error());
+    void* graph = NULL;
+    CHECK(cu.end_capture(stream, &graph) == 0 && graph != NULL, "cuStreamEndCapture");
+    if (graph != NULL) cu.graph_destroy(graph);
   }
 
   dfree(ws);

@@ -26,7 +26,7 @@ namespace {
 // `bytes` as the initialiser of an unsigned char array, then a NUL (so that
 // PTX is a C string, and an empty array is still one element).
 void write_bytes(std::ostringstream& os, const char* name, const std::string& bytes) {
-  os << "alignas(8) const unsigned char " << name << "[] = {";
+  os << "alignas(256) const unsigned char " << name << "[] = {";
   for (size_t i = 0; i < bytes.size(); ++i) {
     if (i % 32 == 0) os << "\n ";
     os << ' ' << unsigned(static_cast<unsigned char>(bytes[i])) << ',';
