@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "noop_kernel.h"
@@ -65,10 +66,46 @@ typedef int64_t (*PoolFn)(void);
 typedef const char* (*ErrorFn)(void);
 }
 
+// The driver, opened here (nothing links libcuda: the bench builds where
+// the toolkit has no stub library, and runs over the null driver).
+struct Driver {
+  decltype(&::cuGetErrorName) get_error_name;
+  decltype(&::cuStreamCreate) stream_create;
+  decltype(&::cuStreamSynchronize) stream_synchronize;
+  decltype(&::cuModuleLoadData) module_load_data;
+  decltype(&::cuModuleGetFunction) module_get_function;
+  decltype(&::cuLaunchKernel) launch_kernel;
+  decltype(&::cuDeviceGet) device_get;
+  decltype(&::cuDeviceGetName) device_get_name;
+} cu;
+
+void open_driver() {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) {
+    std::fprintf(stderr, "dlopen libcuda.so.1: %s\n", dlerror());
+    std::exit(1);
+  }
+  auto get = [&](auto& slot, const char* name) {
+    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(h, name));
+    if (slot == nullptr) {
+      std::fprintf(stderr, "libcuda.so.1 has no %s\n", name);
+      std::exit(1);
+    }
+  };
+  get(cu.get_error_name, "cuGetErrorName");
+  get(cu.stream_create, "cuStreamCreate");
+  get(cu.stream_synchronize, "cuStreamSynchronize");
+  get(cu.module_load_data, "cuModuleLoadData");
+  get(cu.module_get_function, "cuModuleGetFunction");
+  get(cu.launch_kernel, "cuLaunchKernel");
+  get(cu.device_get, "cuDeviceGet");
+  get(cu.device_get_name, "cuDeviceGetName");
+}
+
 void check(CUresult r, const char* what) {
   if (r != CUDA_SUCCESS) {
     const char* name = nullptr;
-    cuGetErrorName(r, &name);
+    cu.get_error_name(r, &name);
     std::fprintf(stderr, "%s failed: %s\n", what, name ? name : "?");
     std::exit(1);
   }
@@ -90,7 +127,7 @@ std::vector<double> interleaved_ns(CUstream stream, const std::vector<std::funct
     for (size_t p = 0; p < paths.size(); ++p) {
       const auto t0 = Clock::now();
       for (int i = 0; i < kBatch; ++i) paths[p]();
-      check(cuStreamSynchronize(stream), "cuStreamSynchronize");
+      check(cu.stream_synchronize(stream), "cuStreamSynchronize");
       samples[p].push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / kBatch);
     }
   }
@@ -110,6 +147,7 @@ int main() {
     std::printf("no CUDA device: skipped\n");
     return 0;
   }
+  open_driver();
   const Kernel k = jit(bench::noop_kernel(), bench::noop_options("cuda"));
   const char* tmp = std::getenv("TMPDIR");
   std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/bench_export_call-XXXXXX";
@@ -134,7 +172,7 @@ int main() {
   // The jit path made the context current on this thread (the export uses
   // it, as a host application's own would be); one stream for every path.
   CUstream stream = nullptr;
-  check(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  check(cu.stream_create(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   Tensor a = empty({kM, kN}, DataType::float32(), Device::cuda(0));
   Tensor b = empty({kN}, DataType::float32(), Device::cuda(0));
   Tensor c = empty({kM}, DataType::float32(), Device::cuda(0));
@@ -148,8 +186,8 @@ int main() {
   const std::string cubin = binary.substr(1);
   CUmodule module;
   CUfunction fn;
-  check(cuModuleLoadData(&module, cubin.data()), "cuModuleLoadData");
-  check(cuModuleGetFunction(&fn, module, "tilejit_kernel"), "cuModuleGetFunction");
+  check(cu.module_load_data(&module, cubin.data()), "cuModuleLoadData");
+  check(cu.module_get_function(&fn, module, "tilejit_kernel"), "cuModuleGetFunction");
   struct Args {
     void* ptrs[8];
     int64_t syms[2];
@@ -177,7 +215,7 @@ int main() {
   const int64_t pool_before = op_pool();
   int failed = 0;
   const std::vector<double> t = interleaved_ns(stream, {
-      [&] { check(cuLaunchKernel(fn, 1, 1, 1, threads, 1, 1, 0, stream, params, nullptr), "cuLaunchKernel"); },
+      [&] { check(cu.launch_kernel(fn, 1, 1, 1, threads, 1, 1, 0, stream, params, nullptr), "cuLaunchKernel"); },
       [&] { failed |= op(&A, &B, &C, &D, ws, stream); },
       [&] { failed |= op_auto(&A, &B, &C, &D, stream, nullptr); },
   });
@@ -196,8 +234,8 @@ int main() {
               (long long)pool_before, (long long)op_pool());
   char name[128] = {};
   CUdevice dev;
-  check(cuDeviceGet(&dev, 0), "cuDeviceGet");
-  check(cuDeviceGetName(name, sizeof name, dev), "cuDeviceGetName");
+  check(cu.device_get(&dev, 0), "cuDeviceGet");
+  check(cu.device_get_name(name, sizeof name, dev), "cuDeviceGetName");
   std::printf("device: %s\n", name);
   if (std::strcmp(name, "null CUDA device") == 0) {
     std::printf("(bench/null_driver: launches do nothing; each row is host work per call, the "
