@@ -126,8 +126,10 @@ void load_driver() {
   auto get = [&](const char* name, void* slot, bool required) {
     void* fn = nullptr;
     int status = 0;
-    const CUresult r = get2 != nullptr ? get2(name, &fn, kApiVersion, 0, &status)
-                                       : get1(name, &fn, kApiVersion, 0);
+    // CU_GET_PROC_ADDRESS_LEGACY_STREAM: a NULL stream is the legacy default
+    // stream, as the header says.
+    const CUresult r = get2 != nullptr ? get2(name, &fn, kApiVersion, 1, &status)
+                                       : get1(name, &fn, kApiVersion, 1);
     if (r != kSuccess) fn = nullptr;
     memcpy(slot, &fn, sizeof fn);
     if (fn == nullptr && required && missing == nullptr) missing = name;
