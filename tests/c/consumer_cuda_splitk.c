@@ -14,6 +14,7 @@
    `consumer_cuda_splitk expect-gpu` fails unless a real GPU ran the GEMMs.
    Exits 0 when every check holds. */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,7 @@ static struct {
 enum { kNoDriver, kNullDriver, kGpu };
 static int mode = kNoDriver;
 static void* stream = NULL;
+static void* context = NULL;
 
 static int open_driver(void) {
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -78,12 +80,11 @@ static int open_driver(void) {
   cu.end_capture = (int (*)(void*, void**))dlsym(h, "cuStreamEndCapture");
   cu.graph_destroy = (int (*)(void*))dlsym(h, "cuGraphDestroy");
   int dev = 0;
-  void* ctx = NULL;
   char name[256] = "";
   if (!cu.init || !cu.device_get || !cu.primary_retain || !cu.ctx_set || !cu.mem_alloc ||
       !cu.mem_free || !cu.htod || !cu.dtoh || !cu.stream_create || !cu.stream_sync ||
-      cu.init(0) != 0 || cu.device_get(&dev, 0) != 0 || cu.primary_retain(&ctx, dev) != 0 ||
-      cu.ctx_set(ctx) != 0 || cu.stream_create(&stream, 0) != 0) {
+      cu.init(0) != 0 || cu.device_get(&dev, 0) != 0 || cu.primary_retain(&context, dev) != 0 ||
+      cu.ctx_set(context) != 0 || cu.stream_create(&stream, 0) != 0) {
     fprintf(stderr, "libcuda.so.1 loads but no CUDA device can be used\n");
     exit(1);
   }
@@ -349,6 +350,79 @@ static void test_counted(void) {
   free(b);
 }
 
+/* Calls from several threads at once, each on a stream of its own (and a
+   thread with no current context: the library makes the primary one
+   current): every call takes an arena of its own, each stream keeps one. */
+enum { kThreads = 4, kCallsPerThread = 5 };
+typedef struct {
+  const float* a;
+  const float* b;
+  void* da;
+  void* db;
+  int64_t m, n, k;
+  int bad_results;
+} thread_args;
+
+static void* run_calls(void* p) {
+  thread_args* t = (thread_args*)p;
+  int64_t sa[2] = {t->m, t->k}, sb[2] = {t->k, t->n}, sc[2] = {t->m, t->n};
+  void* s = NULL;
+  if (mode != kNoDriver && (cu.ctx_set(context) != 0 || cu.stream_create(&s, 0) != 0)) {
+    t->bad_results++;
+    return NULL;
+  }
+  void* dc = dalloc(sizeof(float) * (size_t)(t->m * t->n));
+  DLTensor A = tensor(t->da, sa, 2, kDLCUDA), B = tensor(t->db, sb, 2, kDLCUDA), C = tensor(dc, sc, 2, kDLCUDA);
+  if (mode != kNoDriver) cu.ctx_set(NULL);
+  for (int i = 0; i < kCallsPerThread; ++i) {
+    const int st = splitk_gemm_counted_auto(&A, &B, &C, s, NULL);
+    if (st != (mode == kNoDriver ? TILEJIT_RUNTIME_ERROR : TILEJIT_OK)) t->bad_results++;
+    if (mode == kGpu) {
+      float* c = malloc(sizeof(float) * (size_t)(t->m * t->n));
+      cu.stream_sync(s);
+      cu.dtoh(c, (devptr)(uintptr_t)dc, sizeof(float) * (size_t)(t->m * t->n));
+      if (max_error(t->a, t->b, c, t->m, t->n, t->k) >= 1e-3) t->bad_results++;
+      free(c);
+    }
+  }
+  dfree(dc);
+  return NULL;
+}
+
+static void test_threads(void) {
+  const int64_t M = 96, N = 80, K = 70;
+  float* a = malloc(sizeof(float) * M * K);
+  float* b = malloc(sizeof(float) * K * N);
+  fill(a, M * K, 5);
+  fill(b, K * N, 6);
+  void* da = dalloc(sizeof(float) * M * K);
+  void* db = dalloc(sizeof(float) * K * N);
+  upload(da, a, sizeof(float) * M * K);
+  upload(db, b, sizeof(float) * K * N);
+  int64_t sa[2] = {M, K}, sb[2] = {K, N};
+  DLTensor A = tensor(da, sa, 2, kDLCUDA), B = tensor(db, sb, 2, kDLCUDA);
+  const int64_t bytes = splitk_gemm_counted_workspace_bytes(&A, &B);
+  const int64_t before = splitk_gemm_counted_pool_bytes();
+  pthread_t threads[kThreads];
+  thread_args args[kThreads];
+  for (int i = 0; i < kThreads; ++i) {
+    thread_args t = {a, b, da, db, M, N, K, 0};
+    args[i] = t;
+    CHECK(pthread_create(&threads[i], NULL, run_calls, &args[i]) == 0, "pthread_create");
+  }
+  for (int i = 0; i < kThreads; ++i) {
+    pthread_join(threads[i], NULL);
+    CHECK(args[i].bad_results == 0, "thread %d: %d bad results", i, args[i].bad_results);
+  }
+  CHECK(splitk_gemm_counted_pool_bytes() - before == (mode == kNoDriver ? 0 : kThreads * bytes),
+        "the pool grew by %lld bytes for %d streams of %lld", (long long)(splitk_gemm_counted_pool_bytes() - before),
+        (int)kThreads, (long long)bytes);
+  dfree(da);
+  dfree(db);
+  free(a);
+  free(b);
+}
+
 int main(int argc, char** argv) {
   const int expect_gpu = argc > 1 && strcmp(argv[1], "expect-gpu") == 0;
   mode = open_driver();
@@ -356,6 +430,7 @@ int main(int argc, char** argv) {
   printf("running with %s\n", names[mode]);
   test_splitk();
   test_counted();
+  test_threads();
   CHECK(!expect_gpu || mode == kGpu, "expected a GPU, found %s", names[mode]);
   if (failures != 0) {
     fprintf(stderr, "%d checks failed\n", failures);

@@ -3,7 +3,7 @@
 # the program and the libraries open libcuda.so.1 themselves), and runs it,
 # over the null driver when NULL_DRIVER names its directory, with ARGS.
 execute_process(
-  COMMAND ${CC} -std=c11 -Wall -Wextra -Werror -I${DIR} ${SOURCE} -L${DIR}
+  COMMAND ${CC} -std=c11 -Wall -Wextra -Werror -pthread -I${DIR} ${SOURCE} -L${DIR}
           -lsplitk_gemm -lsplitk_gemm_counted -ldl -Wl,-rpath,${DIR} -o ${DIR}/consumer_cuda_splitk
   RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
