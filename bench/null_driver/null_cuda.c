@@ -4,13 +4,16 @@
  * Every entry the backend, bench_cuda_call and an exported library's
  * launcher (through cuGetProcAddress) use returns at once: "device
  * memory" is host memory from aligned_alloc, a launch does nothing, memsets
- * write host memory, events are always complete, and no stream is ever
- * capturing. With it, bench_cuda_call's bare launch costs the few
- * nanoseconds of a function call, and the difference between a tilejit call
- * and the bare launch is tilejit's own host work alone (the real driver's
- * calls are timed on a GPU machine). Kernels do not run, so nothing computed
- * through it means anything. Built only as a benchmark tool (bench/
- * CMakeLists.txt); see scripts/bench_host_overhead.sh.
+ * write host memory, events are always complete, and a stream captures only
+ * between cuStreamBeginCapture and cuStreamEndCapture (a graph of user
+ * objects, nothing else). With it, bench_cuda_call's bare launch costs the
+ * few nanoseconds of a function call, and the difference between a tilejit
+ * call and the bare launch is tilejit's own host work alone (the real
+ * driver's calls are timed on a GPU machine). Kernels do not run, so nothing
+ * computed through it means anything. Built as a benchmark tool (bench/
+ * CMakeLists.txt; see scripts/bench_host_overhead.sh) and for the CUDA
+ * export's tests (tests/c/CMakeLists.txt), which make CUDA kernels and run
+ * their exported libraries' host paths over it.
  *
  * cuda.h is included so that its macros give each definition the versioned
  * symbol name (cuMemAlloc -> cuMemAlloc_v2) that tilejit looks up. */
@@ -224,9 +227,120 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream stream) {
   return CUDA_SUCCESS;
 }
 
+/* Graph capture, for the host logic around it: one stream captures at a
+ * time into a graph that records nothing but the user objects it owns; its
+ * "executable" is itself and launches do nothing; destroying it runs the
+ * user objects' destructors at once (the real driver runs them later, on a
+ * thread of its own). */
+#define NULL_MAX_OBJECTS 16
+struct CUuserObject_st {
+  void* ptr;
+  CUhostFn destroy;
+};
+struct CUgraph_st {
+  CUuserObject objects[NULL_MAX_OBJECTS];
+  int count;
+};
+static CUstream capturing_stream = NULL;
+static CUgraph capture = NULL;
+static CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
 CUresult CUDAAPI cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* status) {
+  *status = capture != NULL && stream == capturing_stream ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                                                          : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode mode) {
+  (void)mode;
+  if (capture != NULL) return CUDA_ERROR_ILLEGAL_STATE;
+  capture = (CUgraph)calloc(1, sizeof(struct CUgraph_st));
+  if (capture == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  capturing_stream = stream;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamEndCapture(CUstream stream, CUgraph* graph) {
+  if (capture == NULL || stream != capturing_stream) return CUDA_ERROR_ILLEGAL_STATE;
+  *graph = capture;
+  capture = NULL;
+  capturing_stream = NULL;
+  return CUDA_SUCCESS;
+}
+
+#if CUDA_VERSION >= 12030
+CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream stream, CUstreamCaptureStatus* status,
+                                        cuuint64_t* id, CUgraph* graph, const CUgraphNode** deps,
+                                        const CUgraphEdgeData** edges, size_t* count) {
+  if (edges != NULL) *edges = NULL;
+#else
+CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream stream, CUstreamCaptureStatus* status,
+                                        cuuint64_t* id, CUgraph* graph, const CUgraphNode** deps,
+                                        size_t* count) {
+#endif
+  cuStreamIsCapturing(stream, status);
+  if (id != NULL) *id = 1;
+  if (graph != NULL) *graph = *status == CU_STREAM_CAPTURE_STATUS_ACTIVE ? capture : NULL;
+  if (deps != NULL) *deps = NULL;
+  if (count != NULL) *count = 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
+  const CUstreamCaptureMode previous = capture_mode;
+  capture_mode = *mode;
+  *mode = previous;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuUserObjectCreate(CUuserObject* object, void* ptr, CUhostFn destroy,
+                                    unsigned int refs, unsigned int flags) {
+  (void)refs;
+  (void)flags;
+  *object = (CUuserObject)malloc(sizeof(struct CUuserObject_st));
+  if (*object == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  (*object)->ptr = ptr;
+  (*object)->destroy = destroy;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuUserObjectRelease(CUuserObject object, unsigned int count) {
+  (void)count;
+  object->destroy(object->ptr);
+  free(object);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphRetainUserObject(CUgraph graph, CUuserObject object, unsigned int count,
+                                         unsigned int flags) {
+  (void)count;
+  (void)flags;
+  if (graph->count == NULL_MAX_OBJECTS) return CUDA_ERROR_OUT_OF_MEMORY;
+  graph->objects[graph->count++] = object;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphDestroy(CUgraph graph) {
+  for (int i = 0; i < graph->count; ++i) cuUserObjectRelease(graph->objects[i], 1);
+  free(graph);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph,
+                                             unsigned long long flags) {
+  (void)flags;
+  *exec = (CUgraphExec)graph;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphLaunch(CUgraphExec exec, CUstream stream) {
+  (void)exec;
   (void)stream;
-  *status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec exec) {
+  (void)exec;
   return CUDA_SUCCESS;
 }
 
@@ -285,6 +399,11 @@ static const struct {
     {"cuMemAllocAsync", (void*)cuMemAllocAsync},
     {"cuMemFreeAsync", (void*)cuMemFreeAsync},
     {"cuStreamIsCapturing", (void*)cuStreamIsCapturing},
+    {"cuStreamGetCaptureInfo", (void*)cuStreamGetCaptureInfo},
+    {"cuThreadExchangeStreamCaptureMode", (void*)cuThreadExchangeStreamCaptureMode},
+    {"cuUserObjectCreate", (void*)cuUserObjectCreate},
+    {"cuUserObjectRelease", (void*)cuUserObjectRelease},
+    {"cuGraphRetainUserObject", (void*)cuGraphRetainUserObject},
     {"cuStreamCreate", (void*)cuStreamCreate},
     {"cuStreamSynchronize", (void*)cuStreamSynchronize},
 };

@@ -271,8 +271,8 @@ std::string c_header(const Kernel& k, const std::string& op, const std::string& 
      << (cuda ? "   inside the library: device memory, one arena per size, context and stream,\n"
                 "   reused only by later calls on the same stream (which runs them after the\n"
                 "   earlier calls' work), so that steady-state calls allocate nothing; a call\n"
-                "   on a stream that is capturing a CUDA graph is refused (TILEJIT_VALUE_ERROR)\n"
-                "   with a NULL allocator. zero_once\n"
+                "   on a stream that is capturing a CUDA graph gets an arena of its own that the\n"
+                "   graph keeps until it and its executables are destroyed. zero_once\n"
               : "   inside the library (one arena per size, reused by later calls; zero_once\n")
      << "   workspaces are zeroed only when an arena is first used for a layout). The\n"
         "   outputs are the caller's, as for " << op << "(). */\n"

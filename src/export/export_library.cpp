@@ -62,12 +62,19 @@
 // waits for nothing; zero_once tags work as on the CPU. A stream destroyed
 // while its work runs and another created at the same address could reuse
 // an arena early; streams are not usually recycled that fast. Under stream
-// capture the pool (and _auto_outputs' default memory) are refused with a
-// TILEJIT_VALUE_ERROR: an arena captured into a graph would have to stay
-// the graph's; a caller's allocator or workspace works there. Outputs of
-// _auto_outputs with no allocator are cuMemAllocAsync on the stream (where
-// the device has memory pools), freed by their deleter with cuMemFreeAsync
-// on it.
+// capture (cuStreamIsCapturing, then cuStreamGetCaptureInfo for the graph)
+// a pool call gets a new arena (cuMemAlloc in relaxed capture mode, outside
+// the graph) that the graph owns through a user object (cuUserObjectCreate,
+// cuGraphRetainUserObject with MOVE, as cuda_graph_hook.cpp does): it never
+// goes back to the pool while the graph or an executable made from it
+// exists; the destructor, on a driver thread, only pushes it onto the free
+// list, where any stream of its context may take it (no work is pending on
+// it then). The graph zeroes its zero_once regions on every replay.
+// _auto_outputs with no allocator is refused under capture
+// (TILEJIT_VALUE_ERROR): its outputs are the caller's after the call, yet a
+// graph would write them on every replay. Outputs of _auto_outputs with no
+// allocator are cuMemAllocAsync on the stream (where the device has memory
+// pools), freed by their deleter with cuMemFreeAsync on it.
 #include "tilejit/export/export_library.h"
 
 #include <fcntl.h>

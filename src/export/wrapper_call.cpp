@@ -67,7 +67,11 @@ int launch(tilejit_export_call* tc, const DLTensor* const* in, const Scalar* sc,
 // and stream as the call that last used it (and, on the per-thread default
 // stream, the same thread): the stream runs the new call's work after the
 // old call's, so no event and no synchronisation is needed, and a call on
-// another stream gets an arena of its own. Freed when the library unloads.
+// another stream gets an arena of its own. A call on a stream that is
+// capturing a CUDA graph gets a new arena the graph keeps (Note [CUDA
+// export] in export_library.cpp): it comes back once the graph and its
+// executables are destroyed, free then for any stream of its context
+// (kAnyStream). Freed when the library unloads.
 struct PoolBlock {
   PoolBlock* next;
   int64_t bytes;
@@ -83,10 +87,14 @@ int64_t g_pool_bytes = 0;
 
 // CU_STREAM_PER_THREAD: one handle, a different stream on every thread.
 void* const kPerThreadStream = reinterpret_cast<void*>(uintptr_t(2));
+// The stream of an arena no work is pending on (a destroyed graph's).
+void* const kAnyStream = reinterpret_cast<void*>(~uintptr_t(0));
 
 bool same_queue(const PoolBlock* p, const tilejit_export_call* tc) {
   if (!kStreamKeyedPool) return true;
-  if (p->target != tc->target || p->stream != tc->stream) return false;
+  if (p->target != tc->target) return false;
+  if (p->stream == kAnyStream) return true;
+  if (p->stream != tc->stream) return false;
   return tc->stream != kPerThreadStream || pthread_equal(p->thread, pthread_self());
 }
 
@@ -96,6 +104,8 @@ PoolBlock* pool_acquire(tilejit_export_call* tc, int64_t bytes) {
     if ((*p)->bytes == bytes && same_queue(*p, tc)) {
       PoolBlock* found = *p;
       *p = found->next;
+      found->stream = tc->stream;
+      found->thread = pthread_self();
       pthread_mutex_unlock(&g_pool_mutex);
       return found;
     }
@@ -146,24 +156,55 @@ uint64_t layout_tag(const int64_t* offsets, const int64_t* sizes) {
   return h | 1;  // never 0, the tag of a new block
 }
 
-// The library's pool and the outputs' default memory outlive the call: a
-// graph captured from it would replay into memory the pool hands to later
-// calls. They are refused on a capturing stream.
-__attribute__((cold)) int refuse_capture(bool workspace) {
-  if (workspace) {
-    return fail(kValueError, "workspace: the stream is capturing a CUDA graph, and the library's pool "
-                "cannot lend an arena to a graph; pass a tilejit_allocator, or a workspace to the "
-                "call without _auto");
-  }
+// Outputs that the library allocates are the caller's once the call
+// returns (freed by their deleter), while a captured graph would write them
+// on every replay: refused on a capturing stream.
+__attribute__((cold)) int refuse_capture() {
   return fail(kValueError, "outputs: the stream is capturing a CUDA graph, and the library cannot "
               "allocate a graph's outputs; pass a tilejit_allocator");
 }
 
-int check_not_capturing(tilejit_export_call* tc, bool workspace) {
+int capturing(tilejit_export_call* tc, int* result) {
+  *result = 0;
   if (!kStreamKeyedPool) return kOk;
-  int capturing = 0;
-  if (int st = tilejit_export_capturing(tc, &capturing, g_error, sizeof g_error)) return st;
-  return capturing ? refuse_capture(workspace) : kOk;
+  return tilejit_export_capturing(tc, result, g_error, sizeof g_error);
+}
+
+// On a driver thread, once the graph that kept `p` and its executables are
+// destroyed: back to the pool, for any stream of its context.
+void graph_released(void* p) {
+  PoolBlock* block = static_cast<PoolBlock*>(p);
+  block->tag = 0;
+  block->stream = kAnyStream;
+  pool_release(block);
+}
+
+// A call captured into a graph: a new arena the graph keeps, zero_once
+// regions zeroed by the graph on every replay.
+__attribute__((noinline)) int run_captured(tilejit_export_call* tc, const DLTensor* const* in,
+                                           const Scalar* sc, DLTensor* const* out, const Bound* b,
+                                           const int64_t* offsets, const int64_t* sizes, int64_t total) {
+  PoolBlock* block = static_cast<PoolBlock*>(malloc(sizeof(PoolBlock)));
+  if (block == nullptr) {
+    return fail(kOutOfMemory, "workspace: cannot allocate %lld bytes of host memory", (long long)sizeof(PoolBlock));
+  }
+  block->next = nullptr;
+  block->bytes = total;
+  block->tag = 0;
+  block->target = tc->target;
+  block->stream = kAnyStream;
+  block->thread = pthread_self();
+  void* ptr = nullptr;
+  if (int st = tilejit_export_graph_alloc(tc, size_t(total), &ptr, graph_released, block, g_error,
+                                          sizeof g_error)) {
+    free(block);
+    return st;
+  }
+  block->ptr = static_cast<char*>(ptr);
+  pthread_mutex_lock(&g_pool_mutex);
+  g_pool_bytes += total;
+  pthread_mutex_unlock(&g_pool_mutex);
+  return launch(tc, in, sc, out, block->ptr, b, offsets, sizes, true);
 }
 
 // The caller's workspace (for <op>()): checked before the target is asked
@@ -205,7 +246,9 @@ int run(tilejit_export_call* tc, const DLTensor* const* in, const Scalar* sc, DL
     allocator->free(allocator->user, p, size_t(total), stream);
     return st;
   }
-  if (int st = check_not_capturing(tc, true)) return st;
+  int captured = 0;
+  if (int st = capturing(tc, &captured)) return st;
+  if (captured) return run_captured(tc, in, sc, out, b, offsets, sizes, total);
   PoolBlock* block = pool_acquire(tc, total);
   if (__builtin_expect(block == nullptr, 0)) {
     return fail(kOutOfMemory, "workspace: cannot allocate %lld bytes of %s memory", (long long)total,
@@ -275,7 +318,9 @@ int call_allocating(const DLTensor* const* in, const Scalar* sc, DLManagedTensor
   if (int st = layout(&b, offsets, sizes, &total)) return st;
   tilejit_export_call tc = {b.device_id, stream, nullptr, nullptr};
   if (int st = tilejit_export_begin(&tc, g_error, sizeof g_error)) return st;
-  int st = allocator == nullptr ? check_not_capturing(&tc, false) : kOk;
+  int captured = 0;
+  int st = allocator == nullptr ? capturing(&tc, &captured) : kOk;
+  if (st == kOk && captured) st = refuse_capture();
   OutputBox* boxes[kNumOutputs + 1] = {nullptr};
   DLTensor* outs[kNumOutputs + 1] = {nullptr};
   for (int o = 0; o < kNumOutputs && st == kOk; ++o) {

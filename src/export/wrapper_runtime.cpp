@@ -46,6 +46,9 @@ int tilejit_export_zero(tilejit_export_call* call, void* ptr, size_t bytes, char
 int tilejit_export_capturing(tilejit_export_call* call, int* capturing, char* error,
                              size_t error_size);
 void* tilejit_export_alloc(tilejit_export_call* call, size_t bytes, int ordered);
+int tilejit_export_graph_alloc(tilejit_export_call* call, size_t bytes, void** ptr,
+                               void (*release)(void*), void* context, char* error,
+                               size_t error_size);
 void tilejit_export_free(void* target, void* ptr, size_t bytes, void* stream, int ordered);
 }
 

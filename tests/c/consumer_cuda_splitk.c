@@ -9,7 +9,8 @@
        TILEJIT_RUNTIME_ERROR naming the missing driver, and the host-only
        functions (workspace bytes, output shapes) work;
      - the null driver (bench/null_driver; its device is "null CUDA device"):
-       every call and every error path, but no result (kernels do not run);
+       every call and every error path, graph capture's bookkeeping
+       included, but no result (kernels do not run);
      - a real driver and a GPU: all of it, results included.
    `consumer_cuda_splitk expect-gpu` fails unless a real GPU ran the GEMMs.
    Exits 0 when every check holds. */
@@ -54,6 +55,10 @@ static struct {
   int (*begin_capture)(void*, int);
   int (*end_capture)(void*, void**);
   int (*graph_destroy)(void*);
+  int (*instantiate)(void**, void*, unsigned long long);
+  int (*graph_launch)(void*, void*);
+  int (*exec_destroy)(void*);
+  int (*memset8_async)(devptr, unsigned char, size_t, void*);
 } cu;
 
 enum { kNoDriver, kNullDriver, kGpu };
@@ -79,6 +84,10 @@ static int open_driver(void) {
   cu.begin_capture = (int (*)(void*, int))dlsym(h, "cuStreamBeginCapture_v2");
   cu.end_capture = (int (*)(void*, void**))dlsym(h, "cuStreamEndCapture");
   cu.graph_destroy = (int (*)(void*))dlsym(h, "cuGraphDestroy");
+  cu.instantiate = (int (*)(void**, void*, unsigned long long))dlsym(h, "cuGraphInstantiateWithFlags");
+  cu.graph_launch = (int (*)(void*, void*))dlsym(h, "cuGraphLaunch");
+  cu.exec_destroy = (int (*)(void*))dlsym(h, "cuGraphExecDestroy");
+  cu.memset8_async = (int (*)(devptr, unsigned char, size_t, void*))dlsym(h, "cuMemsetD8Async");
   int dev = 0;
   char name[256] = "";
   if (!cu.init || !cu.device_get || !cu.primary_retain || !cu.ctx_set || !cu.mem_alloc ||
@@ -276,32 +285,6 @@ static void test_splitk(void) {
           "'%s'", splitk_gemm_last_error());
   }
 
-  /* Under stream capture the library's pool and its output memory are
-     refused (an arena would have to stay the graph's); the capture goes on. */
-  if (mode == kGpu && cu.begin_capture && cu.end_capture && cu.graph_destroy) {
-    CHECK(cu.begin_capture(stream, 2 /* CU_STREAM_CAPTURE_MODE_RELAXED */) == 0, "cuStreamBeginCapture");
-    st = splitk_gemm_auto(&A, &B, &C, stream, NULL);
-    CHECK(st == TILEJIT_VALUE_ERROR, "status %d", st);
-    CHECK(strcmp(splitk_gemm_last_error(),
-                 "splitk_gemm: workspace: the stream is capturing a CUDA graph, and the library's "
-                 "pool cannot lend an arena to a graph; pass a tilejit_allocator, or a workspace to "
-                 "the call without _auto") == 0,
-          "'%s'", splitk_gemm_last_error());
-    made[0] = NULL;
-    st = splitk_gemm_auto_outputs(&A, &B, made, stream, NULL);
-    CHECK(st == TILEJIT_VALUE_ERROR && made[0] == NULL, "status %d", st);
-    CHECK(strcmp(splitk_gemm_last_error(),
-                 "splitk_gemm: outputs: the stream is capturing a CUDA graph, and the library "
-                 "cannot allocate a graph's outputs; pass a tilejit_allocator") == 0,
-          "'%s'", splitk_gemm_last_error());
-    /* The caller's workspace is captured as usual. */
-    st = splitk_gemm(&A, &B, &C, ws, stream);
-    CHECK(st == TILEJIT_OK, "captured call: status %d: %s", st, splitk_gemm_last_error());
-    void* graph = NULL;
-    CHECK(cu.end_capture(stream, &graph) == 0 && graph != NULL, "cuStreamEndCapture");
-    if (graph != NULL) cu.graph_destroy(graph);
-  }
-
   dfree(ws);
   dfree(da);
   dfree(db);
@@ -342,6 +325,55 @@ static void test_counted(void) {
   const int st = splitk_gemm_counted(&A, &B, &C, ws, stream);
   check_status(st, splitk_gemm_counted_last_error(), "splitk_gemm_counted");
   check_result(a, b, dc, M, N, K, "splitk_gemm_counted with the caller's workspace");
+  /* Under stream capture (global mode): the pool's arena for the call is a
+     new one the graph keeps, its zero_once region zeroed on every replay;
+     outputs the library would allocate are refused. */
+  if (mode != kNoDriver && cu.begin_capture && cu.end_capture && cu.graph_destroy && cu.instantiate &&
+      cu.graph_launch && cu.exec_destroy && cu.memset8_async) {
+    const int64_t pool_before = splitk_gemm_counted_pool_bytes();
+    CHECK(cu.begin_capture(stream, 0 /* CU_STREAM_CAPTURE_MODE_GLOBAL */) == 0, "cuStreamBeginCapture");
+    cu.memset8_async((devptr)(uintptr_t)dc, 0, sizeof(float) * (size_t)(M * N), stream);
+    int cst = splitk_gemm_counted_auto(&A, &B, &C, stream, NULL);
+    CHECK(cst == TILEJIT_OK, "captured call: status %d: %s", cst, splitk_gemm_counted_last_error());
+    CHECK(splitk_gemm_counted_pool_bytes() == pool_before + bytes, "pool holds %lld bytes, had %lld",
+          (long long)splitk_gemm_counted_pool_bytes(), (long long)pool_before);
+    DLManagedTensor* made[SPLITK_GEMM_COUNTED_NUM_OUTPUTS] = {NULL};
+    cst = splitk_gemm_counted_auto_outputs(&A, &B, made, stream, NULL);
+    CHECK(cst == TILEJIT_VALUE_ERROR && made[0] == NULL, "status %d", cst);
+    CHECK(strcmp(splitk_gemm_counted_last_error(),
+                 "splitk_gemm_counted: outputs: the stream is capturing a CUDA graph, and the "
+                 "library cannot allocate a graph's outputs; pass a tilejit_allocator") == 0,
+          "'%s'", splitk_gemm_counted_last_error());
+    void* graph = NULL;
+    void* exec = NULL;
+    CHECK(cu.end_capture(stream, &graph) == 0 && graph != NULL, "cuStreamEndCapture");
+    CHECK(graph != NULL && cu.instantiate(&exec, graph, 0) == 0, "cuGraphInstantiate");
+    for (int i = 0; exec != NULL && i < 2; ++i) {
+      CHECK(cu.graph_launch(exec, stream) == 0, "cuGraphLaunch");
+      check_result(a, b, dc, M, N, K, "a replay of the captured call");
+    }
+    if (exec != NULL) cu.exec_destroy(exec);
+    if (graph != NULL) cu.graph_destroy(graph);
+    if (mode == kNullDriver) {
+      /* The null driver runs the graph's destructors at once: the arena is
+         back, free for any stream (a new one takes it, no allocation). */
+      void* other = NULL;
+      CHECK(cu.stream_create(&other, 0) == 0, "cuStreamCreate");
+      const int64_t held = splitk_gemm_counted_pool_bytes();
+      cst = splitk_gemm_counted_auto(&A, &B, &C, other, NULL);
+      CHECK(cst == TILEJIT_OK, "status %d: %s", cst, splitk_gemm_counted_last_error());
+      CHECK(splitk_gemm_counted_pool_bytes() == held, "the graph's arena was not reused (%lld -> %lld bytes)",
+            (long long)held, (long long)splitk_gemm_counted_pool_bytes());
+    }
+    printf("graph capture: the pool's arena kept by the graph, outputs refused\n");
+    /* On a GPU the arena comes back once the driver has destroyed the graph
+       (on a thread of its own); a later call works either way. */
+    dzero(dc, sizeof(float) * M * N);
+    cst = splitk_gemm_counted_auto(&A, &B, &C, stream, NULL);
+    CHECK(cst == TILEJIT_OK, "status %d: %s", cst, splitk_gemm_counted_last_error());
+    check_result(a, b, dc, M, N, K, "a call after the graph");
+  }
+
   dfree(ws);
   dfree(da);
   dfree(db);

@@ -22,6 +22,8 @@ typedef struct CUmod_st* CUmodule;
 typedef struct CUfunc_st* CUfunction;
 typedef struct CUstream_st* CUstream;
 typedef unsigned long long CUdeviceptr;
+typedef struct CUgraph_st* CUgraph;
+typedef struct CUuserObject_st* CUuserObject;
 
 struct tilejit_export_call {
   int device_id;
@@ -30,6 +32,9 @@ struct tilejit_export_call {
   void* saved;
 };
 extern "C" void tilejit_export_end(tilejit_export_call* call);
+extern "C" int tilejit_export_graph_alloc(tilejit_export_call* call, size_t bytes, void** ptr,
+                                          void (*release)(void*), void* context, char* error,
+                                          size_t size);
 
 namespace {
 
@@ -68,6 +73,16 @@ struct Driver {
   CUresult (*cuStreamIsCapturing)(CUstream, int*);
   CUresult (*cuMemAllocAsync)(CUdeviceptr*, size_t, CUstream);  // optional (11.2)
   CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);            // optional (11.2)
+  // Graph capture (optional, 11.3): the graph a stream captures into
+  // (cuStreamGetCaptureInfo _v3 from 12.3, with edge data; _v2 before), the
+  // capture mode, and user objects.
+  CUresult (*cuStreamGetCaptureInfo3)(CUstream, int*, uint64_t*, CUgraph*, const void**,
+                                      const void**, size_t*);
+  CUresult (*cuStreamGetCaptureInfo2)(CUstream, int*, uint64_t*, CUgraph*, const void**, size_t*);
+  CUresult (*cuThreadExchangeStreamCaptureMode)(int*);
+  CUresult (*cuUserObjectCreate)(CUuserObject*, void*, void (*)(void*), unsigned, unsigned);
+  CUresult (*cuGraphRetainUserObject)(CUgraph, CUuserObject, unsigned, unsigned);
+  CUresult (*cuUserObjectRelease)(CUuserObject, unsigned);
 };
 
 Driver g_driver;
@@ -123,16 +138,19 @@ void load_driver() {
     return;
   }
   const char* missing = nullptr;
-  auto get = [&](const char* name, void* slot, bool required) {
+  auto get_at = [&](const char* name, void* slot, bool required, int version) {
     void* fn = nullptr;
     int status = 0;
     // CU_GET_PROC_ADDRESS_LEGACY_STREAM: a NULL stream is the legacy default
     // stream, as the header says.
-    const CUresult r = get2 != nullptr ? get2(name, &fn, kApiVersion, 1, &status)
-                                       : get1(name, &fn, kApiVersion, 1);
+    const CUresult r = get2 != nullptr ? get2(name, &fn, version, 1, &status)
+                                       : get1(name, &fn, version, 1);
     if (r != kSuccess) fn = nullptr;
     memcpy(slot, &fn, sizeof fn);
     if (fn == nullptr && required && missing == nullptr) missing = name;
+  };
+  auto get = [&](const char* name, void* slot, bool required) {
+    get_at(name, slot, required, kApiVersion);
   };
 #define TJ_GET(name, required) get(#name, &g_driver.name, required)
   TJ_GET(cuDeviceGet, true);
@@ -153,7 +171,19 @@ void load_driver() {
   TJ_GET(cuStreamIsCapturing, true);
   TJ_GET(cuMemAllocAsync, false);
   TJ_GET(cuMemFreeAsync, false);
+  TJ_GET(cuThreadExchangeStreamCaptureMode, false);
+  TJ_GET(cuUserObjectCreate, false);
+  TJ_GET(cuGraphRetainUserObject, false);
+  TJ_GET(cuUserObjectRelease, false);
 #undef TJ_GET
+  // The version decides the signature: ask for the one declared above.
+  int version = 0;
+  auto driver_version = reinterpret_cast<CUresult (*)(int*)>(dlsym(h, "cuDriverGetVersion"));
+  if (driver_version != nullptr && driver_version(&version) == kSuccess && version >= 12030) {
+    get_at("cuStreamGetCaptureInfo", &g_driver.cuStreamGetCaptureInfo3, false, 12030);
+  } else {
+    get_at("cuStreamGetCaptureInfo", &g_driver.cuStreamGetCaptureInfo2, false, 11030);
+  }
   if (missing != nullptr) {
     snprintf(g_driver_error, sizeof g_driver_error,
              "the CUDA driver libcuda.so.1 has no %s (through cuGetProcAddress)", missing);
@@ -443,6 +473,82 @@ extern "C" void* tilejit_export_alloc(tilejit_export_call* call, size_t bytes, i
     return nullptr;
   }
   return reinterpret_cast<void*>(uintptr_t(p));
+}
+
+// What a user object's destructor runs: the wrapper's release, on a driver
+// thread (it may not call CUDA).
+struct GraphRelease {
+  void (*release)(void*);
+  void* context;
+};
+
+void graph_destroyed(void* p) {
+  GraphRelease* g = static_cast<GraphRelease*>(p);
+  g->release(g->context);
+  free(g);
+}
+
+// Note [CUDA export] (export_library.cpp): memory a graph that call->stream
+// is capturing into keeps. It is allocated outside the capture (cuMemAlloc,
+// in relaxed capture mode, so that another thread's global-mode capture does
+// not forbid it), and a user object the graph owns runs `release(context)`
+// once the graph and every executable made from it are destroyed, after
+// their launches (as cuda_graph_hook.cpp does for the jit path).
+extern "C" int tilejit_export_graph_alloc(tilejit_export_call* call, size_t bytes, void** ptr,
+                                          void (*release)(void*), void* context, char* error,
+                                          size_t size) {
+  CUstream stream = static_cast<CUstream>(call->stream);
+  if ((g_driver.cuStreamGetCaptureInfo3 == nullptr && g_driver.cuStreamGetCaptureInfo2 == nullptr) ||
+      g_driver.cuUserObjectCreate == nullptr || g_driver.cuGraphRetainUserObject == nullptr ||
+      g_driver.cuUserObjectRelease == nullptr) {
+    report(error, size, "workspace: the stream is capturing a CUDA graph, and the CUDA driver lacks "
+           "the user objects (CUDA 11.3) that would keep the library's arena for it; pass a "
+           "tilejit_allocator");
+    return kValueError;
+  }
+  int status = 0;
+  CUgraph graph = nullptr;
+  CUresult r = g_driver.cuStreamGetCaptureInfo3 != nullptr
+      ? g_driver.cuStreamGetCaptureInfo3(stream, &status, nullptr, &graph, nullptr, nullptr, nullptr)
+      : g_driver.cuStreamGetCaptureInfo2(stream, &status, nullptr, &graph, nullptr, nullptr);
+  if (r != kSuccess) return driver_error(error, size, r, "cuStreamGetCaptureInfo", "workspace");
+  if (status != 1 || graph == nullptr) {  // CU_STREAM_CAPTURE_STATUS_ACTIVE
+    report(error, size, "workspace: the stream's graph capture has been invalidated");
+    return kRuntimeError;
+  }
+  int mode = 2;  // CU_STREAM_CAPTURE_MODE_RELAXED
+  const bool exchanged = g_driver.cuThreadExchangeStreamCaptureMode != nullptr &&
+                         g_driver.cuThreadExchangeStreamCaptureMode(&mode) == kSuccess;
+  CUdeviceptr p = 0;
+  r = g_driver.cuMemAlloc(&p, bytes);
+  if (exchanged) g_driver.cuThreadExchangeStreamCaptureMode(&mode);
+  if (r != kSuccess) return driver_error(error, size, r, "cuMemAlloc", "workspace for a captured graph");
+  GraphRelease* g = static_cast<GraphRelease*>(malloc(sizeof(GraphRelease)));
+  CUuserObject object = nullptr;
+  if (g == nullptr) {
+    g_driver.cuMemFree(p);
+    return report(error, size, "workspace: cannot allocate the graph's release");
+  }
+  g->release = release;
+  g->context = context;
+  r = g_driver.cuUserObjectCreate(&object, g, graph_destroyed, 1, 1 /* NO_DESTRUCTOR_SYNC */);
+  if (r != kSuccess) {
+    free(g);
+    g_driver.cuMemFree(p);
+    return driver_error(error, size, r, "cuUserObjectCreate", "workspace for a captured graph");
+  }
+  // MOVE: our one reference becomes the graph's, handed on to its executables.
+  r = g_driver.cuGraphRetainUserObject(graph, object, 1, 1 /* CU_GRAPH_USER_OBJECT_MOVE */);
+  if (r != kSuccess) {
+    // Dropping our reference runs the destructor: not the wrapper's release,
+    // whose arena is freed here.
+    g->release = [](void*) {};
+    g_driver.cuUserObjectRelease(object, 1);
+    g_driver.cuMemFree(p);
+    return driver_error(error, size, r, "cuGraphRetainUserObject", "workspace for a captured graph");
+  }
+  *ptr = reinterpret_cast<void*>(uintptr_t(p));
+  return kOk;
 }
 
 // At unload (stream NULL, not ordered) the driver may be torn down already:
