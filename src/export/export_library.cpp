@@ -69,7 +69,8 @@
 // goes back to the pool while the graph or an executable made from it
 // exists; the destructor, on a driver thread, only pushes it onto the free
 // list, where any stream of its context may take it (no work is pending on
-// it then). The graph zeroes its zero_once regions on every replay.
+// it then; the library must stay loaded while such a graph exists). The
+// graph zeroes its zero_once regions on every replay.
 // _auto_outputs with no allocator is refused under capture
 // (TILEJIT_VALUE_ERROR): its outputs are the caller's after the call, yet a
 // graph would write them on every replay. Outputs of _auto_outputs with no

@@ -138,12 +138,18 @@ void pool_release(PoolBlock* block) {
   pthread_mutex_unlock(&g_pool_mutex);
 }
 
+// (Under the lock: a graph's arena may come back on a driver thread
+// meanwhile.)
 __attribute__((destructor)) void pool_free_all() {
-  while (g_pool != nullptr) {
-    PoolBlock* next = g_pool->next;
-    tilejit_export_free(g_pool->target, g_pool->ptr, size_t(g_pool->bytes), nullptr, 0);
-    free(g_pool);
-    g_pool = next;
+  pthread_mutex_lock(&g_pool_mutex);
+  PoolBlock* list = g_pool;
+  g_pool = nullptr;
+  pthread_mutex_unlock(&g_pool_mutex);
+  while (list != nullptr) {
+    PoolBlock* next = list->next;
+    tilejit_export_free(list->target, list->ptr, size_t(list->bytes), nullptr, 0);
+    free(list);
+    list = next;
   }
 }
 
