@@ -125,6 +125,13 @@ void CudaTileCodegen::enter(const std::set<uint64_t>& reads, const std::set<uint
 }
 
 void CudaTileCodegen::emit_block(const ir::Stmt& s) {
+  // Inside a T.Parallel nest a branch or a while body is one thread's code,
+  // taken by some threads and not others: a barrier there would wait for
+  // threads that never reach it (the block hangs on the GPU).
+  if (parallel_depth_ > 0) {
+    emit_stmt(s);
+    return;
+  }
   sync();
   emit_stmt(s);
   sync();

@@ -44,7 +44,10 @@
 //    by a barrier when W meets r or w, or R meets w (a hazard between
 //    threads), and then the sets restart. Loop bodies start and end with a
 //    barrier (the back edge), and so do the branches of an if and the body
-//    of a while. A barrier first waits for this thread's cp.async copies
+//    of a while, except inside a T.Parallel nest: there they are one
+//    thread's code, which some threads run and others not, so a barrier in
+//    them would wait for ever (nothing in a nest needs one: its statements
+//    are the thread's own). A barrier first waits for this thread's cp.async copies
 //    (copy.h issues them and does not wait), so a tile copied from global
 //    memory is complete for every thread past it.
 //  - T.Pipelined(num_stages >= 2) prefetches its tiles through a ring of
