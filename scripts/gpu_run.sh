@@ -32,7 +32,7 @@ cmake --build build-gpu -j"$jobs" >"$OUT/build.log" 2>&1 ||
   { log "build failed"; grep -m20 -B2 -A8 "error" "$OUT/build.log"; exit 1; }
 log "build: $(( $(date +%s) - t0 )) s"
 
-(cd build-gpu && ctest -j8 --output-on-failure >"$OUT/ctest.log" 2>&1)
+(cd build-gpu && ctest -j8 --timeout 300 --output-on-failure >"$OUT/ctest.log" 2>&1)
 log "ctest: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log")"
 grep -E "\(Failed\)|\(SEGFAULT\)|\(Timeout\)|Subprocess aborted" "$OUT/ctest.log" | head -20 | tee -a "$summary"
 (cd build-gpu && ./tests/cpp/tilejit_test_cuda >"$OUT/test_cuda.log" 2>&1)

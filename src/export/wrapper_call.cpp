@@ -71,7 +71,16 @@ int launch(tilejit_export_call* tc, const DLTensor* const* in, const Scalar* sc,
 // capturing a CUDA graph gets a new arena the graph keeps (Note [CUDA
 // export] in export_library.cpp): it comes back once the graph and its
 // executables are destroyed, free then for any stream of its context
-// (kAnyStream). Freed when the library unloads.
+// (kAnyStream).
+//
+// The arenas are freed by an exit handler (atexit, registered when the
+// first arena is made) rather than a destructor: glibc runs a library's
+// exit handlers when it is unloaded (dlclose) or, at process exit, before
+// any library's destructors, and in the reverse order of registration. The
+// first arena is made after the launcher opened and initialised the driver,
+// so at exit the handler frees the arenas while libcuda.so.1 still works;
+// a destructor would run after libcuda's own, and a call into a driver torn
+// down can block for ever.
 struct PoolBlock {
   PoolBlock* next;
   int64_t bytes;
@@ -98,6 +107,10 @@ bool same_queue(const PoolBlock* p, const tilejit_export_call* tc) {
   return tc->stream != kPerThreadStream || pthread_equal(p->thread, pthread_self());
 }
 
+void pool_free_all();
+pthread_once_t g_pool_exit_once = PTHREAD_ONCE_INIT;
+void register_pool_exit() { atexit(pool_free_all); }
+
 PoolBlock* pool_acquire(tilejit_export_call* tc, int64_t bytes) {
   pthread_mutex_lock(&g_pool_mutex);
   for (PoolBlock** p = &g_pool; *p != nullptr; p = &(*p)->next) {
@@ -120,6 +133,7 @@ PoolBlock* pool_acquire(tilejit_export_call* tc, int64_t bytes) {
     free(block);
     return nullptr;
   }
+  pthread_once(&g_pool_exit_once, register_pool_exit);
   block->bytes = bytes;
   block->tag = 0;
   block->target = tc->target;
@@ -140,7 +154,7 @@ void pool_release(PoolBlock* block) {
 
 // (Under the lock: a graph's arena may come back on a driver thread
 // meanwhile.)
-__attribute__((destructor)) void pool_free_all() {
+void pool_free_all() {
   pthread_mutex_lock(&g_pool_mutex);
   PoolBlock* list = g_pool;
   g_pool = nullptr;
@@ -207,6 +221,7 @@ __attribute__((noinline)) int run_captured(tilejit_export_call* tc, const DLTens
     return st;
   }
   block->ptr = static_cast<char*>(ptr);
+  pthread_once(&g_pool_exit_once, register_pool_exit);
   pthread_mutex_lock(&g_pool_mutex);
   g_pool_bytes += total;
   pthread_mutex_unlock(&g_pool_mutex);

@@ -16,15 +16,37 @@
    Exits 0 when every check holds. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "libsplitk_gemm.h"
 #include "libsplitk_gemm_counted.h"
 
 static int failures = 0;
+
+/* The part running now, printed as it starts; a part that does not end
+   within kWatchdogSeconds fails the program, naming it, instead of hanging
+   the test run. */
+enum { kWatchdogSeconds = 120 };
+static const char* volatile part = "start";
+static void enter(const char* name) {
+  part = name;
+  printf("-- %s\n", name);
+  fflush(stdout);
+}
+static void on_alarm(int sig) {
+  (void)sig;
+  static const char msg[] = "consumer_cuda_splitk: timed out in part: ";
+  const char* p = part;
+  if (write(2, msg, sizeof msg - 1) < 0 || write(2, p, strlen(p)) < 0 || write(2, "\n", 1) < 0) {
+    /* nothing more can be said */
+  }
+  _exit(3);
+}
 
 #define CHECK(cond, ...)                                                     \
   do {                                                                       \
@@ -205,6 +227,7 @@ static void test_splitk(void) {
   CHECK(shapes[0] == M && shapes[1] == N, "output shape");
 
   /* The caller's workspace, on the stream. */
+  enter("splitk_gemm: the caller's workspace");
   void* ws = dalloc((size_t)bytes);
   dzero(dc, sizeof(float) * M * N);
   int st = splitk_gemm(&A, &B, &C, ws, stream);
@@ -213,6 +236,7 @@ static void test_splitk(void) {
 
   /* The library's pool: one arena for the stream, reused (no allocation in
      steady state); the legacy default stream (NULL) gets its own. */
+  enter("splitk_gemm: the library's pool");
   for (int i = 0; i < 3; ++i) {
     dzero(dc, sizeof(float) * M * N);
     st = splitk_gemm_auto(&A, &B, &C, stream, NULL);
@@ -228,6 +252,7 @@ static void test_splitk(void) {
   check_result(a, b, dc, M, N, K, "splitk_gemm_auto on the default stream");
 
   /* The outputs allocated by the library: CUDA tensors on the call's device. */
+  enter("splitk_gemm: outputs the library allocates");
   DLManagedTensor* made[SPLITK_GEMM_NUM_OUTPUTS] = {NULL};
   st = splitk_gemm_auto_outputs(&A, &B, made, stream, NULL);
   check_status(st, splitk_gemm_last_error(), "splitk_gemm_auto_outputs");
@@ -243,6 +268,7 @@ static void test_splitk(void) {
   }
 
   /* Errors: found before the driver is needed, so with or without one. */
+  enter("splitk_gemm: errors");
   DLTensor Acpu = tensor(a, sa, 2, kDLCPU);
   st = splitk_gemm(&Acpu, &B, &C, ws, stream);
   CHECK(st == TILEJIT_VALUE_ERROR, "status %d", st);
@@ -308,6 +334,7 @@ static void test_counted(void) {
   upload(da, a, sizeof(float) * M * K);
   upload(db, b, sizeof(float) * K * N);
   DLTensor A = tensor(da, sa, 2, kDLCUDA), B = tensor(db, sb, 2, kDLCUDA), C = tensor(dc, sc, 2, kDLCUDA);
+  enter("splitk_gemm_counted: the library's pool");
   const int64_t bytes = splitk_gemm_counted_workspace_bytes(&A, &B);
   CHECK(bytes > 0, "workspace bytes %lld", (long long)bytes);
   for (int i = 0; i < 3; ++i) {
@@ -319,6 +346,7 @@ static void test_counted(void) {
   CHECK(splitk_gemm_counted_pool_bytes() == (mode == kNoDriver ? 0 : bytes), "pool holds %lld bytes",
         (long long)splitk_gemm_counted_pool_bytes());
   /* The caller's workspace, full of garbage: zero_once is zeroed anyway. */
+  enter("splitk_gemm_counted: the caller's workspace");
   void* ws = dalloc((size_t)bytes);
   if (mode != kNoDriver && cu.memset8) cu.memset8((devptr)(uintptr_t)ws, 0x7f, (size_t)bytes);
   dzero(dc, sizeof(float) * M * N);
@@ -330,6 +358,7 @@ static void test_counted(void) {
      outputs the library would allocate are refused. */
   if (mode != kNoDriver && cu.begin_capture && cu.end_capture && cu.graph_destroy && cu.instantiate &&
       cu.graph_launch && cu.exec_destroy && cu.memset8_async) {
+    enter("splitk_gemm_counted: graph capture");
     const int64_t pool_before = splitk_gemm_counted_pool_bytes();
     CHECK(cu.begin_capture(stream, 0 /* CU_STREAM_CAPTURE_MODE_GLOBAL */) == 0, "cuStreamBeginCapture");
     cu.memset8_async((devptr)(uintptr_t)dc, 0, sizeof(float) * (size_t)(M * N), stream);
@@ -344,6 +373,7 @@ static void test_counted(void) {
                  "splitk_gemm_counted: outputs: the stream is capturing a CUDA graph, and the "
                  "library cannot allocate a graph's outputs; pass a tilejit_allocator") == 0,
           "'%s'", splitk_gemm_counted_last_error());
+    enter("splitk_gemm_counted: graph replay");
     void* graph = NULL;
     void* exec = NULL;
     CHECK(cu.end_capture(stream, &graph) == 0 && graph != NULL, "cuStreamEndCapture");
@@ -368,6 +398,7 @@ static void test_counted(void) {
     printf("graph capture: the pool's arena kept by the graph, outputs refused\n");
     /* On a GPU the arena comes back once the driver has destroyed the graph
        (on a thread of its own); a later call works either way. */
+    enter("splitk_gemm_counted: a call after the graph");
     dzero(dc, sizeof(float) * M * N);
     cst = splitk_gemm_counted_auto(&A, &B, &C, stream, NULL);
     CHECK(cst == TILEJIT_OK, "status %d: %s", cst, splitk_gemm_counted_last_error());
@@ -435,6 +466,7 @@ static void test_threads(void) {
   DLTensor A = tensor(da, sa, 2, kDLCUDA), B = tensor(db, sb, 2, kDLCUDA);
   const int64_t bytes = splitk_gemm_counted_workspace_bytes(&A, &B);
   const int64_t before = splitk_gemm_counted_pool_bytes();
+  enter("splitk_gemm_counted: four threads");
   pthread_t threads[kThreads];
   thread_args args[kThreads];
   for (int i = 0; i < kThreads; ++i) {
@@ -457,12 +489,16 @@ static void test_threads(void) {
 
 int main(int argc, char** argv) {
   const int expect_gpu = argc > 1 && strcmp(argv[1], "expect-gpu") == 0;
+  signal(SIGALRM, on_alarm);
+  alarm(kWatchdogSeconds);
+  enter("opening the driver");
   mode = open_driver();
   static const char* const names[] = {"no CUDA driver", "the null CUDA driver", "a GPU"};
   printf("running with %s\n", names[mode]);
   test_splitk();
   test_counted();
   test_threads();
+  enter("exit");
   CHECK(!expect_gpu || mode == kGpu, "expected a GPU, found %s", names[mode]);
   if (failures != 0) {
     fprintf(stderr, "%d checks failed\n", failures);
