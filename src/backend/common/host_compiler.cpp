@@ -203,6 +203,15 @@ std::string host_compiler_version(const std::string& compiler) {
   return line;
 }
 
+std::string file_stem(const std::string& kernel_name) {
+  std::string stem;
+  for (char c : kernel_name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') stem += c;
+  }
+  if (stem.empty()) stem = "kernel";
+  return stem.substr(0, 64);
+}
+
 namespace {
 
 // The first "<file>:<line>[:<col>]: [fatal ]error" in `log` whose file is
@@ -230,16 +239,6 @@ std::pair<int, bool> first_error_line(const std::string& log, const std::string&
     if (loc == source_path) return {line_no, false};
   }
   return {0, false};
-}
-
-// File names are built from the kernel name; keep them plain.
-std::string file_stem(const std::string& kernel_name) {
-  std::string stem;
-  for (char c : kernel_name) {
-    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') stem += c;
-  }
-  if (stem.empty()) stem = "kernel";
-  return stem.substr(0, 64);
 }
 
 [[noreturn, gnu::cold]] void throw_compile_failure(const char* display,

@@ -33,6 +33,9 @@ std::string host_compiler_name();
 std::string resolve_in_path(const std::string& name);
 /// The first line of `<compiler> --version` (cached per path), or "unknown".
 std::string host_compiler_version(const std::string& compiler);
+/// `kernel_name` as a plain file name: its letters, digits and `_`, at most
+/// 64 of them ("kernel" when none).
+std::string file_stem(const std::string& kernel_name);
 /// Flags without which the output is not a loadable shared object:
 /// -std=c++17 -fPIC -shared.
 const std::vector<std::string>& host_required_flags();

@@ -41,16 +41,6 @@ const std::string& cpu_model() {
   return model;
 }
 
-// File names are built from the kernel name; keep them plain.
-std::string file_stem(const std::string& kernel_name) {
-  std::string stem;
-  for (char c : kernel_name) {
-    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') stem += c;
-  }
-  if (stem.empty()) stem = "kernel";
-  return stem.substr(0, 64);
-}
-
 backend::HostCompile cpu_compile() {
   backend::HostCompile how;
   how.backend = "cpu";
@@ -80,7 +70,7 @@ std::string toolchain_key(const runtime::CompileOptions& options) {
 
 std::string compile_source(const std::string& source, const std::string& kernel_name,
                            const runtime::CompileOptions& options) {
-  return backend::compile_host_library(cpu_compile(), {{file_stem(kernel_name) + ".cpp", source}},
+  return backend::compile_host_library(cpu_compile(), {{backend::file_stem(kernel_name) + ".cpp", source}},
                                        {}, kernel_name, user_flags(options), {});
 }
 
