@@ -26,7 +26,7 @@
 #include "libsplitk_gemm.h"
 #include "libsplitk_gemm_counted.h"
 
-static int failures = 0;
+#include "consumer_common.h"
 
 /* The part running now, printed as it starts; a part that does not end
    within kWatchdogSeconds fails the program, naming it, instead of hanging
@@ -149,39 +149,7 @@ static void dzero(void* d, size_t bytes) {
 }
 
 static DLTensor tensor(void* data, int64_t* shape, int ndim, int device_type) {
-  DLTensor t;
-  memset(&t, 0, sizeof t);
-  t.data = data;
-  t.device.device_type = (DLDeviceType)device_type;
-  t.device.device_id = 0;
-  t.ndim = ndim;
-  t.dtype.code = kDLFloat;
-  t.dtype.bits = 32;
-  t.dtype.lanes = 1;
-  t.shape = shape;
-  return t;
-}
-
-static void fill(float* x, int64_t n, unsigned seed) {
-  for (int64_t i = 0; i < n; ++i) {
-    seed = seed * 1103515245u + 12345u;
-    x[i] = (float)((seed >> 8) % 2001) / 1000.0f - 1.0f;
-  }
-}
-
-static double max_error(const float* a, const float* b, const float* c, int64_t m, int64_t n,
-                        int64_t k) {
-  double worst = 0;
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      double ref = 0;
-      for (int64_t p = 0; p < k; ++p) ref += (double)a[i * k + p] * (double)b[p * n + j];
-      double err = ref - (double)c[i * n + j];
-      if (err < 0) err = -err;
-      if (err > worst) worst = err;
-    }
-  }
-  return worst;
+  return dl_tensor(data, shape, ndim, device_type, kDLFloat, 32);
 }
 
 /* A launching call's status: 0 where a driver runs it, else the missing

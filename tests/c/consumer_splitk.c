@@ -13,54 +13,10 @@
 #include "libsplitk_gemm.h"
 #include "libsplitk_gemm_counted.h"
 
-static int failures = 0;
-
-#define CHECK(cond, ...)                                      \
-  do {                                                        \
-    if (!(cond)) {                                            \
-      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                           \
-      fprintf(stderr, "\n");                                  \
-      ++failures;                                             \
-    }                                                         \
-  } while (0)
+#include "consumer_common.h"
 
 static DLTensor tensor(void* data, int64_t* shape, int ndim, uint8_t code, uint8_t bits) {
-  DLTensor t;
-  memset(&t, 0, sizeof t);
-  t.data = data;
-  t.device.device_type = kDLCPU;
-  t.device.device_id = 0;
-  t.ndim = ndim;
-  t.dtype.code = code;
-  t.dtype.bits = bits;
-  t.dtype.lanes = 1;
-  t.shape = shape;
-  t.strides = NULL;
-  t.byte_offset = 0;
-  return t;
-}
-
-static void fill(float* x, int64_t n, unsigned seed) {
-  for (int64_t i = 0; i < n; ++i) {
-    seed = seed * 1103515245u + 12345u;
-    x[i] = (float)((seed >> 8) % 2001) / 1000.0f - 1.0f;
-  }
-}
-
-static double max_error(const float* a, const float* b, const float* c, int64_t m, int64_t n,
-                        int64_t k) {
-  double worst = 0;
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      double ref = 0;
-      for (int64_t p = 0; p < k; ++p) ref += (double)a[i * k + p] * (double)b[p * n + j];
-      double err = ref - (double)c[i * n + j];
-      if (err < 0) err = -err;
-      if (err > worst) worst = err;
-    }
-  }
-  return worst;
+  return dl_tensor(data, shape, ndim, kDLCPU, code, bits);
 }
 
 /* A caller's allocator that counts what it is asked for. */
