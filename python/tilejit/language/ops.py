@@ -11,7 +11,7 @@ from typing import Any, List, Optional
 from .. import _C
 from . import dtypes
 from .spans import error, user_span
-from .tracer import LoopRange, serial_range
+from .loops import LoopRange, serial_range
 from .values import (BufferProxy, Region, Value, VarBuffer, call_intrinsic, current_tracer,
                      int_op, is_symbolic, min_max, static_value, to_handle)
 from .values import cast as _cast

@@ -25,6 +25,7 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import _C
+from .loops import LoopRange, serial_range
 from .spans import Span, error, span_text, user_span
 from .values import (PY_BINARY, PY_COMPARE, PY_INPLACE, BufferProxy, Value,
                      VarBuffer, as_bool_handle, binary, is_symbolic, reads, static_value,
@@ -49,62 +50,6 @@ class _IfState:
     def __init__(self, symbolic: bool, static: bool) -> None:
         self.symbolic = symbolic
         self.static = static
-
-
-class LoopRange:
-    """What T.serial / T.unroll / T.vectorized / T.Pipelined / T.Parallel
-    return: loop dimensions (min, extent), a kind and, for a pipeline, its
-    stages. Iterated by a for statement of a prim_func."""
-
-    def __init__(self, what: str, kind: str, dims: List[Tuple[Any, Any]], step: Any = 1,
-                 stages: int = 0) -> None:
-        self.what = what
-        self.kind = kind
-        self.dims = dims
-        self.step = step
-        self.stages = stages
-        self.offset: Any = 0
-
-    def __iter__(self) -> Any:
-        tr = active()
-        if tr is None:
-            raise RuntimeError(f"{self.what} is only valid inside a function decorated with "
-                               f"@T.prim_func")
-        return tr.ir_loop(self, None)
-
-    def __repr__(self) -> str:
-        return f"<{self.what} loop>"
-
-
-def serial_range(what: str, kind: str, start: Any, stop: Any = None, step: Any = 1,
-                 stages: int = 0) -> LoopRange:
-    if stop is None:
-        start, stop = 0, start
-    step = static_value(step)
-    if not (isinstance(step, int) and step != 0):
-        raise error(ValueError, f"{what}: the step must be a nonzero int, got {step!r}")
-    if step == 1:
-        return LoopRange(what, kind, [(start, _sub(stop, start))], 1, stages)
-    # x = start + i * step over i in [0, extent).
-    if step > 0:
-        extent = _ceildiv(_sub(stop, start), step)
-    else:
-        extent = _ceildiv(_sub(start, stop), -step)
-    lr = LoopRange(what, kind, [(0, extent)], step, stages)
-    lr.offset = start
-    return lr
-
-
-def _sub(a: Any, b: Any) -> Any:
-    a, b = static_value(a), static_value(b)
-    if isinstance(b, int) and not isinstance(b, bool) and b == 0:
-        return a
-    return a - b
-
-
-def _ceildiv(a: Any, b: int) -> Any:
-    from .values import int_op
-    return int_op("ceildiv", a, b)
 
 
 class KernelFrame:
@@ -597,5 +542,5 @@ def run(tracer: Tracer, fn: Callable[..., Any]) -> Any:
         _state.trace = previous
 
 
-__all__ = ["Tracer", "LoopRange", "serial_range", "active", "run", "UNSET"]
+__all__ = ["Tracer", "active", "run", "UNSET"]
 

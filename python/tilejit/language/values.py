@@ -371,7 +371,7 @@ class BufferProxy:
                                             f"not supported; regions are contiguous")
                 start = 0 if k.start is None else k.start
                 stop = self.shape[d] if k.stop is None else k.stop
-                ranges.append((start, _sub(stop, start)))
+                ranges.append((start, subtract(stop, start)))
             else:
                 ranges.append((k, 1))
         return Region(self, ranges)
@@ -389,7 +389,8 @@ class BufferProxy:
         return int(static_value(self.shape[0])) if self.shape else 0
 
 
-def _sub(a: Any, b: Any) -> Any:
+def subtract(a: Any, b: Any) -> Any:
+    """a - b, with b == 0 giving a itself."""
     a, b = static_value(a), static_value(b)
     if _is_int(a) and _is_int(b):
         return a - b
