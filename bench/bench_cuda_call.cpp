@@ -21,6 +21,7 @@
 #include <functional>
 #include <vector>
 
+#include "interleave.h"
 #include "noop_kernel.h"
 
 namespace {
@@ -53,24 +54,12 @@ double per_call_us(F&& body) {
   return samples[samples.size() / 2];
 }
 
-// Medians per path from rounds in which every path runs one batch in turn,
-// so that drifts of the machine (clocks, neighbours) hit all paths alike.
+// Medians per path (bench/interleave.h), in microseconds.
 std::vector<double> interleaved_us(const std::vector<std::function<void()>>& paths) {
-  std::vector<std::vector<double>> samples(paths.size());
-  for (int round = 0; round < kBatches; ++round) {
-    for (size_t p = 0; p < paths.size(); ++p) {
-      const auto t0 = Clock::now();
-      for (int i = 0; i < kBatch; ++i) paths[p]();
-      check(cuCtxSynchronize(), "cuCtxSynchronize");
-      samples[p].push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kBatch);
-    }
-  }
-  std::vector<double> medians;
-  for (auto& s : samples) {
-    std::sort(s.begin(), s.end());
-    medians.push_back(s[s.size() / 2]);
-  }
-  return medians;
+  std::vector<double> t = bench::interleaved_ns(
+      paths, [] { check(cuCtxSynchronize(), "cuCtxSynchronize"); }, kBatch, kBatches);
+  for (double& x : t) x /= 1000;
+  return t;
 }
 
 }  // namespace

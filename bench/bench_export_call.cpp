@@ -28,6 +28,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "export/dlpack_c.h"
+#include "interleave.h"
 #include "noop_kernel.h"
 
 namespace {
@@ -38,24 +40,7 @@ constexpr int kBatch = 2000, kBatches = 21;
 using bench::kM;
 using bench::kN;
 
-// The DLPack structs as the exported header declares them.
-struct DLDev {
-  int32_t device_type;
-  int32_t device_id;
-};
-struct DLType {
-  uint8_t code, bits;
-  uint16_t lanes;
-};
-struct DLTensorC {
-  void* data;
-  DLDev device;
-  int32_t ndim;
-  DLType dtype;
-  int64_t* shape;
-  int64_t* strides;
-  uint64_t byte_offset;
-};
+using namespace export_testing;
 // The exported functions' C signatures (noop.h).
 extern "C" {
 typedef int (*OpFn)(const DLTensorC*, const DLTensorC*, const DLTensorC*, DLTensorC*, void*, void*);
@@ -122,21 +107,9 @@ T symbol(void* lib, const char* name) {
 }
 
 std::vector<double> interleaved_ns(CUstream stream, const std::vector<std::function<void()>>& paths) {
-  std::vector<std::vector<double>> samples(paths.size());
-  for (int round = 0; round < kBatches; ++round) {
-    for (size_t p = 0; p < paths.size(); ++p) {
-      const auto t0 = Clock::now();
-      for (int i = 0; i < kBatch; ++i) paths[p]();
-      check(cu.stream_synchronize(stream), "cuStreamSynchronize");
-      samples[p].push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / kBatch);
-    }
-  }
-  std::vector<double> medians;
-  for (auto& s : samples) {
-    std::sort(s.begin(), s.end());
-    medians.push_back(s[s.size() / 2]);
-  }
-  return medians;
+  return bench::interleaved_ns(
+      paths, [stream] { check(cu.stream_synchronize(stream), "cuStreamSynchronize"); }, kBatch,
+      kBatches);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "common/test_util.h"
+#include "export/dlpack_c.h"
 #include "tilejit/export/export_library.h"
 #include "tilejit/tilejit.h"
 
@@ -23,23 +24,7 @@ namespace {
 
 using testing::TempDir;
 
-struct DLDev {
-  int32_t device_type;
-  int32_t device_id;
-};
-struct DLType {
-  uint8_t code, bits;
-  uint16_t lanes;
-};
-struct DLTensorC {
-  void* data;
-  DLDev device;
-  int32_t ndim;
-  DLType dtype;
-  int64_t* shape;
-  int64_t* strides;
-  uint64_t byte_offset;
-};
+using namespace export_testing;
 
 bool cuda_available() {
   runtime::Backend* b = runtime::find_backend(DeviceType::kCUDA);

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "common/test_util.h"
+#include "export/dlpack_c.h"
 #include "runtime/fake_backend.h"
 #include "tilejit/export/export_library.h"
 #include "tilejit/tilejit.h"
@@ -27,24 +28,7 @@ using testing::error_message;
 using testing::expect_error;
 using testing::TempDir;
 
-// The DLPack structs as the generated header declares them (public ABI).
-struct DLDev {
-  int32_t device_type;
-  int32_t device_id;
-};
-struct DLType {
-  uint8_t code, bits;
-  uint16_t lanes;
-};
-struct DLTensorC {
-  void* data;
-  DLDev device;
-  int32_t ndim;
-  DLType dtype;
-  int64_t* shape;
-  int64_t* strides;
-  uint64_t byte_offset;
-};
+using namespace export_testing;
 
 DLTensorC dl(const Tensor& t, int64_t* shape) {
   for (int d = 0; d < t.ndim(); ++d) shape[d] = t.shape(d);
