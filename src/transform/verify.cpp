@@ -10,6 +10,7 @@
 #include "tilejit/ir/simplify.h"
 #include "tilejit/ir/tile_builder.h"
 #include "tilejit/ir/visitor.h"
+#include "tilejit/transform/index_bounds.h"
 
 namespace tilejit::transform {
 namespace {
@@ -437,6 +438,7 @@ ir::PrimFunc verify(const ir::PrimFunc& func) {
   Verifier v(func);
   normalised.stmt = v.mutate(body->stmt);
   out.body = std::move(normalised);
+  check_index_bounds(out);
   return out;
 }
 

@@ -10,7 +10,9 @@ namespace tilejit::transform {
 /// takes its extents from the other operand). Checks: scopes (tile ops
 /// between the scopes each op allows, allocations inside kernels), dtypes
 /// (integer indices, bool conditions), copy / gemm / reduce shape agreement,
-/// and regions inside their buffers when the bounds are static. Errors are
+/// regions inside their buffers when the bounds are static, and the indices
+/// of loads and stores of tile buffers inside their dimensions (constant
+/// ones here, those affine in loop variables by check_index_bounds). Errors are
 /// Errors whose message names the span, the op and the buffer (Note
 /// [Diagnostics], tile_builder.h). A source body is returned unchanged.
 ir::PrimFunc verify(const ir::PrimFunc& func);
