@@ -77,8 +77,10 @@ double apply_float(ExprKind kind, double a, double b) {
     case ExprKind::kSub: return a - b;
     case ExprKind::kMul: return a * b;
     case ExprKind::kDiv: return a / b;
-    case ExprKind::kMin: return a < b ? a : b;
-    case ExprKind::kMax: return a < b ? b : a;
+    // NaN wins, as the targets' T.max / T.min (Note [NaN in max and min],
+    // device/cpu/tilejit/cpu/prelude.h).
+    case ExprKind::kMin: return (a < b || a != a) ? a : b;
+    case ExprKind::kMax: return (a > b || a != a) ? a : b;
     case ExprKind::kEQ: return a == b;
     case ExprKind::kNE: return a != b;
     case ExprKind::kLT: return a < b;

@@ -5,6 +5,7 @@ what it receives, so these tests check the AST rewrite and the tracing on
 their own; test_tile_kernels.py runs kernels through the real builder."""
 
 import inspect
+import math
 
 import numpy as np
 import pytest
@@ -482,6 +483,11 @@ def test_helpers_stay_python_outside_tile_values():
     assert repr(T.max(n, 2)) == "max(n, 2)" and repr(T.ceildiv(n, 4)) == "ceildiv(n, 4)"
     assert T.exp(0.0) == 1.0 and T.sqrt(4.0) == 2.0 and T.abs(-3) == 3
     assert T.max(1.5, 2) == 2
+    # NaN from either side, as torch.maximum and the targets' T.max (Python's
+    # max keeps only a NaN that comes first).
+    nan = float("nan")
+    for a, b in ((nan, 1.0), (1.0, nan)):
+        assert math.isnan(T.max(a, b)) and math.isnan(T.min(a, b))
 
 
 def test_assignments_let_bind_loads_only():

@@ -279,6 +279,8 @@ def min_max(op: str, a: Any, b: Any) -> Any:
     if _int_or_expr(a) and _int_or_expr(b):
         return _C.min(a, b) if op == "min" else _C.max(a, b)
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if b != b:  # NaN wins, as on the targets (Note [NaN in max and min], device/cpu)
+            return b
         return builtins.min(a, b) if op == "min" else builtins.max(a, b)
     return binary(op, a, b)
 

@@ -38,7 +38,9 @@ std::string CpuTileCodegen::math(const char* fn, const char* ct,
                                  const std::vector<std::string>& args) const {
   const std::string name = fn;
   if (name == "min" || name == "max") {
-    return "std::" + name + "<" + ct + ">(" + args[0] + ", " + args[1] + ")";
+    // NaN wins, as in torch.maximum (Note [NaN in max and min], tilejit/cpu/prelude.h).
+    return std::string(name == "min" ? "tilejit::minimum<" : "tilejit::maximum<") + ct + ">(" +
+           args[0] + ", " + args[1] + ")";
   }
   std::string out = "std::" + name + "(";
   for (size_t i = 0; i < args.size(); ++i) out += (i ? ", " : "") + args[i];

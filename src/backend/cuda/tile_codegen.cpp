@@ -80,8 +80,9 @@ std::string CudaTileCodegen::math(const char* fn, const char* ct,
     return call(name);
   }
   const bool f32 = type == "float";
-  if (name == "min") return call(f32 ? "fminf" : "fmin");
-  if (name == "max") return call(f32 ? "fmaxf" : "fmax");
+  // Not fminf / fmaxf, which drop a NaN (Note [NaN in max and min], tilejit/cpu/prelude.h).
+  if (name == "min") return call(std::string("tilejit::minimum<") + ct + ">");
+  if (name == "max") return call(std::string("tilejit::maximum<") + ct + ">");
   if (name == "abs") return call(f32 ? "fabsf" : "fabs");
   return call(f32 ? name + "f" : name);
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -178,6 +179,104 @@ TEST(CpuTile, GemmWithOneRowOrOneColumn) {
     for (int64_t i = 0; i < 8; ++i) want += float(i + 1) * float(i * 3 + n);
     EXPECT_EQ(out[0].data_as<float>()[n], want) << n;
     EXPECT_EQ(out[1].data_as<float>()[n], want) << n;
+  }
+}
+
+// Note [NaN in max and min]: a NaN first, in the middle or last of the
+// elements one output reduces makes that output NaN (as torch.amax), for
+// T.reduce_max / _min / _absmax over either dimension; the other outputs
+// are their rows' or columns' values. X is 40 x 40: a row is vector lanes
+// and a scalar tail.
+constexpr int64_t kNanSide = 40, kNanAt = 3;  // the NaN's row (dim 1) or column (dim 0)
+
+ir::PrimFunc nan_reduce(ir::ReduceKind kind, int dim) {
+  TileBuilder b("nan_reduce");
+  const Buffer X = b.tensor_param("X", {Expr(kNanSide), Expr(kNanSide)}, DataType::float32());
+  const Buffer Y = b.tensor_param("Y", {Expr(kNanSide)}, DataType::float32());
+  b.begin_kernel({Expr(1)}, {128});
+  const Buffer s = b.alloc("s", {kNanSide, kNanSide}, DataType::float32(), Scope::kFragment);
+  const Buffer d = b.alloc("d", {kNanSide}, DataType::float32(), Scope::kFragment);
+  b.copy(whole(X), whole(s));
+  b.reduce(kind, whole(s), whole(d), dim);
+  b.copy(whole(d), whole(Y));
+  b.end_kernel();
+  return b.finish();
+}
+
+// Mixed signs, so that max, min and absmax differ.
+Tensor signed_square() {
+  Tensor x = tilejit::testing::iota({kNanSide, kNanSide});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data_as<float>()[i] = float((i * 37) % 101) - 50.f;
+  return x;
+}
+
+TEST(CpuTile, MaxMinAndAbsMaxReductionsKeepNaN) {
+  const ir::ReduceKind kinds[] = {ir::ReduceKind::kMax, ir::ReduceKind::kMin,
+                                  ir::ReduceKind::kAbsMax};
+  for (ir::ReduceKind kind : kinds) {
+    for (int dim : {0, 1}) {
+      const Kernel k = jit(nan_reduce(kind, dim), options({1}));
+      for (int64_t at : {int64_t(0), kNanSide / 2, kNanSide - 1}) {
+        SCOPED_TRACE(::testing::Message() << ir::reduce_kind_name(kind) << " dim " << dim
+                                          << " NaN at " << at);
+        Tensor x = signed_square();
+        float* xs = x.data_as<float>();
+        auto elem = [&](int64_t out, int64_t k) -> float& {
+          return dim == 1 ? xs[out * kNanSide + k] : xs[k * kNanSide + out];
+        };
+        elem(kNanAt, at) = std::nanf("");
+        Tensor y = k(x);
+        for (int64_t out = 0; out < kNanSide; ++out) {
+          const float got = y.data_as<float>()[out];
+          if (out == kNanAt) {
+            EXPECT_TRUE(std::isnan(got)) << got;
+            continue;
+          }
+          float want = kind == ir::ReduceKind::kMin ? INFINITY : 0.f;
+          if (kind == ir::ReduceKind::kMax) want = -INFINITY;
+          for (int64_t k2 = 0; k2 < kNanSide; ++k2) {
+            const float v = elem(out, k2);
+            if (kind == ir::ReduceKind::kMax) want = std::max(want, v);
+            else if (kind == ir::ReduceKind::kMin) want = std::min(want, v);
+            else want = std::max(want, std::abs(v));
+          }
+          EXPECT_EQ(got, want) << out;
+        }
+      }
+    }
+  }
+}
+
+// T.max / T.min as a running reduction in a serial loop (m = T.max(m,
+// X[3, i])) keep a NaN wherever it comes, as torch.maximum does.
+TEST(CpuTile, ScalarMaxAndMinKeepNaN) {
+  for (bool is_max : {true, false}) {
+    TileBuilder b("nan_running");
+    const Buffer X = b.tensor_param("X", {Expr(kNanSide), Expr(kNanSide)}, DataType::float32());
+    const Buffer Y = b.tensor_param("Y", {Expr(1)}, DataType::float32());
+    b.begin_kernel({Expr(1)}, {1});
+    const Buffer m = b.alloc("m", {1}, DataType::float32(), Scope::kLocal);
+    b.store(m, {Expr(0)}, load(X, {Expr(kNanAt), Expr(0)}));
+    const Expr i = b.begin_for("i", Expr(1), Expr(kNanSide - 1));
+    const Expr acc = load(m, {Expr(0)}), xi = load(X, {Expr(kNanAt), i});
+    b.store(m, {Expr(0)}, is_max ? ir::max(acc, xi) : ir::min(acc, xi));
+    b.end_for();
+    b.store(Y, {Expr(0)}, load(m, {Expr(0)}));
+    b.end_kernel();
+    const Kernel k = jit(b.finish(), options({1}));
+    for (int64_t at : {int64_t(0), kNanSide / 2, kNanSide - 1}) {
+      Tensor x = signed_square();
+      x.data_as<float>()[kNanAt * kNanSide + at] = std::nanf("");
+      const Tensor y = k(x);
+      const float got = y.data_as<float>()[0];
+      EXPECT_TRUE(std::isnan(got)) << (is_max ? "max" : "min") << " NaN at " << at << ": " << got;
+    }
+    Tensor x = signed_square();
+    const float* row = x.data_as<float>() + kNanAt * kNanSide;
+    const float want = is_max ? *std::max_element(row, row + kNanSide)
+                              : *std::min_element(row, row + kNanSide);
+    const Tensor y = k(x);
+    EXPECT_EQ(y.data_as<float>()[0], want);
   }
 }
 

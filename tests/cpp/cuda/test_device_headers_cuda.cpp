@@ -44,14 +44,17 @@ TEST(CudaDeviceHeaders, EmbeddedTextIsTheTreesText) {
 
 // Compiles `unit` (through ptxas: a unit with a __global__ entry is code
 // generated) with the embedded headers; returns NVRTC's log on failure.
-std::string nvrtc_errors(const std::string& unit) {
+// With `ptx`, compiles for the virtual architecture and returns its PTX there.
+std::string nvrtc_errors(const std::string& unit, std::string* ptx = nullptr) {
   const cuda::NvrtcApi& api = cuda::nvrtc();
   std::vector<const char*> texts, names;
   for (const DeviceFile& f : cuda_device_files()) {
     texts.push_back(f.text.data());
     names.push_back(f.name.data());
   }
-  std::vector<std::string> flags = {"--gpu-architecture=sm_90a", "-std=c++17", "-default-device"};
+  std::vector<std::string> flags = {ptx ? "--gpu-architecture=compute_90a"
+                                        : "--gpu-architecture=sm_90a",
+                                    "-std=c++17", "-default-device"};
   for (const std::string& d : api.include_dirs) flags.push_back("--include-path=" + d);
   std::vector<const char*> argv;
   for (const std::string& f : flags) argv.push_back(f.c_str());
@@ -65,6 +68,11 @@ std::string nvrtc_errors(const std::string& unit) {
   api.nvrtcGetProgramLogSize(prog, &size);
   std::string log(size, '\0');
   api.nvrtcGetProgramLog(prog, log.data());
+  if (r == NVRTC_SUCCESS && ptx != nullptr) {
+    api.nvrtcGetPTXSize(prog, &size);
+    ptx->assign(size, '\0');
+    api.nvrtcGetPTX(prog, ptx->data());
+  }
   api.nvrtcDestroyProgram(&prog);
   return r == NVRTC_SUCCESS ? std::string() : log + "\n(in)\n" + unit;
 }
@@ -99,6 +107,42 @@ TEST(CudaDeviceHeaders, WarpMmaBuildsForEveryStepCount) {
     }
   }
   EXPECT_EQ(nvrtc_errors(unit), "");
+}
+
+// Note [NaN in max and min]: every max and min the library combines floats
+// with is max.NaN / min.NaN, which keep a NaN, never max.f32 / min.f32
+// (fmaxf), which drop it: the reductions of tiles in memory in both
+// dimensions, a register accumulator's rows (its registers, the shuffles of
+// a quad, the scratch where warps meet), and T.max / T.min.
+TEST(CudaDeviceHeaders, MaxAndMinReductionsKeepNaN) {
+  TILEJIT_SKIP_WITHOUT_NVRTC();
+  const std::string unit = R"(#include "tilejit/cuda/prelude.h"
+#include "tilejit/cuda/mma_acc.h"
+#include "tilejit/cuda/reduce.h"
+using namespace tilejit::cuda;
+using Square = MmaAcc<64, 64, 2, 2>;
+using Rows = MmaAcc<64, 64, 4, 1>;
+extern "C" __global__ void k(const float* x, const tilejit::bfloat16* h, float* y) {
+  __shared__ float scratch[2 * 64];
+  reduce<ReduceKind::kMax, 8, 64, 1>(x, y, true);
+  reduce<ReduceKind::kMin, 8, 64, 0>(x, y + 8, false);
+  reduce<ReduceKind::kAbsMax, 8, 64, 1>(h, y + 72, true);
+  float acc[Square::kCount];
+  for (int r = 0; r < Square::kCount; ++r) acc[r] = x[threadIdx.x * Square::kCount + r];
+  acc_reduce_rows<ReduceKind::kMax, Square>(acc, y + 80, false, scratch);
+  acc_reduce_rows<ReduceKind::kMin, Rows>(acc, y + 144, true, nullptr);
+  float rows[MmaRows<64, 4>::kCount];
+  acc_reduce_rows_to<ReduceKind::kAbsMax, Rows>(acc, rows, true);
+  y[208 + threadIdx.x] = tilejit::maximum<float>(rows[0], x[1]) + tilejit::minimum<float>(rows[1], x[2]);
+}
+)";
+  std::string ptx;
+  ASSERT_EQ(nvrtc_errors(unit, &ptx), "");
+  EXPECT_NE(ptx.find("max.NaN.f32"), std::string::npos) << ptx;
+  EXPECT_NE(ptx.find("min.NaN.f32"), std::string::npos) << ptx;
+  EXPECT_EQ(ptx.find("max.f32"), std::string::npos) << ptx;
+  EXPECT_EQ(ptx.find("min.f32"), std::string::npos) << ptx;
+  EXPECT_EQ(ptx.find("max.ftz.f32"), std::string::npos) << ptx;
 }
 
 }  // namespace

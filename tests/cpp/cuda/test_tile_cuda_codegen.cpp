@@ -289,5 +289,28 @@ TEST_F(CudaTileCodegen, SparseAttentionAndGatedDeltaRule) {
   compiles(ex::gated_delta_rule({}));
 }
 
+// Note [NaN in max and min]: T.max / T.min of floats are tilejit::maximum /
+// minimum, which keep a NaN (max.NaN), never fmaxf / fminf, which drop it.
+TEST_F(CudaTileCodegen, ScalarMaxAndMinKeepNaN) {
+  ir::TileBuilder b("running_max");
+  ir::Buffer X = b.tensor_param("X", {Expr(64)}, DataType::float32());
+  ir::Buffer Y = b.tensor_param("Y", {Expr(2)}, DataType::float32());
+  b.begin_kernel({Expr(1)}, {32});
+  ir::Buffer m = b.alloc("m", {Expr(2)}, DataType::float32(), ir::Scope::kLocal);
+  b.store(m, {Expr(0)}, ir::load(X, {Expr(0)}));
+  b.store(m, {Expr(1)}, ir::load(X, {Expr(0)}));
+  const Expr i = b.begin_for("i", Expr(1), Expr(63));
+  b.store(m, {Expr(0)}, ir::max(ir::load(m, {Expr(0)}), ir::load(X, {i})));
+  b.store(m, {Expr(1)}, ir::min(ir::load(m, {Expr(1)}), ir::load(X, {i})));
+  b.end_for();
+  b.copy(ir::whole(m), ir::whole(Y));
+  b.end_kernel();
+  const std::string src = compiles(b.finish()).generated.source;
+  EXPECT_NE(src.find("tilejit::maximum<float>("), std::string::npos) << src;
+  EXPECT_NE(src.find("tilejit::minimum<float>("), std::string::npos) << src;
+  EXPECT_EQ(src.find("fmaxf"), std::string::npos) << src;
+  EXPECT_EQ(src.find("fminf"), std::string::npos) << src;
+}
+
 }  // namespace
 }  // namespace tilejit::cuda::testing

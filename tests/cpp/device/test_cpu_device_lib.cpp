@@ -302,6 +302,67 @@ TEST(CpuReduce, ClearStartsFromTheIdentity) {
   EXPECT_EQ(lo[1], 0.f);
 }
 
+// Note [NaN in max and min]: a NaN first, in the middle or last of one
+// output's elements makes that output NaN, in the vector lanes and in the
+// scalar tail alike; the other outputs keep their values. Without clear, a
+// NaN already in dst stays.
+template <ReduceKind kKind, int R, int C, int kDim, typename S>
+void check_nan_wins() {
+  constexpr int n = kDim == 1 ? R : C, len = kDim == 1 ? C : R;
+  constexpr int hit = n / 2;  // the output whose elements hold the NaN
+  for (int at : {0, len / 2, len - 1}) {
+    SCOPED_TRACE(::testing::Message() << "kind " << int(kKind) << " " << R << "x" << C << " dim "
+                                      << kDim << " NaN at " << at);
+    auto src = random_tile<S>(size_t(R * C), 17);
+    src[size_t(kDim == 1 ? hit * C + at : at * C + hit)] = convert<S>(NAN);
+    std::vector<float> dst(n, 0.f);
+    reduce<kKind, R, C, kDim>(src.data(), dst.data(), true);
+    for (int i = 0; i < n; ++i) {
+      if (i == hit) {
+        EXPECT_TRUE(std::isnan(dst[size_t(i)])) << dst[size_t(i)];
+        continue;
+      }
+      double want = naive_identity<kKind>();
+      for (int k = 0; k < len; ++k) {
+        want = naive<kKind>(want, double(to_float(src[size_t(kDim == 1 ? i * C + k : k * C + i)])));
+      }
+      EXPECT_EQ(dst[size_t(i)], float(want)) << i;
+    }
+  }
+  std::vector<float> dst(n, 0.f);
+  dst[0] = NAN;
+  reduce<kKind, R, C, kDim>(random_tile<S>(size_t(R * C), 18).data(), dst.data(), false);
+  EXPECT_TRUE(std::isnan(dst[0])) << dst[0];
+  EXPECT_FALSE(std::isnan(dst[1])) << dst[1];
+}
+
+template <ReduceKind kKind>
+void check_nan_wins_kind() {
+  check_nan_wins<kKind, 8, 64, 1, float>();   // vector lanes only
+  check_nan_wins<kKind, 5, 37, 1, float>();   // lanes and a scalar tail
+  check_nan_wins<kKind, 6, 7, 1, float>();    // too short for lanes
+  check_nan_wins<kKind, 37, 5, 0, float>();
+  check_nan_wins<kKind, 16, 48, 0, float>();
+  check_nan_wins<kKind, 3, 40, 1, bfloat16>();
+  check_nan_wins<kKind, 40, 3, 0, float16>();
+}
+
+TEST(CpuReduce, MaxKeepsNaN) { check_nan_wins_kind<ReduceKind::kMax>(); }
+TEST(CpuReduce, MinKeepsNaN) { check_nan_wins_kind<ReduceKind::kMin>(); }
+TEST(CpuReduce, AbsMaxKeepsNaN) { check_nan_wins_kind<ReduceKind::kAbsMax>(); }
+
+// The scalar T.max / T.min the generated code calls.
+TEST(CpuMaximum, NaNFromEitherSide) {
+  EXPECT_TRUE(std::isnan(maximum(NAN, 1.f)));
+  EXPECT_TRUE(std::isnan(maximum(1.f, NAN)));
+  EXPECT_TRUE(std::isnan(minimum(double(NAN), 1.0)));
+  EXPECT_TRUE(std::isnan(minimum(1.0, double(NAN))));
+  EXPECT_EQ(maximum(-INFINITY, 2.f), 2.f);
+  EXPECT_EQ(minimum(-INFINITY, 2.f), -INFINITY);
+  EXPECT_EQ(maximum<int64_t>(-3, 4), 4);
+  EXPECT_EQ(minimum<int64_t>(-3, 4), -3);
+}
+
 // --- atomics -----------------------------------------------------------------
 
 template <typename T>

@@ -76,6 +76,18 @@ TEST(IrNodes, FloatFoldingAndCasts) {
   EXPECT_EQ(make_int(300, DataType::int8()).int_value(), 44);  // wraps to its width
 }
 
+// Folded constants keep a NaN from either side, as the targets' T.max and
+// T.min do.
+TEST(IrNodes, FoldedMaxAndMinKeepNaN) {
+  const Expr nan = make_float(std::nan(""), f32), one = make_float(1.0, f32);
+  for (const Expr& e : {max(nan, one), max(one, nan), min(nan, one), min(one, nan)}) {
+    ASSERT_NE(e.as<FloatImmNode>(), nullptr) << to_string(e);
+    EXPECT_TRUE(std::isnan(e.float_value())) << to_string(e);
+  }
+  EXPECT_EQ(max(make_float(2.0, f32), one).float_value(), 2.0);
+  EXPECT_EQ(min(make_float(2.0, f32), one).float_value(), 1.0);
+}
+
 TEST(IrNodes, SelectAndCalls) {
   Expr x = make_var("x", f32);
   Expr i = make_var("i", i32);

@@ -134,6 +134,27 @@ inline constexpr int64_t ceildiv(int64_t a, int64_t b) { return -floordiv(-a, b)
 inline constexpr int64_t min(int64_t a, int64_t b) { return a < b ? a : b; }
 inline constexpr int64_t max(int64_t a, int64_t b) { return a < b ? b : a; }
 
+// Note [NaN in max and min]
+// T.max / T.min and every max / min reduction (T.reduce_max / _min /
+// _absmax, on both targets) return NaN when either operand is NaN, as
+// torch.maximum, torch.amax and numpy.max do. `a < b ? b : a` (std::max)
+// keeps a NaN only when it arrives first, and fmax / CUDA's fmaxf drop it
+// always, so a reduction's answer would depend on where in the row the NaN
+// sits. The form here is that select (one maxps, which keeps a NaN in `a`)
+// followed by a test of `b` alone: a reduction passes its accumulator as
+// `a`, so the accumulator's dependency chain is a max and a blend, and the
+// test of the incoming element runs beside it.
+template <typename T>
+inline T maximum(T a, T b) {
+  const T m = a < b ? b : a;  // two statements: GCC then selects maxps
+  return b != b ? b : m;
+}
+template <typename T>
+inline T minimum(T a, T b) {
+  const T m = b < a ? b : a;
+  return b != b ? b : m;
+}
+
 struct Dim3 {
   int64_t x, y, z;
 };

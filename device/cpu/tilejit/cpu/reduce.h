@@ -12,9 +12,11 @@
 // Reductions run in float for bfloat16 and float16 tiles, otherwise in dst's
 // type. A 1-D source is a 1 x N tile with dim 1 (dst has one element).
 //
-// A row sum (dim 1) of floats keeps kVecFloats partial sums and adds them
-// at the end, which vectorises; its rounding differs from a left-to-right
-// sum by the usual reassociation error.
+// A row reduction (dim 1) of floats keeps kVecFloats partial results and
+// combines them at the end, which vectorises; a sum's rounding differs from
+// a left-to-right sum by the usual reassociation error. max, min and absmax
+// return NaN where the reduced elements (or, without clear, dst's value)
+// hold one, as torch.amax does (Note [NaN in max and min], prelude.h).
 #pragma once
 
 #include <cmath>
@@ -68,29 +70,45 @@ inline A combine(A a, A b) {
   if constexpr (kKind == ReduceKind::kSum || kKind == ReduceKind::kAbsSum) {
     return a + b;
   } else if constexpr (kKind == ReduceKind::kMax || kKind == ReduceKind::kAbsMax) {
-    return a < b ? b : a;
+    return maximum(a, b);  // NaN wins (Note [NaN in max and min], prelude.h)
   } else {
-    return b < a ? b : a;
+    return minimum(a, b);
   }
 }
 
-// The reduction of row[0, n) (floats summed in vector lanes).
+// The reduction of row[0, n): a float row in vector lanes, combined at the
+// end. Max and min lanes take the plain select (one maxps or minps, which
+// drops a NaN) and note NaNs in a mask beside them, so that the lanes'
+// dependency chain is one instruction long; the mask makes the result NaN
+// at the end (Note [NaN in max and min], prelude.h). For max and min the
+// order changes nothing but which zero's sign comes out.
 template <ReduceKind kKind, int N, typename S, typename A>
 inline A reduce_row(const S* row) {
+  constexpr bool sum = kKind == ReduceKind::kSum || kKind == ReduceKind::kAbsSum;
   constexpr bool lanes =
-      std::is_same_v<S, float> && (kKind == ReduceKind::kSum || kKind == ReduceKind::kAbsSum) &&
-      N >= 2 * kVecFloats;
+      std::is_same_v<S, float> && N >= 2 * kVecFloats && (sum || std::is_floating_point_v<A>);
   if constexpr (lanes) {
-    vfloat part{};
+    vfloat part = vfloat{} + identity<kKind, float>();
+    decltype(part != part) nan{};
     int i = 0;
     for (; i + kVecFloats <= N; i += kVecFloats) {
       vfloat v = load_vec(row + i);
-      if constexpr (kKind == ReduceKind::kAbsSum) v = v < 0 ? -v : v;
-      part += v;
+      if constexpr (kKind == ReduceKind::kAbsSum || kKind == ReduceKind::kAbsMax) {
+        v = v < 0 ? -v : v;
+      }
+      if constexpr (sum) {
+        part += v;
+      } else {
+        if constexpr (kKind == ReduceKind::kMin) part = v < part ? v : part;
+        else part = part < v ? v : part;
+        nan |= v != v;
+      }
     }
-    A acc = A(0);
-    for (int l = 0; l < kVecFloats; ++l) acc += part[l];
-    for (; i < N; ++i) acc += element<kKind>(A(row[i]));
+    A acc = identity<kKind, A>();
+    for (int l = 0; l < kVecFloats; ++l) {
+      acc = combine<kKind, A>(acc, nan[l] ? std::numeric_limits<A>::quiet_NaN() : A(part[l]));
+    }
+    for (; i < N; ++i) acc = combine<kKind>(acc, element<kKind>(A(row[i])));
     return acc;
   } else {
     A acc = identity<kKind, A>();

@@ -6,7 +6,7 @@
 // (tilejit/cpu/prelude.h) name for name, so that a body reads the same
 // on both targets: tilejit::View with Q(i, j), Q.shape(d), Q.stride(d),
 // Q.size(), Q.data(); tilejit::Dim3; floordiv, floormod, ceildiv, min, max;
-// tilejit::bfloat16 and tilejit::float16.
+// maximum, minimum; tilejit::bfloat16 and tilejit::float16.
 //
 // NVRTC has no C++ standard library without extra include paths, so the
 // prelude includes only the toolkit's cuda_fp16.h and cuda_bf16.h and
@@ -55,6 +55,34 @@ __device__ __forceinline__ constexpr int64_t ceildiv(int64_t a, int64_t b) {
 }
 __device__ __forceinline__ constexpr int64_t min(int64_t a, int64_t b) { return a < b ? a : b; }
 __device__ __forceinline__ constexpr int64_t max(int64_t a, int64_t b) { return a < b ? b : a; }
+
+// T.max / T.min and the max / min reductions propagate NaN, as on the CPU
+// (Note [NaN in max and min], tilejit/cpu/prelude.h); fmaxf and fminf drop
+// it. On sm_80 and later a float takes one instruction, max.NaN / min.NaN.
+template <typename T>
+__device__ __forceinline__ T maximum(T a, T b) {
+  const T m = a < b ? b : a;
+  return b != b ? b : m;
+}
+template <typename T>
+__device__ __forceinline__ T minimum(T a, T b) {
+  const T m = b < a ? b : a;
+  return b != b ? b : m;
+}
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+template <>
+__device__ __forceinline__ float maximum<float>(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+template <>
+__device__ __forceinline__ float minimum<float>(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+#endif
 
 struct Dim3 {
   int64_t x, y, z;

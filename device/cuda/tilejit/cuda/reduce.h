@@ -3,7 +3,10 @@
 // length LDS) reduced over dimension kDim into ROWS (kDim 1) or COLS
 // (kDim 0) consecutive elements of dst, combined with dst's previous values
 // unless `clear`. The block's threads share the outputs; each reduces its
-// outputs' elements in order, in float for 16-bit floats.
+// outputs' elements in order, in float for 16-bit floats. max, min and
+// absmax return NaN where an element or (without clear) dst is NaN, as on
+// the CPU; combine() is also the register accumulators' (mma_acc.h) and
+// their warp shuffles'.
 #pragma once
 
 #include "tilejit/cuda/tile.h"
@@ -41,9 +44,9 @@ __device__ __forceinline__ A combine(A a, A b) {
   if constexpr (kKind == ReduceKind::kSum || kKind == ReduceKind::kAbsSum) {
     return a + b;
   } else if constexpr (kKind == ReduceKind::kMax || kKind == ReduceKind::kAbsMax) {
-    return a < b ? b : a;
+    return maximum(a, b);  // NaN wins; fmaxf would drop it
   } else {
-    return b < a ? b : a;
+    return minimum(a, b);
   }
 }
 
