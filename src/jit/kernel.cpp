@@ -510,6 +510,7 @@ const std::string& Kernel::name() const { return impl_->func.name; }
 const std::string& Kernel::target() const { return impl_->backend->target(); }
 Device Kernel::default_device() const { return impl_->primary_device; }
 const std::string& Kernel::source() const { return impl_->source; }
+const std::vector<runtime::Diagnostic>& Kernel::diagnostics() const { return impl_->diagnostics; }
 const ir::PrimFunc& Kernel::prim_func() const { return impl_->func; }
 const CallPlan& Kernel::plan() const { return impl_->plan; }
 const runtime::KernelAbi& Kernel::abi() const { return impl_->abi; }
@@ -549,6 +550,7 @@ Kernel jit(const ir::PrimFunc& func, const JitOptions& options) {
   runtime::GeneratedSource generated = impl->backend->generate(request);
   impl->source = std::move(generated.source);
   impl->abi = std::move(generated.abi);
+  impl->diagnostics = std::move(generated.diagnostics);
   TILEJIT_CHECK(impl->abi.launches.size() == impl->plan.launches.size(), kInternalError)
       << func.name << ": the " << impl->backend->target() << " backend's KernelAbi has "
       << impl->abi.launches.size() << " launches for a plan of " << impl->plan.launches.size();

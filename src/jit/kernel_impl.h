@@ -24,6 +24,7 @@ struct Kernel::Impl {
   /// What the compiled kernel takes; its launches' grids and shared memory
   /// are indices into the plan's results (Note [Kernel ABI]).
   runtime::KernelAbi abi;
+  std::vector<runtime::Diagnostic> diagnostics;  // generate()'s
   Device primary_device;
   std::shared_ptr<runtime::Module> primary_module;
   runtime::WorkspacePool* primary_pool = nullptr;  // the pool of primary_device

@@ -22,6 +22,7 @@
 #include "tilejit/jit/call_plan.h"
 #include "tilejit/jit/jit_options.h"
 #include "tilejit/runtime/allocator.h"
+#include "tilejit/runtime/diagnostic.h"
 #include "tilejit/runtime/kernel_abi.h"
 
 namespace tilejit {
@@ -186,6 +187,10 @@ class Kernel {
   Device default_device() const;
   /// The generated translation unit.
   const std::string& source() const;
+  /// What the target's lowering reported about the program when the source
+  /// was generated, in program order (runtime/diagnostic.h): e.g. a copy in
+  /// a T.Pipelined loop that could not be prefetched. Empty for most kernels.
+  const std::vector<runtime::Diagnostic>& diagnostics() const;
   const ir::PrimFunc& prim_func() const;
   const CallPlan& plan() const;
   /// What the compiled kernel takes and how it launches (Note [Kernel ABI]).

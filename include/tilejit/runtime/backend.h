@@ -19,6 +19,7 @@
 #include "tilejit/core/device.h"
 #include "tilejit/ir/prim_func.h"
 #include "tilejit/runtime/allocator.h"
+#include "tilejit/runtime/diagnostic.h"
 #include "tilejit/runtime/kernel_abi.h"
 
 namespace tilejit::runtime {
@@ -43,10 +44,14 @@ struct SourceRequest {
   std::span<const LaunchResults> launches;
 };
 
-/// What generate() makes: the translation unit and what its kernel takes.
+/// What generate() makes: the translation unit, what its kernel takes, and
+/// what the lowering reports about the program (diagnostic.h; none for a
+/// source body).
 struct GeneratedSource {
   std::string source;
   KernelAbi abi;
+  // `= {}`: a `return {source, abi};` may leave it out (-Wextra is quiet).
+  std::vector<Diagnostic> diagnostics = {};
 };
 
 struct CompileOptions {

@@ -177,8 +177,10 @@ class FakeBackend : public runtime::Backend {
   }
 
   runtime::GeneratedSource generate(const runtime::SourceRequest& request) const override {
-    return {"// fake source\n", fake_abi(request)};
+    return {"// fake source\n", fake_abi(request), diagnostics};
   }
+  /// What generate() reports with every source.
+  std::vector<runtime::Diagnostic> diagnostics;
   std::string toolchain_key(const runtime::CompileOptions& options, Device) override {
     std::string k = "fakecc-1";
     for (const auto& f : options.flags) k += " " + f;
