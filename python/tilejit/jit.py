@@ -19,6 +19,7 @@ from . import _C
 from . import cache as _cache
 from . import language as _language
 from . import transform as _transform
+from .language.eager import refuse_tensors as _refuse_tensors
 
 __all__ = ["jit", "compile", "JitFunction"]
 
@@ -118,7 +119,10 @@ class JitFunction:
         except KeyError:
             pass
         except TypeError:
+            _refuse_tensors(self.name, args, kwargs)  # an ndarray is not hashable
             self._raise_unhashable(args, kwargs)
+        # A torch tensor is hashable: TileLang's eager style is refused here.
+        _refuse_tensors(self.name, args, kwargs)
         # Calls that spell the same configuration differently (positional
         # or by keyword, defaults given or not) share one kernel.
         canonical = self._canonical_key(args, kwargs)

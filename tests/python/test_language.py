@@ -1,5 +1,7 @@
 """tilejit.language: symbols, types, and what T.prim_func collects."""
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -121,11 +123,18 @@ def test_unknown_dtype():
 
 
 def test_bad_shapes():
-    with raises_exact(TypeError, "T.Tensor: dimension 1 must be an int or a T.symbolic "
-                                 "expression, got float"):
+    # At the caller's line (test_tile_errors.py: in an annotation, naming
+    # the parameter too).
+    line = inspect.currentframe().f_lineno
+    with raises_exact(TypeError, f"{__file__}:{line + 4}:9: T.Tensor: dimension 1 is the float "
+                                 f"1.5; a dimension is an int or a T.symbolic expression (// "
+                                 f"divides ints)"):
         T.Tensor([4, 1.5], "float32")
-    with raises_exact(TypeError, "T.Tensor: the shape must be a list of ints and T.symbolic "
-                                 "expressions, got float"):
+    with raises_exact(TypeError, f"{__file__}:{line + 7}:9: T.Tensor: dimension 1 must be an "
+                                 f"int or a T.symbolic expression, got str"):
+        T.Tensor([4, "8"], "float32")
+    with raises_exact(TypeError, f"{__file__}:{line + 10}:9: T.Tensor: the shape must be a list "
+                                 f"of ints and T.symbolic expressions, got float"):
         T.Tensor(2.0, "float32")
     assert T.Tensor(8, "float32").shape == (8,)
     assert repr(T.Tensor([T.symbolic("n"), 4], "int32")) == "T.Tensor([n, 4], 'int32')"

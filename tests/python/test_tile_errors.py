@@ -6,8 +6,10 @@ import inspect
 import os
 import traceback
 
+import numpy as np
 import pytest
 
+import tilejit
 import tilejit.language as T
 from support import raises_exact
 from tile_fake import recording
@@ -561,3 +563,98 @@ def test_more_op_argument_errors():
         def main(A: T.Tensor((4,), "float32")):
             T.use_swizzle(4)
     kernel_error(ValueError, "T.use_swizzle is only valid inside a T.Kernel block", 3, 13, make)
+
+
+# --- TileLang forms not supported yet ---------------------------------------
+
+EAGER = ("TileLang's eager style (T.const / T.empty / calling a jit function with tensors) is "
+         "not supported yet; write the prim_func factory style instead: the @tilejit.jit "
+         "function takes only compile-time configuration and returns a @T.prim_func whose "
+         "parameters are annotated T.Tensor(shape, dtype) (T.symbolic for a dynamic "
+         "dimension, outputs named in out_idx)")
+
+
+class DLPackOnly:
+    """A tensor known only by its DLPack protocol (hashable, as torch's are)."""
+
+    def __dlpack__(self, stream=None):
+        raise AssertionError("never read")
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def test_eager_style_is_not_supported_yet():
+    line = here()
+    with raises_exact(NotImplementedError, f"{at(line + 2, 9)}: T.const: {EAGER}"):
+        T.const("M, N, K")
+    with raises_exact(NotImplementedError, f"{at(line + 4, 9)}: T.empty: {EAGER}"):
+        T.empty((4, 4), "float32")
+
+    ran = []
+
+    @tilejit.jit
+    def gemm(A, B=None, block=64):
+        ran.append(block)
+        raise RuntimeError("the factory ran")
+
+    line = here()
+    with raises_exact(NotImplementedError, f"{at(line + 4, 9)}: gemm: argument #0 is a tensor "
+                                           f"(numpy.ndarray); {EAGER}: kernel = gemm("
+                                           f"<configuration>), then kernel(<tensors>)"):
+        gemm(np.zeros((4, 4), np.float32), np.zeros((4, 4), np.float32))
+    with raises_exact(NotImplementedError, f"{at(line + 8, 9)}: gemm: argument 'B' is a tensor "
+                                           f"(test_tile_errors.DLPackOnly); {EAGER}: kernel = "
+                                           f"gemm(<configuration>), then kernel(<tensors>)"):
+        gemm(1, B=DLPackOnly())
+    assert ran == []
+    # numpy's scalars are configuration, not tensors: the factory runs.
+    with raises_exact(RuntimeError, "the factory ran"):
+        gemm(np.int64(4), block=np.int32(32))
+    assert ran == [32]
+
+
+def test_a_buffer_view_over_another_tensor_is_not_supported():
+    # TileLang's convolution idiom: the kernel seen as a 2-D matrix.
+    def make():
+        @T.prim_func
+        def main(K: T.Tensor((3, 3, 4, 8), "float16"), O: T.Tensor((36, 8), "float16")):
+            with T.Kernel(1):
+                kernel_flat = T.Tensor((36, 8), "float16", K.data)
+                T.copy(kernel_flat, O)
+    kernel_error(NotImplementedError, "K.data: a buffer view over another tensor (T.Tensor("
+                                      "shape, dtype, K.data), TileLang's convolution idiom) is "
+                                      "not supported; index K itself, mapping the view's "
+                                      "indices onto its shape", 4, 60, make)
+
+    line = here()
+    with raises_exact(NotImplementedError, f"{at(line + 6, 9)}: T.Tensor(shape, dtype, data): a "
+                                           f"buffer view over another tensor (T.Tensor(shape, "
+                                           f"dtype, X.data), TileLang's convolution idiom) is "
+                                           f"not supported; index that tensor itself, mapping "
+                                           f"the view's indices onto its shape"):
+        T.Tensor((36, 8), "float16", object())
+
+
+def test_a_float_dimension_names_the_parameter():
+    M = 64
+    line = here()
+    with raises_exact(TypeError, f"{at(line + 4, 53)}: main: parameter 'B': T.Tensor: dimension "
+                                 f"0 is the float 32.0; a dimension is an int or a T.symbolic "
+                                 f"expression (// divides ints)"):
+        def main(A: T.Tensor((M, 8), "float32"), B: T.Tensor((M / 2, 8), "float32")):
+            pass
+
+
+def test_a_float_dimension_in_a_string_annotation(tmp_path):
+    path = tmp_path / "future_kernel.py"
+    path.write_text("from __future__ import annotations\n"
+                    "import tilejit.language as T\n"
+                    "M = 64\n\n"
+                    "@T.prim_func\n"
+                    "def main(A: T.Tensor((M, 8), 'float32'), B: T.Tensor((M / 2, 8), 'float32')):\n"
+                    "    pass\n")
+    with raises_exact(TypeError, f"{path}:5:1: main: parameter 'B': T.Tensor: dimension 0 is the "
+                                 f"float 32.0; a dimension is an int or a T.symbolic expression "
+                                 f"(// divides ints)"):
+        exec(compile(path.read_text(), str(path), "exec"), {})

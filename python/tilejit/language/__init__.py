@@ -28,7 +28,9 @@ sqrt / rsqrt / tanh / sigmoid``, ``T.if_then_else``, ``T.infinity``,
 ``T.LocalBuffer`` parameter annotations, checked at the call),
 ``T.annotate_layout`` (tilejit.layout) and ``T.use_swizzle`` (the kernel's
 block rasterisation: CUDA remaps bx, by; the CPU ignores it). Anything else
-named ``T.x`` is an error naming it.
+named ``T.x`` is an error naming it. TileLang's eager style (``T.const``,
+``T.empty``, a jit function called with tensors) is not supported yet: each
+says so (eager.py).
 
 Phase 1 body spelling (``T.source``): each body is C++ (CUDA C++ for
 ``cuda=``) statements that run once per block of the grid. They see
@@ -67,6 +69,7 @@ from .macros import BufferType, FragmentBuffer, LocalBuffer, SharedBuffer, macro
 from ..layout import Fragment, Layout
 from .dtypes import (DType, ScalarType, bfloat16, boolean, dtype_name, float16, float32,
                      float64, int8, int16, int32, int64, uint8)
+from .eager import const, empty
 from .ops import (Cast, GemmWarpPolicy, Parallel, Pipelined, abs, alloc_fragment,
                   alloc_global, alloc_local, alloc_reducer, alloc_shared, alloc_var, cast,
                   ceildiv, clear, copy, exp, exp2, fill, finalize_reducer, floordiv, floormod,
@@ -96,7 +99,7 @@ __all__ = [
     "reduce_min", "reduce_abssum", "reduce_absmax", "atomic_add", "print",
     "cast", "Cast", "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh",
     "sigmoid", "if_then_else", "infinity", "ninf", "ceildiv", "floordiv", "floormod",
-    "use_builder",
+    "use_builder", "const", "empty",
 ]
 
 from .ops import atomic_add  # noqa: E402

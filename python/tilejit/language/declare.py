@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+import threading
 from typing import Any, Dict, Optional, Tuple, Union
 
 from .. import _C
@@ -19,7 +20,8 @@ from . import builder as _builder
 from . import rewrite as _rewrite
 from . import tracer as _tracer
 from .dtypes import DType, dtype_name
-from .spans import strip_internal_frames, user_span
+from .spans import Span, annotated_parameter, error, strip_internal_frames, user_span
+from .values import view_not_supported
 
 Expr = _C.Expr
 PrimFunc = _C.PrimFunc
@@ -48,18 +50,43 @@ def dynamic(name: str, dtype: Any = "int32") -> Any:
     return symbolic(name, dtype)
 
 
+# (kernel, parameter, span) while a string annotation (`from __future__
+# import annotations`) is evaluated: its T.Tensor runs inside eval.
+_resolving = threading.local()
+
+
+def _shape_error(what: str, problem: str) -> BaseException:
+    """A bad T.Tensor shape: at the author's line and, for a parameter's
+    annotation, naming the function and the parameter."""
+    owner: Optional[Tuple[str, str, Span]] = getattr(_resolving, "owner", None)
+    if owner is not None:
+        kernel, param, span = owner
+    else:
+        span = user_span()
+        found = annotated_parameter(span)
+        kernel, param = found if found is not None else (None, None)
+    prefix = f"{kernel}: parameter '{param}': " if kernel is not None else ""
+    e = error(TypeError, f"{prefix}{what}: {problem}", span)
+    if owner is not None:
+        _resolving.shape_error = e
+    return e
+
+
 def _shape_tuple(shape: Any, what: str) -> Tuple[Union[int, Expr], ...]:
     if _is_int(shape) or isinstance(shape, Expr):
         shape = (shape,)
     try:
         dims = tuple(shape)
     except TypeError:
-        raise TypeError(f"{what}: the shape must be a list of ints and T.symbolic expressions, "
-                        f"got {type(shape).__name__}") from None
+        raise _shape_error(what, f"the shape must be a list of ints and T.symbolic "
+                                 f"expressions, got {type(shape).__name__}") from None
     for d, dim in enumerate(dims):
+        if isinstance(dim, float):
+            raise _shape_error(what, f"dimension {d} is the float {dim!r}; a dimension is an "
+                                     f"int or a T.symbolic expression (// divides ints)")
         if not (_is_int(dim) or isinstance(dim, Expr)):
-            raise TypeError(f"{what}: dimension {d} must be an int or a T.symbolic expression, "
-                            f"got {type(dim).__name__}")
+            raise _shape_error(what, f"dimension {d} must be an int or a T.symbolic "
+                                     f"expression, got {type(dim).__name__}")
     return dims
 
 
@@ -76,8 +103,11 @@ class TensorType:
         return f"T.Tensor([{dims}], {self.dtype!r})"
 
 
-def Tensor(shape: Any, dtype: Any = "float32") -> TensorType:  # noqa: N802 (TileLang's name)
-    """``T.Tensor([b, s, heads, dim], "bfloat16")``: a tensor parameter's type."""
+def Tensor(shape: Any, dtype: Any = "float32", data: Any = None) -> TensorType:  # noqa: N802
+    """``T.Tensor([b, s, heads, dim], "bfloat16")``: a tensor parameter's type
+    (TileLang's name). ``data`` (a view over another tensor) is refused."""
+    if data is not None:
+        raise error(NotImplementedError, view_not_supported("T.Tensor(shape, dtype, data)"))
     return TensorType(shape, dtype)
 
 
@@ -140,12 +170,18 @@ def _resolve_annotation(ann: Any, fn: Any, caller_locals: Dict[str, Any], kernel
                 scope[n] = c.cell_contents
             except ValueError:
                 pass
+    code = fn.__code__
+    _resolving.owner = (kernel, param, (code.co_filename, code.co_firstlineno, 1))
     try:
         return eval(ann, scope)  # noqa: S307: the author's own annotation text
     except Exception as e:
+        if e is getattr(_resolving, "shape_error", None):
+            raise  # a bad T.Tensor shape, which names the parameter itself
         raise TypeError(f"{kernel}: the annotation of parameter '{param}' is the string "
                         f"{ann!r}, which cannot be evaluated where the prim_func is declared "
                         f"({type(e).__name__}: {e})") from None
+    finally:
+        _resolving.owner = _resolving.shape_error = None
 
 
 def prim_func(fn: Any = None, **options: Any) -> Any:

@@ -11,6 +11,8 @@ frames from their traceback.
 
 from __future__ import annotations
 
+import ast
+import linecache
 import os
 import sys
 import types
@@ -58,6 +60,32 @@ def user_span() -> Span:
 def span_text(span: Span) -> str:
     file, line, col = span
     return f"{file}:{line}:{col}"
+
+
+def annotated_parameter(span: Span) -> Optional[Tuple[str, str]]:
+    """(function, parameter) whose annotation holds the call at `span`, read
+    from the author's source: an annotation is evaluated when the ``def``
+    runs, before any decorator can say which parameter it belongs to. None
+    where the source is not at hand or the call is elsewhere."""
+    file, line, col = span
+    source = "".join(linecache.getlines(file))
+    if line == 0 or not source:
+        return None
+    try:
+        tree = ast.parse(source, filename=file)
+    except (SyntaxError, ValueError):
+        return None
+    at = (line, col - 1)
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        a = node.args
+        for arg in a.posonlyargs + a.args + a.kwonlyargs:
+            ann = arg.annotation
+            if ann is not None and ((ann.lineno, ann.col_offset) <= at <
+                                    (ann.end_lineno or 0, ann.end_col_offset or 0)):
+                return node.name, arg.arg
+    return None
 
 
 def error(kind: type, what: str, span: Optional[Span] = None) -> BaseException:

@@ -320,6 +320,14 @@ class Region:
         return f"{self.buffer.name}[{', '.join(parts)}]"
 
 
+def view_not_supported(what: str, tensor: Optional[str] = None) -> str:
+    """The message for T.Tensor(shape, dtype, X.data), a buffer view over
+    another tensor (TileLang's convolution idiom); `tensor` is X's name."""
+    return (f"{what}: a buffer view over another tensor (T.Tensor(shape, dtype, "
+            f"{tensor or 'X'}.data), TileLang's convolution idiom) is not supported; index "
+            f"{tensor or 'that tensor'} itself, mapping the view's indices onto its shape")
+
+
 def _index_tuple(key: Any) -> Tuple[Any, ...]:
     return key if isinstance(key, tuple) else (key,)
 
@@ -340,6 +348,12 @@ class BufferProxy:
     @property
     def buf(self) -> Any:
         return self._buf
+
+    @property
+    def data(self) -> Any:
+        """TileLang's pointer of a buffer, whose one use in its programs is a
+        view over another tensor: refused with what to write instead."""
+        raise error(NotImplementedError, view_not_supported(f"{self.name}.data", self.name))
 
     def scope(self) -> str:
         return self.scope_name
