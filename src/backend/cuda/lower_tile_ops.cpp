@@ -72,7 +72,9 @@ void CudaTileCodegen::emit_prefetch(const ir::ForStmt& op,
                                     const std::vector<const ir::CopyOp*>& copies,
                                     const std::string& iteration, const std::string& stage,
                                     const std::string& guard) {
-  // The copies read the loop variable as `iteration` and write `stage`.
+  // The copies read the loop variable as `iteration` and write `stage`;
+  // values their regions read that the loop computes are recomputed for
+  // `iteration` (Note [Prefetched addresses]), under `guard` as the copy is.
   const std::string k = var_name(op.var);
   line("{");
   indent();
@@ -88,7 +90,9 @@ void CudaTileCodegen::emit_prefetch(const ir::ForStmt& op,
     const backend::BufferAccess saved = a;
     a.name = a.data = "(" + base + " + (" + stage + ") * " + str(stride) + ")";
     set_access(dst, a);
-    backend::lower_copy(*this, *copy);
+    const auto ahead = pipelines_.ahead.find(copy);
+    backend::lower_copy(*this, ahead == pipelines_.ahead.end() ? *copy
+                                                               : *ahead->second.as<ir::CopyOp>());
     set_access(dst, saved);
   }
   bind_var(op.var, k);

@@ -398,13 +398,16 @@ void CudaTileCodegen::emit_store(const ir::StoreStmt& op) {
 namespace {
 
 // The entry `entry` that runs the blocks of `kernel`; returns its shared
-// memory in bytes.
+// memory in bytes, and appends what the lowering reports to `diagnostics`.
 int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
                           const std::vector<std::string>& symbols, const ir::KernelStmt& kernel,
-                          const std::string& entry, int threads) {
+                          const std::string& entry, int threads,
+                          std::vector<runtime::Diagnostic>* diagnostics) {
   std::ostringstream body;
   FragmentChoice choice = choose_fragments(kernel, threads);
   PipelinePlan pipelines = plan_pipelines(kernel);
+  diagnostics->insert(diagnostics->end(), pipelines.diagnostics.begin(),
+                      pipelines.diagnostics.end());
   fit_pipelines(kernel, choice, pipelines);
   SmemPlan tiles = plan_tiles(kernel, choice, pipelines);
   CudaTileCodegen cg(f, symbols, body, threads, std::move(choice), std::move(pipelines),
@@ -468,6 +471,7 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
   os << "#include \"tilejit/cuda/tile_ops.h\"\n\n";
   emit_args_struct(os, f, symbols);
   std::vector<runtime::AbiLaunch> launches;
+  std::vector<runtime::Diagnostic> diagnostics;
   for (size_t i = 0; i < kernels.size(); ++i) {
     const ir::KernelStmt& k = *kernels[i];
     int threads = 1;
@@ -481,9 +485,9 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
     l.entry = i == 0 ? std::string(kEntryName) : std::string(kEntryName) + "_" + std::to_string(i);
     l.threads[0] = threads;
     os << "\n";
-    l.smem_bytes = uint32_t(emit_kernel_entry(os, f, symbols, k, l.entry, threads));
+    l.smem_bytes = uint32_t(emit_kernel_entry(os, f, symbols, k, l.entry, threads, &diagnostics));
   }
-  return {os.str(), backend::slot_abi(request, std::move(launches))};
+  return {os.str(), backend::slot_abi(request, std::move(launches)), std::move(diagnostics)};
 }
 
 }  // namespace tilejit::cuda

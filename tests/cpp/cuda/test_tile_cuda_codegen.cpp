@@ -206,6 +206,124 @@ TEST_F(CudaTileCodegen, FlashAttentionAccumulatorsInRegisters) {
   EXPECT_EQ(barriers, 1u) << body;
 }
 
+// Note [Prefetched addresses]: a T.Pipelined loop whose copy reads the rows
+// an index tensor names, through a value computed in the loop.
+enum class RowIndex {
+  kLocal,        // blk[0] = Idx[bx, k]; T.copy(A[blk[0] * 64, 0], A_s)
+  kLet,          // row = Idx[bx, k] * 64; T.copy(A[row, 0], A_s)
+  kConditional,  // if Idx[bx, k] >= 0: blk[0] = Idx[bx, k]
+  kRunning,      // blk[0] = blk[0] + Idx[bx, k]  (a sum over the iterations)
+  kWrittenIndex  // blk[0] = Idx[bx, k], and the kernel writes Idx
+};
+
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+ir::PrimFunc gather_rows(RowIndex form) {
+  ir::TileBuilder b("gather_rows");
+  const Expr n = ir::symbolic("n"), m = ir::symbolic("m");
+  const DataType f32 = DataType::float32(), i32 = DataType::int32();
+  const ir::Buffer A = b.tensor_param("A", {n, Expr(64)}, f32);
+  const ir::Buffer Idx = b.tensor_param("Idx", {m, Expr(8)}, i32);
+  const ir::Buffer Out = b.tensor_param("Out", {m * 64, Expr(64)}, f32);
+  const Expr bx = b.begin_kernel({m}, {128})[0];
+  const ir::Buffer A_s = b.alloc("A_s", {64, 64}, f32, ir::Scope::kShared);
+  const ir::Buffer acc = b.alloc("acc", {64, 64}, f32, ir::Scope::kFragment);
+  const ir::Buffer blk = b.alloc("blk", {1}, i32, ir::Scope::kLocal);
+  b.fill(ir::whole(acc), Expr(0.0));
+  if (form == RowIndex::kRunning) b.store(blk, {Expr(0)}, ir::make_int(0, i32));
+  const Expr k = b.begin_for("k", 0, 8, ir::ForKind::kPipelined, 3);
+  const Expr index = ir::load(Idx, {bx, k});
+  const ir::Span at11{"k.py", 11, 9};
+  Expr row = ir::load(blk, {Expr(0)}) * 64;
+  switch (form) {
+    case RowIndex::kLocal:
+    case RowIndex::kWrittenIndex: b.store(blk, {Expr(0)}, index, at11); break;
+    case RowIndex::kLet: row = b.let("row", index * 64, at11); break;
+    case RowIndex::kConditional:
+      b.begin_if(index >= 0, ir::Span{"k.py", 10, 5});
+      b.store(blk, {Expr(0)}, index, at11);
+      b.end_if();
+      break;
+    case RowIndex::kRunning: b.store(blk, {Expr(0)}, ir::load(blk, {Expr(0)}) + index, at11); break;
+  }
+  b.copy(ir::corner(A, {row, Expr(0)}), ir::whole(A_s), ir::Span{"k.py", 12, 5});
+  const Expr i = b.begin_for("i", 0, 64, ir::ForKind::kParallel);
+  const Expr j = b.begin_for("j", 0, 64, ir::ForKind::kParallel);
+  b.store(acc, {i, j}, ir::load(acc, {i, j}) + ir::load(A_s, {i, j}));
+  b.end_for();
+  b.end_for();
+  b.end_for();
+  if (form == RowIndex::kWrittenIndex) b.store(Idx, {bx, Expr(0)}, ir::make_int(0, i32));
+  b.copy(ir::whole(acc), ir::corner(Out, {bx * 64, Expr(0)}));
+  b.end_kernel();
+  return b.finish();
+}
+
+// The prefetch recomputes the row for the iteration it loads: the prologue
+// reads Idx at iterations 0 and 1, the loop at k + 2, each under the
+// prefetch's guard; the body's own copy is gone.
+TEST_F(CudaTileCodegen, APipelinedCopyRecomputesARowComputedInTheLoop) {
+  for (RowIndex form : {RowIndex::kLocal, RowIndex::kLet}) {
+    const Lowered l = compiles(gather_rows(form));
+    const std::string& src = l.generated.source;
+    EXPECT_TRUE(l.generated.diagnostics.empty()) << l.generated.diagnostics[0].reason;
+    const size_t loop = src.find("for (int64_t k = 0;");
+    const size_t end = src.find("tilejit::cuda::async_wait_all();", loop);
+    ASSERT_NE(end, std::string::npos) << src;
+    const std::string prologue = src.substr(0, loop), body = src.substr(loop, end - loop);
+    // Iteration s into stage s, the row read at iteration s (three times:
+    // the corner and the two bounds).
+    for (const auto& [ahead, s] : {std::pair<std::string, std::string>{"k_ahead", "0"},
+                                   std::pair<std::string, std::string>{"k_ahead_1", "1"}}) {
+      EXPECT_EQ(occurrences(prologue, "const int64_t " + ahead + " = 0 + " + s + ";\n    if (0 + " +
+                                          s + " < 8) {"),
+                1u)
+          << src;
+      EXPECT_EQ(occurrences(prologue, "int64_t(Idx(bx, " + ahead + "))"), 3u) << src;
+      EXPECT_EQ(occurrences(prologue, "(A_s_stages + (" + s + ") * 4096)"), 1u) << src;
+    }
+    EXPECT_EQ(occurrences(body, "const int64_t k_ahead_2 = k + 2;\n      if (k + 2 < 8) {"), 1u)
+        << src;
+    EXPECT_EQ(occurrences(body, "int64_t(Idx(bx, k_ahead_2))"), 3u) << src;
+    EXPECT_EQ(occurrences(body, "tilejit::cuda::copy<"), 1u) << src;  // the prefetch alone
+    // The body's own store or let still reads iteration k's index.
+    EXPECT_EQ(occurrences(body, "Idx(bx, k)"), 1u) << src;
+  }
+}
+
+// A row the prefetch cannot recompute leaves the copy synchronous in the
+// body, with a diagnostic at the copy's line naming the buffer whose write
+// prevents it.
+TEST_F(CudaTileCodegen, APipelinedCopyOfARowItCannotRecomputeStaysInTheBody) {
+  const std::string path = "k.py:12:5: T.copy: not pipelined, copied synchronously in each iteration: ";
+  const std::string cannot =
+      " in a way the prefetch cannot recompute for a later iteration (it can recompute a let or "
+      "a store to a local buffer at the loop's top level before the copy)";
+  const std::pair<RowIndex, std::string> cases[] = {
+      {RowIndex::kConditional, "its source address reads 'blk', which the loop writes at k.py:11:9" + cannot},
+      {RowIndex::kRunning, "its source address reads 'blk' (k.py:11:9), which reads 'blk', which the loop writes at k.py:11:9" + cannot},
+      {RowIndex::kWrittenIndex, "its source address reads 'blk' (k.py:11:9), which reads 'Idx', which the kernel writes"},
+  };
+  for (const auto& [form, reason] : cases) {
+    const Lowered l = compiles(gather_rows(form));
+    const std::string& src = l.generated.source;
+    ASSERT_EQ(l.generated.diagnostics.size(), 1u) << reason;
+    const runtime::Diagnostic& d = l.generated.diagnostics[0];
+    EXPECT_EQ(d.op, "T.copy");
+    EXPECT_EQ(d.span.str(), "k.py:12:5");
+    EXPECT_EQ(d.message("gather_rows"), path + reason);
+    EXPECT_EQ(src.find("_ahead"), std::string::npos) << src;
+    EXPECT_EQ(src.find("stages of"), std::string::npos) << src;
+    const size_t loop = src.find("for (int64_t k = 0;");
+    ASSERT_NE(loop, std::string::npos) << src;
+    EXPECT_EQ(occurrences(src.substr(loop), "tilejit::cuda::copy<"), 2u) << src;  // A_s, then Out
+  }
+}
+
 TEST_F(CudaTileCodegen, ElementwiseAndNormalisations) {
   compiles(ex::elementwise_add(DataType::float32()));
   compiles(ex::elementwise_add_1d());
