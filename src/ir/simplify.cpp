@@ -1,7 +1,9 @@
 #include "tilejit/ir/simplify.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -288,6 +290,250 @@ bool as_single_var_affine(const Expr& e, AffineForm* out) {
   out->coeff = coeff;
   out->offset = offset;
   return true;
+}
+
+// Note [Proving conditions]
+// prove() decides a comparison a < b (and the others) from bounds of the
+// polynomial d = a - b over the values the context allows: a < b always
+// holds when max(d) <= -1 and never when min(d) >= 0 (min(d) is -max(-d)).
+// max(d) comes in two steps.
+//  1. Symbolic. A term c * v, v an IR variable with a range, becomes
+//     c * hi (c > 0) or c * lo (c < 0): a bound for every value of v,
+//     whatever the other terms do. A term q * k * (x // k) becomes
+//     q * x - q * (x % k), exactly, and q * k * ceildiv(x, k) becomes
+//     q * x + q * ((-x) % k), so that a block index whose grid is `n // 128`
+//     cancels against n: bx * 128 + i - n <= 128 * (n // 128 - 1) + 127 - n
+//     = -(n % 128) - 1 <= -1. Repeated while anything changes (a range's
+//     ends may name other variables), for a few rounds at most. The bound is
+//     found with and without the division rewrite, and the lower kept: the
+//     rewrite loses what the atom's own interval knows (128 * (i // 128) is
+//     0 for i in [0, 127], i - i % 128 only at most 127).
+//  2. Constant. Each remaining term is bounded by interval arithmetic over
+//     its atoms: a variable's range, a dimension's >= 0, x % k in
+//     [0, k - 1], x // k from x's interval. max(d) is the sum of the terms'
+//     bounds, unknown as soon as one term is unbounded.
+// A range whose hi is below its lo (a loop that never runs, a grid of no
+// blocks) makes either answer right: nothing under it runs.
+
+namespace {
+
+using Bound = std::optional<int64_t>;  // nullopt: unbounded or unknown
+
+struct Interval {
+  Bound lo, hi;
+};
+
+Bound bound_add(Bound a, Bound b) {
+  int64_t r;
+  if (!a || !b || __builtin_add_overflow(*a, *b, &r)) return std::nullopt;
+  return r;
+}
+Bound bound_mul(Bound a, Bound b) {
+  int64_t r;
+  if (!a || !b || __builtin_mul_overflow(*a, *b, &r)) return std::nullopt;
+  return r;
+}
+Bound bound_neg(Bound a) {
+  if (!a || *a == std::numeric_limits<int64_t>::min()) return std::nullopt;
+  return -*a;
+}
+
+Interval interval_mul(const Interval& x, const Interval& y) {
+  if (x.lo && x.hi && y.lo && y.hi) {
+    const Bound p[] = {bound_mul(x.lo, y.lo), bound_mul(x.lo, y.hi), bound_mul(x.hi, y.lo),
+                       bound_mul(x.hi, y.hi)};
+    Interval r{p[0], p[0]};
+    for (const Bound& v : p) {
+      if (!v) return {};
+      r.lo = std::min(*r.lo, *v);
+      r.hi = std::max(*r.hi, *v);
+    }
+    return r;
+  }
+  // Both non-negative: the ends multiply (an unbounded one stays so).
+  if (x.lo && *x.lo >= 0 && y.lo && *y.lo >= 0) return {bound_mul(x.lo, y.lo), bound_mul(x.hi, y.hi)};
+  return {};
+}
+
+class Prover {
+ public:
+  explicit Prover(const ProofContext& ctx) : ctx_(ctx) {}
+
+  std::optional<bool> decide(const Expr& c) {
+    switch (c.kind()) {
+      case ExprKind::kIntImm:
+        if (c.dtype() == DataType::boolean()) return c.int_value() != 0;
+        return std::nullopt;
+      case ExprKind::kNot: {
+        const std::optional<bool> v = decide(c.as<NotNode>()->a);
+        return v ? std::optional<bool>(!*v) : v;
+      }
+      case ExprKind::kAnd:
+      case ExprKind::kOr: {
+        const bool is_and = c.kind() == ExprKind::kAnd;
+        const std::optional<bool> x = decide(c.a()), y = decide(c.b());
+        // One side settles it (false for &&, true for ||), or both do.
+        if ((x && *x != is_and) || (y && *y != is_and)) return !is_and;
+        if (x && y) return is_and;
+        return std::nullopt;
+      }
+      default: break;
+    }
+    if (!is_compare_kind(c.kind()) || !c.a().dtype().is_int() || !c.b().dtype().is_int()) {
+      return std::nullopt;
+    }
+    // a > b is b < a, a >= b is b <= a: d is the left side minus the right.
+    const bool swap = c.kind() == ExprKind::kGT || c.kind() == ExprKind::kGE;
+    const Poly d = add(to_poly(swap ? c.b() : c.a()), to_poly(swap ? c.a() : c.b()), -1);
+    const Bound hi = best_max(d);
+    auto lo = [&] { return bound_neg(best_max(add(Poly{}, d, -1))); };
+    switch (c.kind()) {
+      case ExprKind::kLT:
+      case ExprKind::kGT: {
+        if (hi && *hi <= -1) return true;
+        const Bound l = lo();
+        if (l && *l >= 0) return false;
+        return std::nullopt;
+      }
+      case ExprKind::kLE:
+      case ExprKind::kGE: {
+        if (hi && *hi <= 0) return true;
+        const Bound l = lo();
+        if (l && *l >= 1) return false;
+        return std::nullopt;
+      }
+      default: {  // EQ, NE
+        const Bound l = lo();
+        std::optional<bool> equal;
+        if (hi && l && *hi <= 0 && *l >= 0) equal = true;
+        if ((hi && *hi <= -1) || (l && *l >= 1)) equal = false;
+        if (!equal) return std::nullopt;
+        return c.kind() == ExprKind::kEQ ? *equal : !*equal;
+      }
+    }
+  }
+
+ private:
+  static constexpr int kRounds = 8;     // Note [Proving conditions], step 1
+  static constexpr int kMaxDepth = 64;  // ranges that name each other
+
+  // The lower of the upper bounds with divisions rewritten and without
+  // (Note [Proving conditions]).
+  Bound best_max(const Poly& p) {
+    const Bound a = max_of(p, false), b = max_of(p, true);
+    if (a && b) return std::min(*a, *b);
+    return a ? a : b;
+  }
+
+  // An upper bound of p's value (Note [Proving conditions]).
+  Bound max_of(Poly p, bool divisions) {
+    for (int round = 0; round < kRounds; ++round) {
+      bool changed = false;
+      Poly next;
+      for (const auto& [m, c] : p) {
+        if (m.size() == 1 && rewrite(m[0], c, divisions, &next)) {
+          changed = true;
+        } else {
+          add_term(&next, m, c);
+        }
+      }
+      p = std::move(next);
+      if (!changed) break;
+    }
+    Bound sum = 0;
+    for (const auto& [m, c] : p) {
+      Interval t{1, 1};
+      for (const Expr& a : m) t = interval_mul(t, interval(a, 0));
+      sum = bound_add(sum, bound_mul(c, c > 0 ? t.hi : t.lo));
+      if (!sum) break;
+    }
+    return sum;
+  }
+
+  // Step 1 for the term c * a: adds its replacement to *out, or returns
+  // false to keep the term.
+  bool rewrite(const Expr& a, int64_t c, bool divisions, Poly* out) {
+    if (a.is_var() && a.var_id() != 0) {
+      auto it = ctx_.vars.find(a.var_id());
+      if (it == ctx_.vars.end()) return false;
+      const Expr& end = c > 0 ? it->second.hi : it->second.lo;
+      if (!end.defined()) return false;
+      *out = add(std::move(*out), mul(constant(c), to_poly(end)), 1);
+      return true;
+    }
+    const bool floor = a.kind() == ExprKind::kFloorDiv;
+    if (!divisions || (!floor && a.kind() != ExprKind::kCeilDiv)) return false;
+    const int64_t k = a.b().is_const() ? a.b().int_value() : 0;
+    if (k <= 0 || c % k != 0) return false;
+    const int64_t q = c / k;
+    // k * (x // k) = x - x % k;  k * ceildiv(x, k) = x + (-x) % k.
+    const Expr remainder = floormod(floor ? a.a() : neg(a.a()), a.b());
+    *out = add(std::move(*out), mul(constant(q), to_poly(a.a())), 1);
+    add_term(out, {remainder}, floor ? checked_mul(q, -1) : q);
+    return true;
+  }
+
+  // Step 2: the constant interval of an integer expression.
+  Interval interval(const Expr& e, int depth) {
+    if (depth > kMaxDepth) return {};
+    switch (e.kind()) {
+      case ExprKind::kIntImm: return {e.int_value(), e.int_value()};
+      case ExprKind::kVar: {
+        if (e.var_id() == 0) {
+          return ctx_.nonneg_symbols.count(e.var_name()) ? Interval{0, std::nullopt} : Interval{};
+        }
+        auto it = ctx_.vars.find(e.var_id());
+        if (it == ctx_.vars.end()) return {};
+        Interval r;
+        if (it->second.lo.defined()) r.lo = interval(it->second.lo, depth + 1).lo;
+        if (it->second.hi.defined()) r.hi = interval(it->second.hi, depth + 1).hi;
+        return r;
+      }
+      case ExprKind::kCast: {
+        const Expr& v = e.as<CastNode>()->value;
+        return v.dtype().is_int() && e.dtype().is_int() ? interval(v, depth + 1) : Interval{};
+      }
+      default: break;
+    }
+    if (e.as<BinaryNode>() == nullptr || !e.dtype().is_int()) return {};
+    const Interval x = interval(e.a(), depth + 1), y = interval(e.b(), depth + 1);
+    const int64_t k = e.b().is_const() ? e.b().int_value() : 0;
+    auto each = [&x](int64_t (*f)(int64_t, int64_t), int64_t k) {
+      return Interval{x.lo ? Bound(f(*x.lo, k)) : std::nullopt,
+                      x.hi ? Bound(f(*x.hi, k)) : std::nullopt};
+    };
+    switch (e.kind()) {
+      case ExprKind::kAdd: return {bound_add(x.lo, y.lo), bound_add(x.hi, y.hi)};
+      case ExprKind::kSub: return {bound_add(x.lo, bound_neg(y.hi)), bound_add(x.hi, bound_neg(y.lo))};
+      case ExprKind::kMul: return interval_mul(x, y);
+      case ExprKind::kFloorDiv: return k > 0 ? each(floordiv_int, k) : Interval{};
+      case ExprKind::kCeilDiv: return k > 0 ? each(ceildiv_int, k) : Interval{};
+      case ExprKind::kFloorMod:
+        if (k <= 0) return {};
+        if (x.lo && *x.lo >= 0 && x.hi && *x.hi < k) return x;
+        return {0, k - 1};
+      case ExprKind::kMin:
+        return {x.lo && y.lo ? Bound(std::min(*x.lo, *y.lo)) : std::nullopt,
+                x.hi && y.hi ? Bound(std::min(*x.hi, *y.hi)) : (x.hi ? x.hi : y.hi)};
+      case ExprKind::kMax:
+        return {x.lo && y.lo ? Bound(std::max(*x.lo, *y.lo)) : (x.lo ? x.lo : y.lo),
+                x.hi && y.hi ? Bound(std::max(*x.hi, *y.hi)) : std::nullopt};
+      default: return {};
+    }
+  }
+
+  const ProofContext& ctx_;
+};
+
+}  // namespace
+
+std::optional<bool> prove(const Expr& cond, const ProofContext& ctx) {
+  if (!cond.defined()) return std::nullopt;
+  try {
+    return Prover(ctx).decide(cond);
+  } catch (const CoefficientOverflow&) {
+    return std::nullopt;  // a bound beyond int64: nothing proven
+  }
 }
 
 }  // namespace tilejit::ir

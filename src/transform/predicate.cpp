@@ -1,15 +1,13 @@
 // predicate: see predicate.h.
 #include "tilejit/transform/predicate.h"
 
-#include <cstdint>
-#include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "tilejit/ir/buffer.h"
 #include "tilejit/ir/expr.h"
+#include "tilejit/ir/simplify.h"
 #include "tilejit/ir/stmt.h"
 #include "tilejit/ir/visitor.h"
 
@@ -19,24 +17,6 @@ namespace {
 using ir::Expr;
 using ir::ExprKind;
 using ir::Stmt;
-
-// What is known of an integer expression's value: a closed interval whose
-// ends may be unknown.
-struct Bound {
-  std::optional<int64_t> lo, hi;
-};
-
-// Saturating enough for indices: any product beyond 2^62 is "unknown".
-std::optional<int64_t> mul(std::optional<int64_t> a, std::optional<int64_t> b) {
-  if (!a || !b) return std::nullopt;
-  __int128 p = __int128(*a) * *b;
-  if (p > (__int128(1) << 62) || p < -(__int128(1) << 62)) return std::nullopt;
-  return int64_t(p);
-}
-std::optional<int64_t> add(std::optional<int64_t> a, std::optional<int64_t> b) {
-  if (!a || !b) return std::nullopt;
-  return *a + *b;
-}
 
 class Predicator : public ir::IRMutator {
  public:
@@ -48,66 +28,11 @@ class Predicator : public ir::IRMutator {
         for (const Expr& d : p.tensor.shape) ir::collect_vars(d, &names);
       }
     }
-    shape_symbols_.insert(names.begin(), names.end());
+    ctx_.nonneg_symbols.insert(names.begin(), names.end());
   }
 
  private:
-  Bound bound(const Expr& e) {
-    switch (e.kind()) {
-      case ExprKind::kIntImm: return {e.int_value(), e.int_value()};
-      case ExprKind::kVar: {
-        if (e.var_id() == 0) {
-          if (shape_symbols_.count(e.var_name())) return {int64_t{0}, std::nullopt};
-          return {};
-        }
-        auto it = ranges_.find(e.var_id());
-        return it == ranges_.end() ? Bound{} : it->second;
-      }
-      case ExprKind::kCast: {
-        const auto* c = e.as<ir::CastNode>();
-        return c->value.dtype().is_int() && e.dtype().is_int() ? bound(c->value) : Bound{};
-      }
-      default: break;
-    }
-    const auto* op = e.as<ir::BinaryNode>();
-    if (op == nullptr || !e.dtype().is_int()) return {};
-    const Bound a = bound(op->a), b = bound(op->b);
-    switch (e.kind()) {
-      case ExprKind::kAdd: return {add(a.lo, b.lo), add(a.hi, b.hi)};
-      case ExprKind::kSub: {
-        auto neg = [](std::optional<int64_t> v) { return v ? std::optional<int64_t>(-*v) : v; };
-        return {add(a.lo, neg(b.hi)), add(a.hi, neg(b.lo))};
-      }
-      case ExprKind::kMul:
-        if (a.lo && *a.lo >= 0 && b.lo && *b.lo >= 0) return {mul(a.lo, b.lo), mul(a.hi, b.hi)};
-        return {};
-      case ExprKind::kFloorDiv:
-        if (op->b.is_const() && op->b.int_value() > 0) {
-          const int64_t c = op->b.int_value();
-          auto div = [c](std::optional<int64_t> v) {
-            return v ? std::optional<int64_t>(ir::floordiv_int(*v, c)) : v;
-          };
-          return {div(a.lo), div(a.hi)};
-        }
-        return {};
-      case ExprKind::kFloorMod:
-        if (op->b.is_const() && op->b.int_value() > 0) return {int64_t{0}, op->b.int_value() - 1};
-        return {};
-      case ExprKind::kMin: {
-        Bound r;
-        if (a.lo && b.lo) r.lo = std::min(*a.lo, *b.lo);
-        if (a.hi || b.hi) r.hi = a.hi && b.hi ? std::min(*a.hi, *b.hi) : (a.hi ? a.hi : b.hi);
-        return r;
-      }
-      case ExprKind::kMax: {
-        Bound r;
-        if (a.lo || b.lo) r.lo = a.lo && b.lo ? std::max(*a.lo, *b.lo) : (a.lo ? a.lo : b.lo);
-        if (a.hi && b.hi) r.hi = std::max(*a.hi, *b.hi);
-        return r;
-      }
-      default: return {};
-    }
-  }
+  bool proven(const Expr& cond) const { return ir::prove(cond, ctx_) == true; }
 
   bool known(const Expr& cond) const {
     for (const Expr& k : known_) {
@@ -123,12 +48,10 @@ class Predicator : public ir::IRMutator {
     for (size_t d = 0; d < indices.size(); ++d) {
       const Expr& i = indices[d];
       const Expr& extent = buffer.shape()[d];
-      const Bound b = bound(i);
       const Expr lower = ir::ge(i, ir::make_int(0, i.dtype()));
-      if (!(b.lo && *b.lo >= 0) && !known(lower)) conds.push_back(lower);
+      if (!known(lower) && !proven(lower)) conds.push_back(lower);
       const Expr upper = ir::lt(i, extent);
-      const bool proven = extent.is_const() && b.hi && *b.hi < extent.int_value();
-      if (!proven && !known(upper)) conds.push_back(upper);
+      if (!known(upper) && !proven(upper)) conds.push_back(upper);
     }
     return conds;
   }
@@ -170,21 +93,36 @@ class Predicator : public ir::IRMutator {
     return ir::make_stmt<ir::IfStmt>(all_of(conds), store, Stmt(), s.span());
   }
 
+  // Note [Folded guards]
+  // A user's guard that the ranges prove (`if bx * 128 + i < N` with N a
+  // multiple of 128 and a grid of N / 128 blocks) costs a compare and a
+  // branch per element of the hottest loop, and keeps a target from
+  // vectorising it. So an `if` whose condition always holds becomes its
+  // then-branch, one that never holds its else-branch (or nothing), and a
+  // conjunction loses the parts that always hold. The kept branch's
+  // declarations join the enclosing sequence; their variables and buffers
+  // are unique, so nothing there can clash with them.
   Stmt visit_if(const ir::IfStmt* op, const Stmt& s) override {
-    Expr cond = mutate(op->cond);
-    // A conjunction's parts are each in force inside.
-    std::vector<Expr> parts;
+    if (const std::optional<bool> holds = ir::prove(op->cond, ctx_)) {
+      if (*holds) return mutate(op->then_case);
+      return op->else_case.defined() ? mutate(op->else_case) : ir::seq({}, s.span());
+    }
+    // A conjunction's parts are each in force inside; those that always
+    // hold are dropped from the condition.
+    std::vector<Expr> parts, kept;
     std::vector<Expr> todo = {op->cond};
     while (!todo.empty()) {
       Expr c = todo.back();
       todo.pop_back();
       if (const auto* b = c.as<ir::BinaryNode>(); b && c.kind() == ExprKind::kAnd) {
-        todo.push_back(b->a);
         todo.push_back(b->b);
+        todo.push_back(b->a);
       } else {
         parts.push_back(c);
+        if (!proven(c)) kept.push_back(c);
       }
     }
+    Expr cond = mutate(kept.size() == parts.size() ? op->cond : all_of(kept));
     known_.insert(known_.end(), parts.begin(), parts.end());
     Stmt then_case = mutate(op->then_case);
     known_.resize(known_.size() - parts.size());
@@ -199,27 +137,22 @@ class Predicator : public ir::IRMutator {
   Stmt visit_kernel(const ir::KernelStmt* op, const Stmt& s) override {
     for (size_t d = 0; d < op->block_vars.size(); ++d) {
       const Expr& g = op->grid[d];
-      ranges_[op->block_vars[d].var_id()] =
-          g.is_const() ? Bound{int64_t{0}, g.int_value() - 1} : Bound{int64_t{0}, std::nullopt};
+      ctx_.vars[op->block_vars[d].var_id()] = {Expr(0), ir::simplify(g - 1)};
     }
     for (size_t d = 0; d < op->thread_vars.size() && d < op->threads.size(); ++d) {
-      ranges_[op->thread_vars[d].var_id()] = {int64_t{0}, int64_t{op->threads[d]} - 1};
+      ctx_.vars[op->thread_vars[d].var_id()] = {Expr(0), Expr(int64_t{op->threads[d]} - 1)};
     }
     return ir::IRMutator::visit_kernel(op, s);
   }
 
   Stmt visit_for(const ir::ForStmt* op, const Stmt& s) override {
-    const Bound lo = bound(op->min), ext = bound(op->extent);
-    Bound r;
-    r.lo = lo.lo;
-    if (lo.hi && ext.hi) r.hi = *lo.hi + *ext.hi - 1;
-    ranges_[op->var.var_id()] = r;
+    ctx_.vars[op->var.var_id()] = {op->min, ir::simplify(op->min + op->extent - 1)};
     return ir::IRMutator::visit_for(op, s);
   }
 
   Stmt visit_let(const ir::LetStmt* op, const Stmt& s) override {
     Stmt out = ir::IRMutator::visit_let(op, s);
-    if (op->var.dtype().is_int()) ranges_[op->var.var_id()] = bound(op->value);
+    if (op->var.dtype().is_int()) ctx_.vars[op->var.var_id()] = {op->value, op->value};
     return out;
   }
 
@@ -229,8 +162,7 @@ class Predicator : public ir::IRMutator {
   // any other, so the base mutator visits them and their loads are guarded
   // here.
 
-  std::set<std::string> shape_symbols_;
-  std::map<uint64_t, Bound> ranges_;
+  ir::ProofContext ctx_;  // ranges of the variables in scope, and the shape symbols
   std::vector<Expr> known_;
 };
 

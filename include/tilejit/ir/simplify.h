@@ -2,6 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "tilejit/ir/expr.h"
@@ -29,5 +32,28 @@ struct AffineForm {
 /// Decomposes `e` (after simplification) into an AffineForm; false when `e`
 /// is not affine in exactly one symbol (a constant, b * s, s // 2, ...).
 bool as_single_var_affine(const Expr& e, AffineForm* out);
+
+/// The values an IR variable takes: lo <= v <= hi, each end an integer
+/// expression over symbols and other IR variables (`n // 128 - 1`), or
+/// undefined where nothing is known.
+struct VarRange {
+  Expr lo, hi;
+};
+
+/// What prove() may assume: the ranges of IR variables by id (loop
+/// variables, block and thread indices, lets), and the symbols that are
+/// never negative (tensor dimensions).
+struct ProofContext {
+  std::map<uint64_t, VarRange> vars;
+  std::set<std::string> nonneg_symbols;
+};
+
+/// Decides `cond` (a bool expression) for every value `ctx` allows: true
+/// when it always holds, false when it never does, nullopt when neither is
+/// proven (Note [Proving conditions] in simplify.cpp). Understands
+/// comparisons of integer expressions and &&, || and ! over them; anything
+/// else (a load, a float) is unknown. Sound, not complete: a nullopt says
+/// nothing about the condition.
+std::optional<bool> prove(const Expr& cond, const ProofContext& ctx);
 
 }  // namespace tilejit::ir

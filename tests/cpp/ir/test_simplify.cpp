@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "common/test_util.h"
@@ -232,6 +233,92 @@ TEST_F(Simplify, CoefficientOverflowLeavesTheExpressionAsWritten) {
   EXPECT_TRUE(structural_equal(simplify(q), q)) << to_string(simplify(q));
   // Below the limits nothing changes.
   EXPECT_EQ(simp(s * Expr(int64_t{1} << 60) * 4), "4611686018427387904 * s");
+}
+
+// ir::prove (Note [Proving conditions]): a block index and a loop variable
+// with their ranges, as transform::predicate gives them.
+class Prove : public ::testing::Test {
+ protected:
+  Expr n = symbolic("n"), m = symbolic("m");
+  Expr bx = make_var("bx"), i = make_var("i");
+  ProofContext ctx;
+
+  // bx in [0, grid - 1], i in [0, 127]; n is a tensor dimension.
+  void SetUp() override { ranges(Expr(8)); }
+  void ranges(const Expr& grid) {
+    ctx.vars[bx.var_id()] = {Expr(0), simplify(grid - 1)};
+    ctx.vars[i.var_id()] = {Expr(0), Expr(127)};
+    ctx.nonneg_symbols = {"n"};
+  }
+  std::optional<bool> p(const Expr& cond) const { return prove(cond, ctx); }
+};
+
+TEST_F(Prove, ConstantRangesDecideComparisons) {
+  const Expr idx = bx * 128 + i;  // [0, 1023]
+  EXPECT_EQ(p(idx < 1024), true);
+  EXPECT_EQ(p(idx < 1000), std::nullopt);
+  EXPECT_EQ(p(idx >= 1024), false);
+  EXPECT_EQ(p(idx <= 1023), true);
+  EXPECT_EQ(p(idx > 1023), false);
+  EXPECT_EQ(p(idx >= 0), true);
+  EXPECT_EQ(p(idx < 0), false);
+  EXPECT_EQ(p(eq(idx, 2000)), false);
+  EXPECT_EQ(p(ne(idx, -1)), true);
+  EXPECT_EQ(p(eq(idx, 5)), std::nullopt);
+  EXPECT_EQ(p(eq(i - i, 0)), true);
+  // Bounds of subterms: 128 * (i // 128) is 0 (its own interval; rewritten
+  // as i - i % 128 it would only be known to be at most 127), i % 64 < 64.
+  EXPECT_EQ(p(eq(floordiv(i, 128) * 128, 0)), true);
+  EXPECT_EQ(p(floormod(bx * 128 + i, 64) < 64), true);
+  EXPECT_EQ(p(min(i, 300) < 128), true);
+  EXPECT_EQ(p(max(i, 5) >= 5), true);
+  EXPECT_EQ(p(bx * i <= 7 * 127), true);
+  EXPECT_EQ(p(bx * i < 7 * 127), std::nullopt);
+}
+
+TEST_F(Prove, LogicCombinesThreeValues) {
+  const Expr yes = i < 128, no = i > 200, unknown = i < 64;
+  EXPECT_EQ(p(logical_and(yes, unknown)), std::nullopt);
+  EXPECT_EQ(p(logical_and(no, unknown)), false);
+  EXPECT_EQ(p(logical_and(yes, yes)), true);
+  EXPECT_EQ(p(logical_or(yes, unknown)), true);
+  EXPECT_EQ(p(logical_or(no, unknown)), std::nullopt);
+  EXPECT_EQ(p(logical_or(no, no)), false);
+  EXPECT_EQ(p(logical_not(no)), true);
+  EXPECT_EQ(p(logical_not(unknown)), std::nullopt);
+  EXPECT_EQ(p(make_bool(true)), true);
+}
+
+TEST_F(Prove, ASymbolicGridCancelsAgainstTheDimension) {
+  // Blocks of n // 128: every index is below n.
+  ranges(floordiv(n, 128));
+  EXPECT_EQ(p(bx * 128 + i < n), true);
+  EXPECT_EQ(p(bx * 128 + i >= n), false);
+  EXPECT_EQ(p(bx * 256 + i * 2 < 2 * n), true);
+  // ceildiv(n, 128) blocks cover n rounded up: the last block's tail is out.
+  ranges(ceildiv(n, 128));
+  EXPECT_EQ(p(bx * 128 + i < n), std::nullopt);
+  EXPECT_EQ(p(bx * 128 < n + 127), true);
+  EXPECT_EQ(p(bx < ceildiv(n, 128)), true);
+  // A range that names another variable: j in [i, n - 1].
+  const Expr j = make_var("j");
+  ctx.vars[j.var_id()] = {i, n - 1};
+  EXPECT_EQ(p(j < n), true);
+  EXPECT_EQ(p(j >= 0), true);
+  EXPECT_EQ(p(j >= 1), std::nullopt);
+}
+
+TEST_F(Prove, WhatIsNotKnownIsNotProven) {
+  // m is no tensor dimension: it may be negative.
+  EXPECT_EQ(p(m >= 0), std::nullopt);
+  EXPECT_EQ(p(n >= 0), true);
+  EXPECT_EQ(p(n * m >= 0), std::nullopt);
+  // A variable without a range, a float, and a bound beyond int64.
+  EXPECT_EQ(p(make_var("k") < 5), std::nullopt);
+  EXPECT_EQ(p(Expr::var("f", DataType::float32()) < 1.0), std::nullopt);
+  const Expr big = Expr(int64_t{1} << 62);
+  EXPECT_EQ(p(n * big * 4 < 1), std::nullopt);
+  EXPECT_EQ(p(n + big + big < 0), std::nullopt);
 }
 
 }  // namespace
