@@ -68,11 +68,13 @@ struct PyKernel {
 /// jit() with the Python forms of its options: out_idx / workspace_idx are
 /// None, an int or a sequence of ints (copied, never modified);
 /// workspace_init is None or {name: "empty" | "zero" | "zero_once"};
-/// the flag lists are None or sequences of str. Returns a Kernel object.
+/// the flag lists are None or sequences of str; debug_bounds is
+/// JitOptions::debug_bounds. Returns a Kernel object.
 nanobind::object make_kernel(const ir::PrimFunc& func, nanobind::handle out_idx,
                              nanobind::handle workspace_idx, const std::string& target,
                              nanobind::handle workspace_init, nanobind::handle compile_flags,
-                             nanobind::handle extra_compile_flags, bool disk_cache);
+                             nanobind::handle extra_compile_flags, bool disk_cache,
+                             bool debug_bounds);
 
 /// Creates the Kernel type and binds jit() into `m`.
 void bind_kernel(nanobind::module_& m);

@@ -67,12 +67,16 @@ def compile(prim_func: _C.PrimFunc, out_idx: IndexArg = None,  # noqa: A001 (the
     "cuda". workspace_init: {workspace name: "empty" | "zero" |
     "zero_once"}. compile_flags replace the backend's default flags;
     extra_compile_flags are appended. pass_configs (tilejit.PassConfigKey
-    names) are accepted and have no effect, an unknown key is warned about
-    once; execution_backend, target_host, verbose and debug_root_path are
+    names) are accepted and have no effect but for tilejit's own
+    "tl.debug_bounds" (run-time bounds checks of tile buffers,
+    tilejit.transform), and an unknown key is warned about once;
+    execution_backend, target_host, verbose and debug_root_path are
     accepted for TileLang's programs and ignored. tilejit.disable_cache()
     turns the disk cache off for every compile.
     """
-    _transform.check_pass_configs(pass_configs, getattr(prim_func, "name", "tilejit.compile"))
+    where = getattr(prim_func, "name", "tilejit.compile")
+    debug_bounds = _transform.debug_bounds(_transform.check_pass_configs(pass_configs, where),
+                                           where)
     target = _target_name(target)
     disk_cache = bool(disk_cache) and _cache.is_cache_enabled()
     if not isinstance(prim_func, _C.PrimFunc):
@@ -80,7 +84,8 @@ def compile(prim_func: _C.PrimFunc, out_idx: IndexArg = None,  # noqa: A001 (the
     if not isinstance(target, str):
         raise TypeError(f"{prim_func.name}: target must be a str, got {type(target).__name__}")
     return _C.jit(prim_func, _copy_index(out_idx), _copy_index(workspace_idx), target,
-                  workspace_init, compile_flags, extra_compile_flags, bool(disk_cache))
+                  workspace_init, compile_flags, extra_compile_flags, bool(disk_cache),
+                  debug_bounds)
 
 
 class JitFunction:
@@ -233,6 +238,7 @@ def jit(func: Any = None, *, out_idx: IndexArg = None, workspace_idx: IndexArg =
                    compile_flags=_copy_index(compile_flags),
                    extra_compile_flags=_copy_index(extra_compile_flags), disk_cache=disk_cache,
                    pass_configs=_transform.check_pass_configs(pass_configs, "tilejit.jit"))
+    _transform.debug_bounds(options["pass_configs"], "tilejit.jit")  # its type, checked now
 
     def wrap(f: Any) -> Any:
         if isinstance(f, _C.PrimFunc):

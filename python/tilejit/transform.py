@@ -5,6 +5,12 @@ accepted by tilejit.jit and tilejit.compile so that TileLang programs run
 unchanged. They tune TVM passes that tilejit does not have, so none of them
 changes what tilejit generates; a key that is not one of these names is
 warned about once per process (a typo would otherwise go unnoticed).
+
+One key is tilejit's own: ``"tl.debug_bounds": True`` (TL_DEBUG_BOUNDS, or
+the environment's TILEJIT_DEBUG_BOUNDS=1) checks every index of a load or
+store of a shared, fragment or local buffer when the kernel runs, and fails
+the call with the kernel, the buffer, the dimension and the index when one
+lies outside (a RuntimeError on the CPU, a trap on CUDA).
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import threading
 import warnings
 from typing import Any, Dict, Optional
 
-__all__ = ["PassConfigKey", "check_pass_configs"]
+__all__ = ["PassConfigKey", "check_pass_configs", "debug_bounds"]
 
 
 class PassConfigKey(str, enum.Enum):
@@ -55,6 +61,8 @@ class PassConfigKey(str, enum.Enum):
     TIR_MERGE_STATIC_SMEM = "tirx.merge_static_smem"
     TIR_NOALIAS = "tirx.noalias"
     CUDA_KERNELS_OUTPUT_DIR = "cuda.kernels_output_dir"
+    # tilejit's own (see the top of this file).
+    TL_DEBUG_BOUNDS = "tl.debug_bounds"
 
     def __str__(self) -> str:
         return self.value
@@ -93,3 +101,16 @@ def check_pass_configs(configs: Optional[Dict[Any, Any]], where: str) -> Optiona
                     frame.f_lineno if frame else 0)
         out[name] = value
     return out
+
+
+def debug_bounds(configs: Optional[Dict[str, Any]], where: str) -> bool:
+    """Whether checked configs (check_pass_configs) turn on the run-time
+    bounds checks of tile buffers."""
+    for key in (PassConfigKey.TL_DEBUG_BOUNDS.value, PassConfigKey.TL_DEBUG_BOUNDS.name):
+        if configs and key in configs:
+            value = configs[key]
+            if not isinstance(value, (bool, int)):
+                raise TypeError(f"{where}: pass_configs[{key!r}] must be a bool, got "
+                                f"{type(value).__name__}")
+            return bool(value)
+    return False

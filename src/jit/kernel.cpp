@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -432,6 +433,13 @@ struct ShapeInputs {
   std::span<const Arg> span() const { return {args.data(), args.size()}; }
 };
 
+// JitOptions::debug_bounds from the environment, read at each jit() so that a
+// process can turn it on for the kernels it builds from then on.
+bool debug_bounds_from_env() {
+  const char* v = std::getenv("TILEJIT_DEBUG_BOUNDS");
+  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+}
+
 }  // namespace
 
 size_t Kernel::workspace_bytes_for_shapes(std::span<const ShapeArg> inputs) const {
@@ -547,6 +555,7 @@ Kernel jit(const ir::PrimFunc& func, const JitOptions& options) {
   request.func = &impl->func;
   request.symbols = impl->plan.symbols;
   request.launches = results;
+  request.debug_bounds = options.debug_bounds || debug_bounds_from_env();
   runtime::GeneratedSource generated = impl->backend->generate(request);
   impl->source = std::move(generated.source);
   impl->abi = std::move(generated.abi);

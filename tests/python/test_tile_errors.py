@@ -658,3 +658,72 @@ def test_a_float_dimension_in_a_string_annotation(tmp_path):
                                  f"float 32.0; a dimension is an int or a T.symbolic expression "
                                  f"(// divides ints)"):
         exec(compile(path.read_text(), str(path), "exec"), {})
+
+
+# --- tile-buffer bounds (issue 20, item 4) ---------------------------------
+
+def test_a_parallel_extent_past_its_fragment():
+    line = here()
+    with raises_exact(ValueError, f"{at(line + 8, 21)}: store: index i takes the values 0 to "
+                                  f"63, but dimension 0 of f [32] has extent 32"):
+        @T.prim_func
+        def main(X: T.Tensor((64,), "float32")):
+            with T.Kernel(1):
+                f = T.alloc_fragment((32,), "float32")
+                for i in T.Parallel(64):
+                    f[i] = X[i]
+
+
+def test_a_guarded_parallel_extent_past_its_fragment_compiles():
+    @T.prim_func
+    def main(X: T.Tensor((64,), "float32")):
+        with T.Kernel(1):
+            f = T.alloc_fragment((32,), "float32")
+            for i in T.Parallel(64):
+                if i < 32:
+                    f[i] = X[i]
+    assert main.is_tile
+
+
+def shift_kernel(**options):
+    """Y = f[i + off] with f = X: a symbolic index that leaves f when off > 0,
+    which only the run-time checks see."""
+    import tilejit
+
+    @T.prim_func
+    def shift(X: T.Tensor((32,), "float32"), Y: T.Tensor((32,), "float32"), off: T.int32):
+        with T.Kernel(1, threads=1):
+            f = T.alloc_fragment((32,), "float32")
+            for i in T.Parallel(32):
+                f[i] = X[i]
+            for i in T.Parallel(32):
+                Y[i] = f[i + off]
+    return tilejit.compile(shift, out_idx=[1], target="cpu", **options)
+
+
+def test_debug_bounds_traps_a_symbolic_index(monkeypatch):
+    import numpy as np
+    from tilejit import PassConfigKey
+    monkeypatch.delenv("TILEJIT_DEBUG_BOUNDS", raising=False)
+    x = np.arange(32, dtype=np.float32)
+    for configs in ({"tl.debug_bounds": True}, {PassConfigKey.TL_DEBUG_BOUNDS: 1}):
+        kernel = shift_kernel(pass_configs=configs)
+        np.testing.assert_array_equal(kernel(x, 0), x)
+        with raises_exact(RuntimeError, "shift: block (0, 0, 0) threw std::runtime_error: bounds "
+                                        "check: index 32 lies outside f [32] in dimension 0"):
+            kernel(x, 1)
+    # Unchecked unless asked for (the unit has no checks at all).
+    assert "checked_index" not in shift_kernel().source
+    assert "checked_index" not in shift_kernel(pass_configs={"tl.debug_bounds": False}).source
+    monkeypatch.setenv("TILEJIT_DEBUG_BOUNDS", "1")
+    assert "checked_index" in shift_kernel().source
+
+
+def test_debug_bounds_takes_a_bool():
+    with raises_exact(TypeError, "shift: pass_configs['tl.debug_bounds'] must be a bool, got "
+                                 "str"):
+        shift_kernel(pass_configs={"tl.debug_bounds": "yes"})
+    import tilejit
+    with raises_exact(TypeError, "tilejit.jit: pass_configs['tl.debug_bounds'] must be a bool, "
+                                 "got float"):
+        tilejit.jit(pass_configs={"tl.debug_bounds": 1.0})

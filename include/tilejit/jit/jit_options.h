@@ -55,6 +55,13 @@ struct JitOptions {
   runtime::CompileOptions compile;
   /// Read and write the disk cache of binaries.
   bool disk_cache = true;
+  /// Check every index of a scalar load or store of a shared, fragment or
+  /// local buffer when the kernel runs: an index outside its dimension is an
+  /// error naming the kernel, the buffer, the dimension and the index (a
+  /// RuntimeError on the CPU, a trap on CUDA; Note [Debug bounds] in
+  /// src/backend/common/tile_codegen.h). Also on when the environment sets
+  /// TILEJIT_DEBUG_BOUNDS to anything but "" or "0". A tile body only.
+  bool debug_bounds = false;
 };
 
 /// Parameter indices by role, legalised.

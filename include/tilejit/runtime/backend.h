@@ -42,6 +42,9 @@ struct SourceRequest {
   /// reads its grid at results 4l, 4l + 1, 4l + 2 and its shared memory at
   /// 4l + 3.
   std::span<const LaunchResults> launches;
+  /// A tile body's scalar loads and stores of tile buffers check their
+  /// indices at run time (JitOptions::debug_bounds).
+  bool debug_bounds = false;
 };
 
 /// What generate() makes: the translation unit, what its kernel takes, and

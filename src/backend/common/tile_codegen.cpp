@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/common/cxx_source.h"
+#include "core/string_literal.h"
 #include "tilejit/core/error.h"
 #include "tilejit/ir/tile_builder.h"
 #include "tilejit/ir/visitor.h"
@@ -253,12 +254,22 @@ std::string TileCodegen::tile_element(const BufferAccess& b, const std::vector<i
   int64_t stride = 1;
   for (size_t d = indices.size(); d-- > 0;) {
     std::string term = expr(indices[d]);
+    if (debug_bounds && d < b.extents.size()) term = checked_index(b, d, term);
     if (stride != 1) term += " * " + std::to_string(stride);
     flat = flat.empty() ? term : term + " + " + flat;
     stride *= b.static_shape[d];
   }
   if (flat.empty()) flat = "0";
   return b.name + "[" + flat + "]";
+}
+
+std::string TileCodegen::checked_index(const BufferAccess& b, size_t dim,
+                                       const std::string& index) {
+  std::string shape;
+  for (int64_t e : b.extents) shape += (shape.empty() ? "" : ", ") + std::to_string(e);
+  return lib() + "::checked_index(" + index + ", " + int_literal(b.extents[dim]) + ", " +
+         c_string_literal(func_.name) + ", " + c_string_literal(b.buffer + " [" + shape + "]") +
+         ", " + std::to_string(dim) + ")";
 }
 
 std::string TileCodegen::element(const BufferAccess& b, const std::vector<ir::Expr>& indices) {
@@ -317,6 +328,7 @@ BufferAccess TileCodegen::tile_access(const ir::AllocStmt& op, int64_t* elements
   a.dtype = b.dtype();
   a.data = a.name;
   a.layout = b->layout;
+  a.buffer = b.name();
   *elements = 1;
   for (const Expr& d : b.shape()) {
     if (!d.is_const()) {
@@ -325,6 +337,7 @@ BufferAccess TileCodegen::tile_access(const ir::AllocStmt& op, int64_t* elements
                "; tiles have constant shapes");
     }
     a.static_shape.push_back(d.int_value());
+    a.extents.push_back(d.int_value());
     a.shape.push_back(std::to_string(d.int_value()));
     *elements *= d.int_value();
   }

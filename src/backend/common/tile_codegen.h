@@ -42,6 +42,10 @@ struct BufferAccess {
   std::string data;            ///< C++ pointer to element 0
   /// The buffer's layout (BufferNode::layout; empty for a tensor).
   std::string layout;
+  /// A tile's name and shape as its allocation declares them (static_shape
+  /// may be padded): what Note [Debug bounds] checks against and names.
+  std::string buffer;
+  std::vector<int64_t> extents;
 };
 
 /// The C++ literal of an integer (LL past int32) and of a float of `t`.
@@ -72,6 +76,19 @@ class TileCodegen {
 
   /// The C++ names of the block indices (x first), for T.print.
   std::vector<std::string> block_names;
+
+  // Note [Debug bounds]
+  // With SourceRequest::debug_bounds (JitOptions::debug_bounds,
+  // TILEJIT_DEBUG_BOUNDS=1, pass_configs {"tl.debug_bounds": True}), every
+  // index of a scalar load or store of a tile buffer goes through the target
+  // library's checked_index(index, extent, kernel, "f [32]", dim) in
+  // tile_element: an index outside its dimension throws on the CPU (the
+  // block's error, Note [Exceptions from a body]) and prints and traps on
+  // CUDA. Tensors need no check (transform::predicate guards them), and
+  // register fragments are indexed by their own loops. Indices that
+  // transform::check_index_bounds can decide are rejected before this.
+  /// Whether tile_element checks its indices (Note [Debug bounds]).
+  bool debug_bounds = false;
 
   /// The C++ of a scalar expression, in its compute type.
   std::string expr(const ir::Expr& e);
@@ -156,6 +173,10 @@ class TileCodegen {
   std::string loop_end(const std::string& v, const ir::ForStmt& op, const std::string& lo);
 
  private:
+  /// `index` (C++) of dimension `dim` of tile `b` through the target's
+  /// checked_index (Note [Debug bounds]).
+  std::string checked_index(const BufferAccess& b, size_t dim, const std::string& index);
+
   const ir::PrimFunc& func_;
   std::ostream& os_;
   const char* display_;

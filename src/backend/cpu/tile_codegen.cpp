@@ -115,10 +115,11 @@ namespace {
 // The entry `entry` that runs the blocks of `kernel`.
 void emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
                        const std::vector<std::string>& symbols, const ir::KernelStmt& kernel,
-                       const std::string& entry) {
+                       const std::string& entry, bool debug_bounds) {
   // The body first: it decides the arena's size and the names.
   std::ostringstream body;
   CpuTileCodegen cg(f, symbols, body);
+  cg.debug_bounds = debug_bounds;
   static const char* const kBlock[] = {"tilejit_x", "tilejit_y", "tilejit_z"};
   std::vector<std::string> block_decls;
   for (size_t d = 0; d < kernel.block_vars.size(); ++d) {
@@ -193,7 +194,7 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
       l.threads[d] = kernels[i]->threads[d];
     }
     if (i > 0) os << "\n";
-    emit_kernel_entry(os, f, symbols, *kernels[i], l.entry);
+    emit_kernel_entry(os, f, symbols, *kernels[i], l.entry, request.debug_bounds);
   }
   return {os.str(), backend::slot_abi(request, std::move(launches))};
 }

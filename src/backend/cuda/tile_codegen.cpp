@@ -401,7 +401,7 @@ namespace {
 // memory in bytes, and appends what the lowering reports to `diagnostics`.
 int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
                           const std::vector<std::string>& symbols, const ir::KernelStmt& kernel,
-                          const std::string& entry, int threads,
+                          const std::string& entry, int threads, bool debug_bounds,
                           std::vector<runtime::Diagnostic>* diagnostics) {
   std::ostringstream body;
   FragmentChoice choice = choose_fragments(kernel, threads);
@@ -412,6 +412,7 @@ int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
   SmemPlan tiles = plan_tiles(kernel, choice, pipelines);
   CudaTileCodegen cg(f, symbols, body, threads, std::move(choice), std::move(pipelines),
                      std::move(tiles));
+  cg.debug_bounds = debug_bounds;
   static const char* const kBlock[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
   static const char* const kSwizzled[] = {"tilejit_block.x", "tilejit_block.y", "blockIdx.z"};
   std::vector<std::string> decls;
@@ -485,7 +486,8 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
     l.entry = i == 0 ? std::string(kEntryName) : std::string(kEntryName) + "_" + std::to_string(i);
     l.threads[0] = threads;
     os << "\n";
-    l.smem_bytes = uint32_t(emit_kernel_entry(os, f, symbols, k, l.entry, threads, &diagnostics));
+    l.smem_bytes = uint32_t(emit_kernel_entry(os, f, symbols, k, l.entry, threads,
+                                              request.debug_bounds, &diagnostics));
   }
   return {os.str(), backend::slot_abi(request, std::move(launches)), std::move(diagnostics)};
 }

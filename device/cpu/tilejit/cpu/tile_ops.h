@@ -3,6 +3,7 @@
 #pragma once
 
 #include "tilejit/cpu/atomic.h"
+#include "tilejit/cpu/bounds.h"
 #include "tilejit/cpu/copy.h"
 #include "tilejit/cpu/gemm.h"
 #include "tilejit/cpu/print.h"

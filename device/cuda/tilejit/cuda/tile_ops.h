@@ -2,6 +2,7 @@
 #pragma once
 
 #include "tilejit/cuda/atomic.h"
+#include "tilejit/cuda/bounds.h"
 #include "tilejit/cuda/copy.h"
 #include "tilejit/cuda/gemm.h"
 #include "tilejit/cuda/mma.h"
