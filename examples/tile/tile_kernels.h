@@ -280,7 +280,8 @@ inline tilejit::PrimFunc splitk_gemm(int64_t split_k, bool alloc_global = false,
 ///               T.copy(B[s * chunk + ko * bk, bx * bn], B_s)
 ///               T.gemm(A_s, B_s, C_l)
 ///           T.copy(C_l, Partial[s, by * bm, bx * bn])
-///           T.atomic_add(Count[by, bx], 1)
+///           if T.get_thread_binding() == 0:   # a scalar atomic is each thread's
+///               T.atomic_add(Count[by, bx], 1)
 ///       if Count[by, bx] == split_k:
 ///           T.clear(C_l)
 ///           for s in T.serial(split_k):
@@ -326,8 +327,12 @@ inline tilejit::PrimFunc splitk_gemm_counted(int64_t split_k, int64_t bm = 64, i
   b.gemm(whole(A_s), whole(B_s), whole(C_l));
   b.end_for();
   b.copy(whole(C_l), corner(P, {s, by * bm, bx * bn}));
+  // Note [Thread semantics]: a scalar atomic add is each thread's; one
+  // thread counts the block's slice.
+  b.begin_if(tilejit::ir::eq(b.thread_binding(0), Expr(0)));
   b.atomic_add(tilejit::ir::region(count, {Range{by, Expr(1)}, Range{bx, Expr(1)}}),
                tilejit::ir::make_int(1, DataType::int32()));
+  b.end_if();
   b.end_for();
   b.begin_if(
       tilejit::ir::eq(load(count, {by, bx}), tilejit::ir::make_int(split_k, DataType::int32())));

@@ -304,8 +304,7 @@ void lower_copy(TileCodegen& cg, const ir::CopyOp& op) {
     const std::vector<std::string> it = open_loops(cg, shape, lead);
     const auto [rows, cols] = rows_cols(shape);
     cg.line(cg.lib() + "::copy<" + str(rows) + ", " + str(cols) + cg.copy_template_tail(op) + ">(" +
-            rect(cg, dst, it, false) +
-            ", " + rect(cg, src, it, true) + ");");
+            rect(cg, dst, it, false) + ", " + rect(cg, src, it, true) + cg.group_args() + ");");
     close_loops(cg, lead);
   } else {
     elementwise(cg, shape, dst, &src,
@@ -338,8 +337,8 @@ void lower_fill(TileCodegen& cg, const ir::FillOp& op) {
     const size_t lead = shape.size() > 2 ? shape.size() - 2 : 0;
     const std::vector<std::string> it = open_loops(cg, shape, lead);
     const auto [rows, cols] = rows_cols(shape);
-    cg.line(cg.lib() + "::fill<" + str(rows) + ", " + str(cols) + ">(" + rect(cg, dst, it, false) +
-            ", " + value + ");");
+    cg.line(cg.lib() + "::fill<" + str(rows) + ", " + str(cols) + cg.group_template_tail() + ">(" +
+            rect(cg, dst, it, false) + ", " + value + cg.group_args() + ");");
     close_loops(cg, lead);
   } else {
     elementwise(cg, shape, dst, nullptr,
@@ -462,8 +461,9 @@ void lower_gemm(TileCodegen& cg, const ir::GemmOp& op) {
           ir::to_string(op.c) + ")");
   cg.line(cg.lib() + "::gemm<" + str(m) + ", " + str(n) + ", " + str(k) + ", " +
           (op.trans_a ? "true" : "false") + ", " + (op.trans_b ? "true" : "false") + ", " +
-          str(a.ld) + ", " + str(b.ld) + ", " + str(c.ld) + cg.gemm_template_tail() + ">(" + a.ptr + ", " + b.ptr + ", " +
-          c.ptr + ", " + (op.clear_accum ? "true" : "false") + ");");
+          str(a.ld) + ", " + str(b.ld) + ", " + str(c.ld) + cg.gemm_template_tail() + ">(" + a.ptr +
+          ", " + b.ptr + ", " + c.ptr + ", " + (op.clear_accum ? "true" : "false") +
+          cg.group_args() + ");");
 }
 
 void lower_reduce(TileCodegen& cg, const ir::ReduceOp& op) {
@@ -509,8 +509,8 @@ void lower_reduce(TileCodegen& cg, const ir::ReduceOp& op) {
           str(op.dim) + ", clear=" + (op.clear ? "True" : "False") + ")");
   cg.line(std::string(cg.lib() + "::reduce<" + cg.lib() + "::ReduceKind::") +
           kKinds[int(op.reduce_kind)] + ", " + str(src.rows) + ", " + str(src.cols) + ", " +
-          str(dim) + ", " + str(src.ld) + ">(" + src.ptr + ", " + pointer_at(dst, dst.mins) + ", " +
-          (op.clear ? "true" : "false") + ");");
+          str(dim) + ", " + str(src.ld) + cg.group_template_tail() + ">(" + src.ptr + ", " +
+          pointer_at(dst, dst.mins) + ", " + (op.clear ? "true" : "false") + cg.group_args() + ");");
 }
 
 void lower_print(TileCodegen& cg, const ir::PrintOp& op) {

@@ -356,7 +356,10 @@ std::string TileCodegen::loop_end(const std::string& v, const ir::ForStmt& op,
 
 void TileCodegen::emit_stmt(const ir::Stmt& s) {
   if (!s.defined()) return;
-  if (s.kind() != ir::StmtKind::kSeq) before_stmt(s);
+  if (s.kind() != ir::StmtKind::kSeq) {
+    if (emit_own(s)) return;
+    before_stmt(s);
+  }
   switch (s.kind()) {
     case ir::StmtKind::kKernel:
       fail(ErrorKind::kValueError, s.span(), "T.Kernel",
@@ -367,30 +370,8 @@ void TileCodegen::emit_stmt(const ir::Stmt& s) {
       for (const ir::Stmt& x : s.as<ir::SeqStmt>()->stmts) emit_stmt(x);
       return;
     case ir::StmtKind::kFor: emit_for(*s.as<ir::ForStmt>()); return;
-    case ir::StmtKind::kIf: {
-      const auto* op = s.as<ir::IfStmt>();
-      line("if (" + expr(op->cond) + ") {");
-      indent();
-      emit_block(op->then_case);
-      dedent();
-      if (op->else_case.defined()) {
-        line("} else {");
-        indent();
-        emit_block(op->else_case);
-        dedent();
-      }
-      line("}");
-      return;
-    }
-    case ir::StmtKind::kWhile: {
-      const auto* op = s.as<ir::WhileStmt>();
-      line("while (" + expr(op->cond) + ") {");
-      indent();
-      emit_block(op->body);
-      dedent();
-      line("}");
-      return;
-    }
+    case ir::StmtKind::kIf: emit_if(*s.as<ir::IfStmt>()); return;
+    case ir::StmtKind::kWhile: emit_while(*s.as<ir::WhileStmt>()); return;
     case ir::StmtKind::kBreak: line("break;"); return;
     case ir::StmtKind::kContinue: line("continue;"); return;
     case ir::StmtKind::kStore: emit_store(*s.as<ir::StoreStmt>()); return;
@@ -412,6 +393,28 @@ void TileCodegen::emit_stmt(const ir::Stmt& s) {
     case ir::StmtKind::kPrint: emit_tile_op(s); return;
   }
   ir::unhandled_stmt("tile codegen", s);
+}
+
+void TileCodegen::emit_if(const ir::IfStmt& op) {
+  line("if (" + expr(op.cond) + ") {");
+  indent();
+  emit_block(op.then_case);
+  dedent();
+  if (op.else_case.defined()) {
+    line("} else {");
+    indent();
+    emit_block(op.else_case);
+    dedent();
+  }
+  line("}");
+}
+
+void TileCodegen::emit_while(const ir::WhileStmt& op) {
+  line("while (" + expr(op.cond) + ") {");
+  indent();
+  emit_block(op.body);
+  dedent();
+  line("}");
 }
 
 // transform::verify resolves regions the same way; doing it here too keeps

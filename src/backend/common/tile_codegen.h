@@ -142,6 +142,14 @@ class TileCodegen {
   /// Called before each statement but a sequence is emitted (a target's
   /// barriers before what its expressions read).
   virtual void before_stmt(const ir::Stmt&) {}
+  /// A target may emit a statement (not a sequence) its own way, before
+  /// before_stmt: the CPU's thread loops (Note [Thread semantics] in
+  /// tilejit/transform/thread_uniformity.h). Returns true when it did.
+  virtual bool emit_own(const ir::Stmt&) { return false; }
+  /// An if and a while: the defaults print them with emit_block around
+  /// their branches and body.
+  virtual void emit_if(const ir::IfStmt& op);
+  virtual void emit_while(const ir::WhileStmt& op);
 
   /// The namespace of the target's tile library ("tilejit::cpu").
   virtual std::string lib() const = 0;
@@ -155,6 +163,11 @@ class TileCodegen {
   virtual std::string gemm_template_tail() const { return ""; }
   /// The target's further template arguments of the library's copy.
   virtual std::string copy_template_tail(const ir::CopyOp&) const { return ""; }
+  /// The target's further template arguments of fill and reduce (", 64":
+  /// the threads that make them), and further call arguments of copy, fill,
+  /// reduce and gemm (", rank": the thread's index among them).
+  virtual std::string group_template_tail() const { return ""; }
+  virtual std::string group_args() const { return ""; }
 
   /// The C++ of a math function applied to arguments already in compute
   /// type `ct`: "exp", "exp2", "log", "log2", "sqrt", "tanh", "abs",

@@ -18,10 +18,13 @@
 // else get a suffix (`i`, `i_1`).
 #include "backend/cpu/tile_codegen.h"
 
+#include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "backend/common/accesses.h"
 #include "backend/common/cxx_source.h"
 #include "backend/common/slot_abi.h"
 #include "backend/cpu/cpu_backend_internal.h"
@@ -33,6 +36,122 @@
 namespace tilejit::cpu {
 
 using ir::Expr;
+using transform::ThreadUniformity;
+
+CpuTileCodegen::CpuTileCodegen(const ir::PrimFunc& func, const std::vector<std::string>& symbols,
+                               std::ostream& os, const ir::KernelStmt& kernel,
+                               const transform::ThreadUniformity& uniformity)
+    : TileCodegen(func, symbols, os, "CPU", /*base_levels=*/2),
+      kernel_(kernel),
+      uniformity_(uniformity),
+      group_{0, uniformity.threads()} {
+  struct Locals : ir::IRVisitor {
+    std::set<uint64_t>* out = nullptr;
+    void visit_alloc(const ir::AllocStmt* op, const ir::Stmt&) override {
+      if (op->buffer.scope() == ir::Scope::kLocal) out->insert(op->buffer.id());
+    }
+  } locals;
+  locals.out = &locals_;
+  locals.visit(kernel.body);
+}
+
+void CpuTileCodegen::bind_threads() {
+  for (const Expr& tv : kernel_.thread_vars) {
+    const std::string name = fresh(tv.var_name());
+    bind_var(tv, name);
+    thread_names_.push_back(name);
+  }
+}
+
+bool CpuTileCodegen::self_contained(const ir::Stmt& s) const {
+  // The block-visible buffers (not local: a thread's locals are its own)
+  // it reads and writes.
+  backend::Accessed a;
+  a.visit(s);
+  for (uint64_t id : a.writes) {
+    if (a.reads.count(id) && !locals_.count(id)) return false;
+  }
+  return true;
+}
+
+bool CpuTileCodegen::emit_own(const ir::Stmt& s) {
+  if (in_thread_ || parallel_depth_ > 0 || s.kind() == ir::StmtKind::kAlloc) return false;
+  if (ThreadUniformity::collective(s)) {
+    if (const auto* op = s.as<ir::IfStmt>(); op != nullptr && uniformity_.divergent(s)) {
+      emit_range_if(*op);
+      return true;
+    }
+    return false;  // its statements are emitted one by one
+  }
+  if (!uniformity_.variant(s)) return false;  // once, for every thread
+  const bool control = s.kind() == ir::StmtKind::kFor || s.kind() == ir::StmtKind::kWhile ||
+                       s.kind() == ir::StmtKind::kIf;
+  if (control && !uniformity_.divergent(s) && !self_contained(s)) return false;
+  emit_thread_loop(s);
+  return true;
+}
+
+void CpuTileCodegen::emit_thread_loop(const ir::Stmt& s) {
+  if (group_.count <= 0) return;
+  const auto* let = s.as<ir::LetStmt>();
+  std::string slots;
+  if (let != nullptr) {
+    // Note [CPU lowering of tile IR]: a thread's let, one slot per thread.
+    slots = fresh(let->var.var_name() + "_t");
+    line(std::string(compute_type(let->var.dtype())) + " " + slots + "[" +
+         std::to_string(uniformity_.threads()) + "];");
+  }
+  const std::string end = std::to_string(group_.first + group_.count);
+  line("for (int64_t tilejit_t = " + std::to_string(group_.first) + "; tilejit_t < " + end +
+       "; ++tilejit_t) {");
+  indent();
+  int64_t inner = 1;
+  for (size_t d = 0; d < thread_names_.size(); ++d) {
+    const int64_t extent = kernel_.threads[d];
+    std::string value = inner == 1 ? "tilejit_t" : "tilejit_t / " + std::to_string(inner);
+    if (d + 1 < thread_names_.size()) value += " % " + std::to_string(extent);
+    line("[[maybe_unused]] const int64_t " + thread_names_[d] + " = " + value + ";");
+    inner *= extent;
+  }
+  in_thread_ = true;
+  if (let != nullptr) {
+    line(slots + "[tilejit_t] = " + expr(let->value) + ";");
+  } else {
+    emit_stmt(s);
+  }
+  in_thread_ = false;
+  dedent();
+  line("}");
+  if (let != nullptr) bind_var(let->var, slots + "[tilejit_t]");
+}
+
+void CpuTileCodegen::emit_range_if(const ir::IfStmt& op) {
+  for (bool then_branch : {true, false}) {
+    const ir::Stmt& branch = then_branch ? op.then_case : op.else_case;
+    if (!branch.defined()) continue;
+    const std::optional<transform::ThreadRange> r = uniformity_.branch_range(&op, then_branch);
+    if (!r) {
+      // The rest of the group is not one range: no collective op there
+      // (thread_uniformity checked), so each thread tests the condition.
+      const transform::ThreadRange saved = group_;
+      emit_thread_loop(ir::make_stmt<ir::IfStmt>(ir::logical_not(op.cond), branch, ir::Stmt(),
+                                                 op.span));
+      group_ = saved;
+      continue;
+    }
+    if (r->count == 0) continue;
+    line("{  // " + std::string(then_branch ? "if (" : "else of (") + ir::to_string(op.cond) +
+         "): threads [" + std::to_string(r->first) + ", " + std::to_string(r->first + r->count) +
+         ")");
+    indent();
+    const transform::ThreadRange saved = group_;
+    group_ = *r;
+    emit_stmt(branch);
+    group_ = saved;
+    dedent();
+    line("}");
+  }
+}
 
 std::string CpuTileCodegen::math(const char* fn, const char* ct,
                                  const std::vector<std::string>& args) const {
@@ -52,15 +171,22 @@ void CpuTileCodegen::emit_alloc(const ir::AllocStmt& op) {
   const char* st = storage_type(b.dtype(), op.span, "T.alloc");
   int64_t elements = 1;
   backend::BufferAccess a = tile_access(op, &elements);
-  const int64_t bytes = elements * b.dtype().bytes();
+  // Note [CPU lowering of tile IR]: a thread's own local, one slot a thread.
+  const bool per_thread = b.scope() == ir::Scope::kLocal && uniformity_.variant_buffer(b.id());
+  const int64_t slots = per_thread ? uniformity_.threads() : 1;
+  const int64_t bytes = elements * slots * b.dtype().bytes();
+  const std::string what = std::string(ir::scope_name(b.scope())) +
+                           (per_thread ? ", one per thread" : "");
   if (bytes <= kMaxStackTileBytes) {
-    line("alignas(64) " + std::string(st) + " " + a.name + "[" + std::to_string(elements) +
-         "];  // " + ir::scope_name(b.scope()));
+    line("alignas(64) " + std::string(st) + " " + a.name + "[" + std::to_string(elements * slots) +
+         "];  // " + what);
   } else {
     line(std::string(st) + "* const " + a.name + " = tilejit_arena.at<" + st + ">(" +
-         std::to_string(arena_bytes_) + ");  // " + ir::scope_name(b.scope()) + ", " +
-         std::to_string(bytes) + " bytes");
+         std::to_string(arena_bytes_) + ");  // " + what + ", " + std::to_string(bytes) + " bytes");
     arena_bytes_ += (bytes + 63) / 64 * 64;
+  }
+  if (per_thread) {
+    a.name = a.data = "(" + a.name + " + tilejit_t * " + std::to_string(elements) + ")";
   }
   set_access(b, std::move(a));
 }
@@ -84,9 +210,23 @@ void CpuTileCodegen::emit_for(const ir::ForStmt& op) {
       break;
     case ir::ForKind::kSerial: break;
   }
+  const bool parallel = op.for_kind == ir::ForKind::kParallel;
+  if (parallel && parallel_depth_ == 0 && !in_thread_) {
+    // Note [Thread semantics]: an iteration runs on some thread of the
+    // block, which one the GPU's layout decides; the CPU cannot say.
+    const std::string state = uniformity_.thread_state_read(op);
+    if (!state.empty()) {
+      fail(ErrorKind::kValueError, op.span, "T.Parallel",
+           "the loop reads '" + state + "', a value of each thread's own (it depends on "
+           "T.get_thread_binding), which no iteration of a T.Parallel loop has on the CPU target; "
+           "compute it from the loop's indices, or store it in a shared buffer first");
+    }
+  }
   line("for (int64_t " + v + " = " + lo + "; " + v + " < " + end + "; ++" + v + ") {");
   indent();
+  if (parallel) parallel_depth_ += 1;
   emit_stmt(op.body);
+  if (parallel) parallel_depth_ -= 1;
   dedent();
   line("}");
 }
@@ -118,7 +258,8 @@ void emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
                        const std::string& entry, bool debug_bounds) {
   // The body first: it decides the arena's size and the names.
   std::ostringstream body;
-  CpuTileCodegen cg(f, symbols, body);
+  const transform::ThreadUniformity uniformity = transform::thread_uniformity(kernel, f.name);
+  CpuTileCodegen cg(f, symbols, body, kernel, uniformity);
   cg.debug_bounds = debug_bounds;
   static const char* const kBlock[] = {"tilejit_x", "tilejit_y", "tilejit_z"};
   std::vector<std::string> block_decls;
@@ -128,12 +269,7 @@ void emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
     block_decls.push_back("[[maybe_unused]] const int64_t " + name + " = " + kBlock[d] + ";");
     cg.block_names.push_back(name);
   }
-  for (const Expr& tv : kernel.thread_vars) {
-    const std::string name = cg.fresh(tv.var_name());
-    cg.bind_var(tv, name);
-    // One thread per block (Note [CPU lowering of tile IR]).
-    block_decls.push_back("[[maybe_unused]] const int64_t " + name + " = 0;");
-  }
+  cg.bind_threads();
   cg.indent();
   cg.emit_stmt(kernel.body);
 

@@ -8,13 +8,25 @@
 // Note [CPU lowering of tile IR]
 // The grid's blocks run on the thread pool exactly as a source body's do
 // (cpu_codegen.cpp's entry: blocks [begin, end) of the grid per call, x
-// fastest), each block on one thread. So a block has one thread: T.Kernel's
-// `threads` are ignored and T.get_thread_binding is 0, every fragment holds
-// the whole tile, and shared and fragment buffers are the same thing, a
-// per-block row-major array (the layout transform::select_layouts gives
-// every tile buffer on the CPU). Arrays up to kMaxStackTileBytes live on the
-// block's stack; larger ones in the entry's Arena (tile.h), one per call of
-// the entry, reused by the blocks of that call.
+// fastest), each block on one host thread, which runs the block's threads
+// as Note [Thread semantics] (tilejit/transform/thread_uniformity.h) says:
+//  - a uniform statement, and every block-collective op (T.copy, T.gemm,
+//    T.fill, reductions, T.Parallel nests), runs once: the CPU library does
+//    the whole tile, so every fragment holds the whole tile, and shared and
+//    fragment buffers are the same thing, a per-block row-major array (the
+//    layout transform::select_layouts gives every tile buffer on the CPU);
+//  - a thread-dependent statement runs in a loop over the threads of its
+//    group (tilejit_t, from which T.get_thread_binding's indices are
+//    computed), each statement in a loop of its own, which orders it after
+//    everything before it as a barrier would; a loop or if whose body does
+//    not read what it writes through block-visible memory is one statement;
+//  - a thread's own local buffers and lets live in arrays with one slot per
+//    thread; a buffer no thread writes differently stays one array;
+//  - under an `if` on a thread range, the collective ops run once and the
+//    thread loops cover the range.
+// Arrays up to kMaxStackTileBytes live on the block's stack; larger ones in
+// the entry's Arena (tile.h), one per call of the entry, reused by the
+// blocks of that call.
 //
 // Loops: T.Parallel and T.vectorized loops that hold no other loop carry
 // `#pragma GCC ivdep`, so g++ vectorises them without proving independence
@@ -25,6 +37,7 @@
 
 #include <cstdint>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +45,7 @@
 #include "tilejit/ir/prim_func.h"
 #include "tilejit/ir/stmt.h"
 #include "tilejit/runtime/backend.h"
+#include "tilejit/transform/thread_uniformity.h"
 
 namespace tilejit::cpu {
 
@@ -45,22 +59,42 @@ using backend::BufferAccess;
 
 class CpuTileCodegen final : public backend::TileCodegen {
  public:
+  /// `threads`: the names of the kernel's thread indices (declared in each
+  /// thread loop).
   CpuTileCodegen(const ir::PrimFunc& func, const std::vector<std::string>& symbols,
-                 std::ostream& os)
-      : TileCodegen(func, symbols, os, "CPU", /*base_levels=*/2) {}
+                 std::ostream& os, const ir::KernelStmt& kernel,
+                 const transform::ThreadUniformity& uniformity);
 
   std::string lib() const override { return "tilejit::cpu"; }
   std::string math(const char* fn, const char* ct,
                    const std::vector<std::string>& args) const override;
   /// The arena bytes the body's large tiles need, known once emitted.
   int64_t arena_bytes() const { return arena_bytes_; }
+  /// Binds the kernel's thread indices to C++ names (declared per loop).
+  void bind_threads();
 
  private:
   void emit_alloc(const ir::AllocStmt& op) override;
   void emit_for(const ir::ForStmt& op) override;
   void emit_store(const ir::StoreStmt& op) override;
   void emit_tile_op(const ir::Stmt& s) override;
+  bool emit_own(const ir::Stmt& s) override;
 
+  /// `s` run by each thread of the group, in a loop of its own.
+  void emit_thread_loop(const ir::Stmt& s);
+  /// The branches of an if on a thread range, each with its threads.
+  void emit_range_if(const ir::IfStmt& op);
+  /// `s` reads nothing it writes through block-visible memory, so each
+  /// thread may run it whole before the next starts.
+  bool self_contained(const ir::Stmt& s) const;
+
+  const ir::KernelStmt& kernel_;
+  const transform::ThreadUniformity& uniformity_;
+  transform::ThreadRange group_;
+  std::vector<std::string> thread_names_;
+  std::set<uint64_t> locals_;  // the kernel's local buffers
+  bool in_thread_ = false;
+  int parallel_depth_ = 0;
   int64_t arena_bytes_ = 0;
 };
 

@@ -114,7 +114,7 @@ class Uses : public ir::IRVisitor {
 
   void visit_for(const ir::ForStmt* op, const ir::Stmt& s) override {
     const bool shared_loop =
-        op->for_kind == ir::ForKind::kParallel || op->for_kind == ir::ForKind::kVectorized;
+        op->for_kind == ir::ForKind::kParallel;
     if (!shared_loop || in_nest_) {
       ir::IRVisitor::visit_for(op, s);
       return;
@@ -383,9 +383,12 @@ std::vector<const ir::ForStmt*> parallel_nest(const ir::ForStmt& op) {
   }
 }
 
-FragmentChoice choose_fragments(const ir::KernelStmt& kernel, int threads) {
+FragmentChoice choose_fragments(const ir::KernelStmt& kernel, int threads,
+                                const std::set<uint64_t>& in_groups) {
   Uses uses;
   uses.visit(kernel.body);
+  // A register layout spreads a tile over the whole block's warps.
+  uses.out.insert(in_groups.begin(), in_groups.end());
   FragmentChoice choice;
   if (threads % 32 != 0) return choice;
   const int warps = threads / 32;

@@ -59,6 +59,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 
 #include "tilejit/ir/stmt.h"
@@ -105,7 +106,10 @@ struct FragmentChoice {
 };
 
 /// The choice for the kernel `kernel`, run with `threads` threads.
-FragmentChoice choose_fragments(const ir::KernelStmt& kernel, int threads);
+/// `in_groups`: buffers that ops of a thread range (Note [Thread
+/// semantics]) touch, which stay in shared memory.
+FragmentChoice choose_fragments(const ir::KernelStmt& kernel, int threads,
+                                const std::set<uint64_t>& in_groups = {});
 
 /// The loops of the T.Parallel nest that starts at `op`: each loop whose
 /// body is (a sequence of one) T.Parallel loop, outermost first.

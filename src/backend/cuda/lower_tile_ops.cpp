@@ -7,13 +7,16 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda/accesses.h"
+#include "backend/common/accesses.h"
 #include "backend/cuda/tile_codegen.h"
 #include "backend/cuda/tile_memory.h"
 #include "tilejit/core/error.h"
 #include "tilejit/ir/buffer.h"
 
 namespace tilejit::cuda {
+
+using backend::Accessed;
+using backend::meets;
 namespace {
 
 using ir::Expr;
@@ -23,16 +26,32 @@ std::string str(int64_t v) { return std::to_string(v); }
 }  // namespace
 
 void CudaTileCodegen::emit_tile_op(const ir::Stmt& s) {
-  if (parallel_depth_ > 0) {
-    // One thread's element: T.atomic_add(C[i, j], C_f[i, j]), T.print.
-    if (s.kind() == ir::StmtKind::kAtomicAdd) {
-      backend::lower_atomic_add(*this, *s.as<ir::AtomicAddOp>());
-      return;
+  // A thread's own op (Note [Thread semantics]): a scalar atomic, an op into
+  // a local buffer, and in a T.Parallel nest T.atomic_add / T.print of one
+  // element: the thread makes all of it, with no barrier.
+  const bool own = transform::ThreadUniformity::per_thread_op(s) ||
+                   (own_code() && (s.kind() == ir::StmtKind::kAtomicAdd ||
+                                   s.kind() == ir::StmtKind::kPrint));
+  if (own) {
+    if (!own_code()) {
+      Accessed a;
+      a.visit(s);
+      enter(a.reads, a.writes);
     }
-    if (s.kind() == ir::StmtKind::kPrint) {
-      backend::lower_print(*this, *s.as<ir::PrintOp>());
-      return;
+    per_thread_ += 1;
+    switch (s.kind()) {
+      case ir::StmtKind::kCopy: backend::lower_copy(*this, *s.as<ir::CopyOp>()); break;
+      case ir::StmtKind::kGemm: backend::lower_gemm(*this, *s.as<ir::GemmOp>()); break;
+      case ir::StmtKind::kFill: backend::lower_fill(*this, *s.as<ir::FillOp>()); break;
+      case ir::StmtKind::kReduce: backend::lower_reduce(*this, *s.as<ir::ReduceOp>()); break;
+      case ir::StmtKind::kAtomicAdd: backend::lower_atomic_add(*this, *s.as<ir::AtomicAddOp>()); break;
+      case ir::StmtKind::kPrint: backend::lower_print(*this, *s.as<ir::PrintOp>()); break;
+      default: ir::unhandled_stmt("CUDA tile codegen", s);
     }
+    per_thread_ -= 1;
+    return;
+  }
+  if (own_code()) {
     fail(ErrorKind::kValueError, s.span(), "tile op",
          "a tile op inside a T.Parallel loop; the CUDA backend runs T.copy, T.gemm, T.fill and "
          "the reductions on the whole block (only T.atomic_add and T.print may take one "
@@ -58,7 +77,7 @@ void CudaTileCodegen::emit_tile_op(const ir::Stmt& s) {
       backend::lower_atomic_add(*this, *s.as<ir::AtomicAddOp>());
       break;
     case ir::StmtKind::kPrint:
-      line("if (tilejit_tid == 0) {");
+      line("if (tilejit_tid == " + str(group_.first) + ") {");
       indent();
       backend::lower_print(*this, *s.as<ir::PrintOp>());
       dedent();

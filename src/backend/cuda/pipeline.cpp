@@ -195,7 +195,7 @@ class Ahead final : public ir::IRMutator {
 struct Loops : ir::IRVisitor {
   std::vector<const ir::ForStmt*> found;
   void visit_for(const ir::ForStmt* op, const ir::Stmt& s) override {
-    if (op->for_kind == ir::ForKind::kParallel || op->for_kind == ir::ForKind::kVectorized) return;
+    if (op->for_kind == ir::ForKind::kParallel) return;
     if (op->for_kind == ir::ForKind::kPipelined && op->stages >= 2) found.push_back(op);
     ir::IRVisitor::visit_for(op, s);
   }

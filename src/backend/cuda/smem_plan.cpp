@@ -88,7 +88,7 @@ class Numbering : public ir::IRVisitor {
   }
   void visit_for(const ir::ForStmt* op, const ir::Stmt&) override {
     const bool shared_loop =
-        op->for_kind == ir::ForKind::kParallel || op->for_kind == ir::ForKind::kVectorized;
+        op->for_kind == ir::ForKind::kParallel;
     const bool fresh_kind =
         op->for_kind == ir::ForKind::kSerial || op->for_kind == ir::ForKind::kUnroll;
     const size_t loop = open_loop(fresh_kind && parallel_depth_ == 0);

@@ -23,7 +23,7 @@
 
 #include "backend/common/cxx_source.h"
 #include "backend/common/slot_abi.h"
-#include "backend/cuda/accesses.h"
+#include "backend/common/accesses.h"
 #include "backend/cuda/cuda_backend_internal.h"
 #include "backend/cuda/smem_plan.h"
 #include "backend/cuda/tile_memory.h"
@@ -33,6 +33,9 @@
 #include "tilejit/transform/layout_select.h"
 
 namespace tilejit::cuda {
+
+using backend::Accessed;
+using backend::meets;
 namespace {
 
 using ir::Expr;
@@ -42,13 +45,16 @@ std::string str(int64_t v) { return std::to_string(v); }
 }  // namespace
 
 CudaTileCodegen::CudaTileCodegen(const ir::PrimFunc& func, const std::vector<std::string>& symbols,
-                                 std::ostream& os, int threads, FragmentChoice choice,
-                                 PipelinePlan pipelines, SmemPlan tiles)
+                                 std::ostream& os, int threads,
+                                 const transform::ThreadUniformity& uniformity,
+                                 FragmentChoice choice, PipelinePlan pipelines, SmemPlan tiles)
     : TileCodegen(func, symbols, os, "CUDA", /*base_levels=*/0),
       threads_(threads),
       choice_(std::move(choice)),
       pipelines_(std::move(pipelines)),
-      tiles_(std::move(tiles)) {
+      tiles_(std::move(tiles)),
+      uniformity_(uniformity),
+      group_{0, threads} {
   // Tiles whose byte ranges meet.
   std::vector<std::pair<uint64_t, std::pair<int64_t, int64_t>>> ranges;
   for (const auto& [id, offset] : tiles_.offsets) {
@@ -95,14 +101,25 @@ bool CudaTileCodegen::async_copy(const ir::CopyOp& op) const {
 }
 
 std::string CudaTileCodegen::copy_template_tail(const ir::CopyOp& op) const {
-  return ", " + std::to_string(threads_) + (async_copy(op) ? ", true" : ", false");
+  return ", " + group_threads() + (async_copy(op) && !own_code() ? ", true" : ", false");
+}
+
+std::string CudaTileCodegen::group_args() const {
+  if (own_code()) return ", 0";
+  if (group_barrier_ == 0) return "";
+  return ", int(" + group_index_ + ")";
 }
 
 void CudaTileCodegen::sync() {
   read_since_.clear();
   written_since_.clear();
   if (synced_at_ == lines_written()) return;
-  line(pending_async_ ? "tilejit::cuda::barrier();" : "__syncthreads();");
+  if (group_barrier_ != 0) {
+    line("tilejit::cuda::group_barrier<" + str(group_barrier_) + ", " + str(group_.count) +
+         (pending_async_ ? ", true" : ", false") + ">();");
+  } else {
+    line(pending_async_ ? "tilejit::cuda::barrier();" : "__syncthreads();");
+  }
   pending_async_ = false;
   synced_at_ = lines_written();
 }
@@ -126,20 +143,160 @@ void CudaTileCodegen::enter(const std::set<uint64_t>& reads, const std::set<uint
 }
 
 void CudaTileCodegen::emit_block(const ir::Stmt& s) {
-  // Inside a T.Parallel nest a branch or a while body is one thread's code,
-  // taken by some threads and not others: a barrier there would wait for
-  // threads that never reach it (the block hangs on the GPU).
-  if (parallel_depth_ > 0) {
+  // Inside a T.Parallel nest or a thread's own statement a branch or a
+  // while body is one thread's code, taken by some threads and not others:
+  // a barrier there would wait for threads that never reach it.
+  if (own_code()) {
     emit_stmt(s);
     return;
   }
-  sync();
+  emit_body(s, /*back_edge=*/false);
+}
+
+void CudaTileCodegen::emit_body(const ir::Stmt& body, bool back_edge) {
+  Accessed all;
+  all.visit(body);
+  const std::set<uint64_t> r = visible(all.reads), w = visible(all.writes);
+  auto hazard = [&] {
+    return meets(written_since_, r) || meets(written_since_, w) || meets(read_since_, w);
+  };
+  if (hazard()) sync();
+  const std::set<uint64_t> pre_r = read_since_, pre_w = written_since_;
+  emit_stmt(body);
+  if (back_edge && hazard()) sync();
+  // Past the body, what was pending before it still is where it did not run.
+  read_since_.insert(pre_r.begin(), pre_r.end());
+  written_since_.insert(pre_w.begin(), pre_w.end());
+}
+
+void CudaTileCodegen::emit_if(const ir::IfStmt& op) {
+  if (own_code()) {
+    TileCodegen::emit_if(op);
+    return;
+  }
+  line("if (" + expr(op.cond) + ") {");
+  indent();
+  const std::set<uint64_t> pre_r = read_since_, pre_w = written_since_;
+  emit_body(op.then_case, false);
+  const std::set<uint64_t> then_r = read_since_, then_w = written_since_;
+  read_since_ = pre_r;
+  written_since_ = pre_w;
+  dedent();
+  if (op.else_case.defined()) {
+    line("} else {");
+    indent();
+    emit_body(op.else_case, false);
+    dedent();
+  }
+  line("}");
+  // Either branch's accesses may be pending.
+  read_since_.insert(then_r.begin(), then_r.end());
+  written_since_.insert(then_w.begin(), then_w.end());
+}
+
+void CudaTileCodegen::emit_while(const ir::WhileStmt& op) {
+  if (own_code()) {
+    TileCodegen::emit_while(op);
+    return;
+  }
+  line("while (" + expr(op.cond) + ") {");
+  indent();
+  emit_body(op.body, /*back_edge=*/true);
+  dedent();
+  line("}");
+}
+
+bool CudaTileCodegen::emit_own(const ir::Stmt& s) {
+  if (own_code() || s.kind() == ir::StmtKind::kAlloc) return false;
+  if (transform::ThreadUniformity::collective(s)) {
+    if (const auto* op = s.as<ir::IfStmt>(); op != nullptr && uniformity_.divergent(s)) {
+      emit_range_if(*op);
+      return true;
+    }
+    return false;  // its statements are emitted one by one
+  }
+  if (uniformity_.divergent(s)) {
+    emit_per_thread(s);
+    return true;
+  }
+  return false;
+}
+
+void CudaTileCodegen::emit_per_thread(const ir::Stmt& s) {
+  Accessed a;
+  a.visit(s);
+  enter(a.reads, a.writes);
+  per_thread_ += 1;
   emit_stmt(s);
-  sync();
+  per_thread_ -= 1;
+}
+
+void CudaTileCodegen::emit_range_if(const ir::IfStmt& op) {
+  // The block's (or the enclosing group's) barrier before it where what is
+  // pending meets its accesses: a branch's own barriers cover its threads
+  // only. Each branch starts from what is pending here.
+  Accessed all;
+  all.visit(op.then_case);
+  all.visit(op.else_case);
+  const std::set<uint64_t> r = visible(all.reads), w = visible(all.writes);
+  if (meets(written_since_, r) || meets(written_since_, w) || meets(read_since_, w)) sync();
+  const std::set<uint64_t> pre_r = read_since_, pre_w = written_since_;
+  for (bool then_branch : {true, false}) {
+    read_since_ = pre_r;
+    written_since_ = pre_w;
+    const ir::Stmt& branch = then_branch ? op.then_case : op.else_case;
+    if (!branch.defined()) continue;
+    line(then_branch ? "if (" + expr(op.cond) + ") {" : std::string("} else {"));
+    indent();
+    const std::optional<transform::ThreadRange> r = uniformity_.branch_range(&op, then_branch);
+    if (!r) {
+      // The rest of the group is not one range: no collective op there
+      // (thread_uniformity checked), each thread's own code.
+      emit_per_thread(branch);
+    } else {
+      if (transform::ThreadUniformity::collective(branch) && (r->first % 32 != 0 || r->count % 32 != 0)) {
+        fail(ErrorKind::kValueError, op.span, "if",
+             "the tile ops under this condition run on threads [" + str(r->first) + ", " +
+                 str(r->first + r->count) + "), which are not whole warps; the CUDA backend runs "
+                 "a tile op on a range of threads that starts and ends at a multiple of 32");
+      }
+      const transform::ThreadRange saved_group = group_;
+      const int saved_barrier = group_barrier_;
+      const std::string saved_index = group_index_, saved_count = group_count_;
+      group_ = *r;
+      const bool whole = r->first == 0 && r->count == threads_;
+      if (!whole) {
+        auto [it, added] = barrier_ids_.emplace(std::make_pair(r->first, r->count),
+                                                int(barrier_ids_.size()) + 1);
+        if (it->second > 15) {
+          fail(ErrorKind::kValueError, op.span, "if",
+               "more than 15 thread ranges run tile ops in this kernel; a block has 15 named "
+               "barriers besides __syncthreads");
+        }
+        (void)added;
+        group_barrier_ = it->second;
+        group_index_ = r->first == 0 ? "tilejit_tid" : "(tilejit_tid - " + str(r->first) + ")";
+        group_count_ = str(r->count);
+      }
+      line("// threads [" + str(r->first) + ", " + str(r->first + r->count) + ")");
+      emit_stmt(branch);
+      group_ = saved_group;
+      group_barrier_ = saved_barrier;
+      group_index_ = saved_index;
+      group_count_ = saved_count;
+    }
+    dedent();
+  }
+  line("}");
+  // A group's barriers order nothing for the other threads: past the if,
+  // everything the branches did is pending.
+  read_since_ = pre_r;
+  written_since_ = pre_w;
+  enter(all.reads, all.writes);
 }
 
 void CudaTileCodegen::before_stmt(const ir::Stmt& s) {
-  if (parallel_depth_ > 0) return;
+  if (own_code()) return;
   // What uniform code's own expressions read (bodies and tile ops are
   // entered where they are emitted).
   Accessed a;
@@ -316,8 +473,8 @@ void CudaTileCodegen::emit_parallel_nest(const ir::ForStmt& op) {
   if (constant) total = backend::int_literal(total_value);
   enter(accessed.reads, accessed.writes);
   const std::string f = fresh("tilejit_f");
-  line("for (int64_t " + f + " = tilejit_tid; " + f + " < " + total + "; " + f +
-       " += tilejit_nthreads) {");
+  line("for (int64_t " + f + " = " + group_index_ + "; " + f + " < " + total + "; " + f +
+       " += " + group_count_ + ") {");
   indent();
   std::string inner;
   for (size_t k = nest.size(); k-- > 0;) {
@@ -329,21 +486,80 @@ void CudaTileCodegen::emit_parallel_nest(const ir::ForStmt& op) {
     line("const int64_t " + v + " = " + (lo == "0" ? index : lo + " + " + index) + ";");
     inner = inner.empty() ? extents[k] : inner + " * " + extents[k];
   }
+  for (const ir::ForStmt* loop : nest) nest_vars_.push_back(loop->var.var_id());
   parallel_depth_ += 1;
   emit_stmt(nest.back()->body);
   parallel_depth_ -= 1;
+  nest_vars_.clear();
   dedent();
   line("}");
 }
 
+// Note [Reductions in a T.Parallel nest]
+// `s[j] += x[i, j]` in T.Parallel(32, 64) folds 32 iterations into each
+// s[j], and the nest spreads iterations over threads: a plain read-modify-
+// write would race (TileLang gives a T.alloc_reducer per-thread copies that
+// T.finalize_reducer combines; the CPU runs the iterations in order). Here
+// a store into block-visible memory whose indices leave out a variable of
+// the nest, and whose value is that same element + v (or max / min of it
+// and v), becomes an atomic add (max, min) of v. The barrier before the
+// element is read (T.finalize_reducer, or any later read) is the hazard
+// tracker's, as for any write.
+std::string CudaTileCodegen::reduction_store(const ir::StoreStmt& op) {
+  struct Vars : ir::IRVisitor {
+    std::set<uint64_t> ids;
+    void visit_var(const ir::VarNode* v, const Expr&) override { ids.insert(v->id); }
+  } used;
+  for (const Expr& i : op.indices) used.visit(i);
+  bool shared_element = false;
+  for (uint64_t v : nest_vars_) shared_element = shared_element || !used.ids.count(v);
+  if (!shared_element) return "";
+  Expr value = op.value;
+  if (value.kind() == ir::ExprKind::kCast) value = value.as<ir::CastNode>()->value;
+  const ir::ExprKind k = value.kind();
+  if (k != ir::ExprKind::kAdd && k != ir::ExprKind::kMax && k != ir::ExprKind::kMin) return "";
+  const auto* bin = static_cast<const ir::BinaryNode*>(value.get());
+  auto same_element = [&](const Expr& e) {
+    Expr x = e;
+    if (x.kind() == ir::ExprKind::kCast) x = x.as<ir::CastNode>()->value;
+    const auto* load = x.as<ir::LoadNode>();
+    if (load == nullptr || load->buffer != op.buffer || load->indices.size() != op.indices.size()) {
+      return false;
+    }
+    for (size_t d = 0; d < op.indices.size(); ++d) {
+      if (!ir::structural_equal(load->indices[d], op.indices[d])) return false;
+    }
+    return true;
+  };
+  Expr v;
+  if (same_element(bin->a)) {
+    v = bin->b;
+  } else if (same_element(bin->b)) {
+    v = bin->a;
+  } else {
+    return "";
+  }
+  const backend::BufferAccess& b = access(op.buffer, op.span, "store");
+  const char* fn = k == ir::ExprKind::kAdd ? "atomic_add" : k == ir::ExprKind::kMax ? "atomic_max"
+                                                                                    : "atomic_min";
+  if (k != ir::ExprKind::kAdd && op.buffer.dtype() != DataType::float32()) {
+    fail(ErrorKind::kValueError, op.span, "store",
+         "a max or min reduction into " + op.buffer.name() + " from several iterations of a "
+         "T.Parallel nest needs a float32 buffer on the CUDA backend (it is " +
+             op.buffer.dtype().name() + ")");
+  }
+  return std::string("tilejit::cuda::") + fn + "(&" + element(b, op.indices) + ", " + expr(v) +
+         ");  // several iterations fold into this element";
+}
+
 void CudaTileCodegen::emit_for(const ir::ForStmt& op) {
-  const bool shared_loop =
-      op.for_kind == ir::ForKind::kParallel || op.for_kind == ir::ForKind::kVectorized;
-  if (shared_loop && parallel_depth_ == 0) {
+  // T.vectorized is a thread's own loop, as in TileLang (its lanes are one
+  // thread's); T.Parallel spreads its iterations over the group.
+  if (op.for_kind == ir::ForKind::kParallel && parallel_depth_ == 0) {
     emit_parallel_nest(op);
     return;
   }
-  if (auto p = pipelines_.loops.find(&op); p != pipelines_.loops.end() && parallel_depth_ == 0) {
+  if (auto p = pipelines_.loops.find(&op); p != pipelines_.loops.end() && !own_code()) {
     emit_pipelined(op, p->second);
     return;
   }
@@ -352,6 +568,7 @@ void CudaTileCodegen::emit_for(const ir::ForStmt& op) {
   const std::string end = loop_end(v, op, lo);
   switch (op.for_kind) {
     case ir::ForKind::kUnroll:
+    case ir::ForKind::kVectorized:
       if (op.extent.is_const() && op.extent.int_value() <= 64) line("#pragma unroll");
       break;
     case ir::ForKind::kPipelined:
@@ -361,14 +578,13 @@ void CudaTileCodegen::emit_for(const ir::ForStmt& op) {
   }
   line("for (int64_t " + v + " = " + lo + "; " + v + " < " + end + "; ++" + v + ") {");
   indent();
-  if (parallel_depth_ > 0) {
+  if (own_code()) {
     emit_stmt(op.body);
   } else {
-    emit_block(op.body);  // the back edge is behind a barrier
+    emit_body(op.body, /*back_edge=*/true);
   }
   dedent();
   line("}");
-  if (parallel_depth_ == 0) sync();
 }
 
 void CudaTileCodegen::emit_store(const ir::StoreStmt& op) {
@@ -376,26 +592,62 @@ void CudaTileCodegen::emit_store(const ir::StoreStmt& op) {
   const char* st = storage_type(b.dtype, op.span, "store");
   const std::string store =
       element(b, op.indices) + " = tilejit::cuda::convert<" + st + ">(" + expr(op.value) + ");";
-  if (parallel_depth_ > 0) {
-    line(store);
-    return;
-  }
-  if (b.layout == "local") {
-    Accessed a;
-    for (const Expr& i : op.indices) a.visit(i);
-    a.visit(op.value);
-    enter(a.reads, {});
+  if (own_code()) {
+    if (parallel_depth_ > 0 && reg_layout_ == nullptr && !nest_vars_.empty() && !b.global &&
+        b.layout != "local" && b.layout != "mma") {
+      if (std::string atomic = reduction_store(op); !atomic.empty()) {
+        line(atomic);
+        return;
+      }
+    }
     line(store);
     return;
   }
   Accessed a;
   for (const Expr& i : op.indices) a.visit(i);
   a.visit(op.value);
+  if (b.layout == "local") {
+    enter(a.reads, {});
+    line(store);
+    return;
+  }
   enter(a.reads, {op.buffer.id()});
-  line("if (tilejit_tid == 0) " + store);
+  // Note [Thread semantics]: every thread stores; where no thread's store
+  // differs (proven by thread_uniformity), the group's first thread does.
+  if (uniformity_.variant(&op)) {
+    line(store);
+  } else {
+    line("if (tilejit_tid == " + str(group_.first) + ") " + store);
+  }
 }
 
 namespace {
+
+// The buffers the ops of a thread range (not the whole block) touch.
+std::set<uint64_t> group_buffers(const ir::KernelStmt& kernel,
+                                 const transform::ThreadUniformity& u) {
+  struct Finder : ir::IRVisitor {
+    const transform::ThreadUniformity* u = nullptr;
+    std::set<uint64_t> out;
+    void visit_if(const ir::IfStmt* op, const ir::Stmt& s) override {
+      for (bool then_branch : {true, false}) {
+        const auto r = u->branch_range(op, then_branch);
+        const ir::Stmt& branch = then_branch ? op->then_case : op->else_case;
+        if (r && r->count != u->threads() && branch.defined()) {
+          Accessed a;
+          a.visit(branch);
+          out.insert(a.ids.begin(), a.ids.end());
+          out.insert(a.reads.begin(), a.reads.end());
+          out.insert(a.writes.begin(), a.writes.end());
+        }
+      }
+      ir::IRVisitor::visit_if(op, s);
+    }
+  } finder;
+  finder.u = &u;
+  finder.visit(kernel.body);
+  return finder.out;
+}
 
 // The entry `entry` that runs the blocks of `kernel`; returns its shared
 // memory in bytes, and appends what the lowering reports to `diagnostics`.
@@ -404,14 +656,15 @@ int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
                           const std::string& entry, int threads, bool debug_bounds,
                           std::vector<runtime::Diagnostic>* diagnostics) {
   std::ostringstream body;
-  FragmentChoice choice = choose_fragments(kernel, threads);
+  const transform::ThreadUniformity uniformity = transform::thread_uniformity(kernel, f.name);
+  FragmentChoice choice = choose_fragments(kernel, threads, group_buffers(kernel, uniformity));
   PipelinePlan pipelines = plan_pipelines(kernel);
   diagnostics->insert(diagnostics->end(), pipelines.diagnostics.begin(),
                       pipelines.diagnostics.end());
   fit_pipelines(kernel, choice, pipelines);
   SmemPlan tiles = plan_tiles(kernel, choice, pipelines);
-  CudaTileCodegen cg(f, symbols, body, threads, std::move(choice), std::move(pipelines),
-                     std::move(tiles));
+  CudaTileCodegen cg(f, symbols, body, threads, uniformity, std::move(choice),
+                     std::move(pipelines), std::move(tiles));
   cg.debug_bounds = debug_bounds;
   static const char* const kBlock[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
   static const char* const kSwizzled[] = {"tilejit_block.x", "tilejit_block.y", "blockIdx.z"};

@@ -70,6 +70,7 @@
 #include "tilejit/ir/prim_func.h"
 #include "tilejit/ir/stmt.h"
 #include "tilejit/runtime/backend.h"
+#include "tilejit/transform/thread_uniformity.h"
 
 namespace tilejit::cuda {
 
@@ -83,18 +84,21 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
 class CudaTileCodegen final : public backend::TileCodegen {
  public:
   CudaTileCodegen(const ir::PrimFunc& func, const std::vector<std::string>& symbols,
-                  std::ostream& os, int threads, FragmentChoice choice, PipelinePlan pipelines,
-                  SmemPlan tiles);
+                  std::ostream& os, int threads, const transform::ThreadUniformity& uniformity,
+                  FragmentChoice choice, PipelinePlan pipelines, SmemPlan tiles);
 
   std::string lib() const override { return "tilejit::cuda"; }
-  // Inside a T.Parallel nest an op is its thread's alone.
+  // Inside a T.Parallel nest or a thread's own statement an op is its
+  // thread's alone; elsewhere its group's (Note [Thread semantics]).
   const char* thread_index() const override {
-    return parallel_depth_ > 0 ? nullptr : "tilejit_tid";
+    return own_code() ? nullptr : group_index_.c_str();
   }
   const char* thread_count() const override {
-    return parallel_depth_ > 0 ? nullptr : "tilejit_nthreads";
+    return own_code() ? nullptr : group_count_.c_str();
   }
-  std::string gemm_template_tail() const override { return ", " + std::to_string(threads_); }
+  std::string gemm_template_tail() const override { return ", " + group_threads(); }
+  std::string group_template_tail() const override { return ", " + group_threads(); }
+  std::string group_args() const override;
   /// The block's threads, and whether the copy may use cp.async (shared
   /// from global: copy.h).
   std::string copy_template_tail(const ir::CopyOp& op) const override;
@@ -117,8 +121,28 @@ class CudaTileCodegen final : public backend::TileCodegen {
 
   void emit_block(const ir::Stmt& s) override;
   void before_stmt(const ir::Stmt& s) override;
+  bool emit_own(const ir::Stmt& s) override;
+  void emit_if(const ir::IfStmt& op) override;
+  void emit_while(const ir::WhileStmt& op) override;
 
+  /// Code one thread runs alone: a T.Parallel nest's body, a thread's own
+  /// statement (Note [Thread semantics]).
+  bool own_code() const { return parallel_depth_ > 0 || per_thread_ > 0; }
+  /// The threads that make a collective op here ("1" in a thread's own code).
+  std::string group_threads() const { return own_code() ? "1" : group_count_; }
+  /// A thread's own statement: its accesses entered at once, no barrier in it.
+  void emit_per_thread(const ir::Stmt& s);
+  /// The branches of an if on a thread range, each run by its threads.
+  void emit_range_if(const ir::IfStmt& op);
+  /// A loop's or a branch's body, with a barrier before it only where its
+  /// accesses meet what is pending, and after it (`back_edge`: a loop's
+  /// next iteration) only where what is pending meets them again.
+  void emit_body(const ir::Stmt& body, bool back_edge);
   void emit_parallel_nest(const ir::ForStmt& op);
+  /// Note [Reductions in a T.Parallel nest]: the atomic that stores `op`
+  /// when it folds a value into an element that other iterations of the
+  /// nest fold into too; "" when it is a plain store.
+  std::string reduction_store(const ir::StoreStmt& op);
   /// Note [Software pipelining] (pipeline.h).
   void emit_pipelined(const ir::ForStmt& op, const std::vector<const ir::CopyOp*>& copies);
   /// The prefetched copies of iteration `iteration` (C++) into stage
@@ -152,10 +176,21 @@ class CudaTileCodegen final : public backend::TileCodegen {
   // Each prefetched buffer's stage 0 and its bytes per stage.
   std::map<uint64_t, std::pair<std::string, int64_t>> staged_;
   // cp.async copies issued since the last barrier that must land by the next.
-  bool pending_async_ = false;  int parallel_depth_ = 0;
+  bool pending_async_ = false;
+  int parallel_depth_ = 0;
+  int per_thread_ = 0;
+  const transform::ThreadUniformity& uniformity_;
+  // The threads the collective ops run on and their barrier (0: the whole
+  // block's __syncthreads; 1..15: a named barrier of a thread range).
+  transform::ThreadRange group_;
+  int group_barrier_ = 0;
+  std::string group_index_ = "tilejit_tid", group_count_ = "tilejit_nthreads";
+  std::map<std::pair<int64_t, int64_t>, int> barrier_ids_;
   // The register loop being emitted: its layout and the nest's indices.
   const AccLayout* reg_layout_ = nullptr;
   std::vector<uint64_t> reg_vars_;
+  // The T.Parallel nest being emitted over the group's threads: its indices.
+  std::vector<uint64_t> nest_vars_;
   int64_t smem_bytes_ = 0;
   int64_t scratch_offset_ = -1;  // the row reductions' scratch, once taken
   int64_t synced_at_ = -1;  // lines_written() after the last barrier

@@ -105,6 +105,47 @@ TEST(CpuTile, ACornerBeforeTheStartReadsZeros) {
 }
 
 // Every block adds its tile into the same 16 elements, and 1 into a counter.
+// Note [CPU lowering of tile IR]: a statement of each thread's own runs in a
+// loop over the block's threads, its local in one slot per thread, its let
+// in an array; a uniform statement runs once; a collective op under a
+// thread range runs once, and that range's own statements loop over it.
+TEST(CpuTile, ThreadDependentStatementsLoopOverTheThreads) {
+  TileBuilder b("threads");
+  const Buffer A = b.tensor_param("A", {Expr(256)}, DataType::float32());
+  const Buffer B = b.tensor_param("B", {Expr(256)}, DataType::float32());
+  const Expr bx = b.begin_kernel({Expr(2)}, {128})[0];
+  const Expr tx = b.thread_binding(0);
+  const Buffer acc = b.alloc("acc", {Expr(1)}, DataType::float32(), Scope::kLocal);
+  const Buffer S = b.alloc("S", {Expr(128)}, DataType::float32(), Scope::kShared);
+  b.store(acc, {Expr(0)}, load(A, {bx * 128 + tx}));
+  const Expr v = b.let("v", load(acc, {Expr(0)}) * Expr(2.0));
+  b.store(S, {tx}, v);
+  b.store(B, {bx}, Expr(7.0));
+  b.begin_if(tx >= Expr(64));
+  b.fill(whole(S), Expr(1.0));
+  b.store(B, {bx * 128 + tx}, load(S, {tx}));
+  b.end_if();
+  b.end_kernel();
+  const std::string src = source_of(b.finish());
+  EXPECT_NE(src.find("alignas(64) float acc[128];  // local, one per thread\n"), std::string::npos)
+      << src;
+  EXPECT_NE(src.find("for (int64_t tilejit_t = 0; tilejit_t < 128; ++tilejit_t) {\n"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("float v_t[128];\n"), std::string::npos) << src;
+  EXPECT_NE(src.find("v_t[tilejit_t] = "), std::string::npos) << src;
+  EXPECT_NE(src.find("(acc + tilejit_t * 1)[0] = "), std::string::npos) << src;
+  // The uniform store, once, outside any thread loop.
+  EXPECT_NE(src.find("\n      B(bx) = tilejit::cpu::convert<float>(7.0f);"), std::string::npos)
+      << src;
+  // The range: the fill once, the store over threads 64..127.
+  EXPECT_NE(src.find("{  // if (tx >= 64): threads [64, 128)"), std::string::npos) << src;
+  EXPECT_NE(src.find("for (int64_t tilejit_t = 64; tilejit_t < 128; ++tilejit_t) {\n"),
+            std::string::npos)
+      << src;
+  EXPECT_EQ(src.find("if ((tx >= 64))"), std::string::npos) << src;
+}
+
 TEST(CpuTile, AtomicAddsFromEveryBlockLand) {
   TileBuilder b("atomics");
   const Expr N = ir::symbolic("N");

@@ -407,6 +407,135 @@ TEST_F(CudaTileCodegen, SparseAttentionAndGatedDeltaRule) {
   compiles(ex::gated_delta_rule({}));
 }
 
+
+// --- Note [Thread semantics] -------------------------------------------------
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// B[bx * 128 + tx] = A[...] * 2 is every thread's store; C[bx] = 1, the same
+// on every thread, may be thread 0's.
+TEST_F(CudaTileCodegen, AStoreWithTheThreadIndexIsEveryThreads) {
+  ir::TileBuilder b("scale");
+  const Expr n(1024);
+  ir::Buffer A = b.tensor_param("A", {n}, DataType::float32());
+  ir::Buffer B = b.tensor_param("B", {n}, DataType::float32());
+  ir::Buffer C = b.tensor_param("C", {Expr(8)}, DataType::float32());
+  const Expr bx = b.begin_kernel({Expr(8)}, {128})[0];
+  const Expr tx = b.thread_binding(0);
+  b.store(B, {bx * 128 + tx}, ir::load(A, {bx * 128 + tx}) * Expr(2.0));
+  b.store(C, {bx}, Expr(1.0));
+  b.end_kernel();
+  const std::string src = compiles(b.finish()).generated.source;
+  EXPECT_EQ(count_of(src, "if (tilejit_tid == 0) C("), 1u) << src;
+  EXPECT_EQ(count_of(src, "if (tilejit_tid == 0) B("), 0u) << src;
+  EXPECT_EQ(count_of(src, "\n  B(((bx * 128) + tx)) = "), 1u) << src;
+}
+
+// A copy under `if tx < 128` of 256 threads runs on those 128 (rank
+// tilejit_tid), the else branch's on the other 128 (rank tilejit_tid - 128),
+// each with a named barrier of its own and none inside either branch for
+// the whole block.
+TEST_F(CudaTileCodegen, TileOpsUnderAThreadRangeRunOnTheRange) {
+  ir::TileBuilder b("halves");
+  ir::Buffer A = b.tensor_param("A", {Expr(64), Expr(64)}, DataType::float32());
+  ir::Buffer B = b.tensor_param("B", {Expr(64), Expr(64)}, DataType::float32());
+  b.begin_kernel({Expr(1)}, {256});
+  const Expr tx = b.thread_binding(0);
+  ir::Buffer A_s = b.alloc("A_s", {Expr(64), Expr(64)}, DataType::float32(), ir::Scope::kShared);
+  b.begin_if(tx < Expr(128));
+  b.copy(ir::whole(A), ir::whole(A_s));
+  b.copy(ir::whole(A_s), ir::whole(B));
+  b.begin_else();
+  b.fill(ir::whole(A_s), Expr(0.0));
+  b.end_if();
+  b.end_kernel();
+  const std::string src = compiles(b.finish()).generated.source;
+  const size_t then_at = src.find("if ((tx < 128)) {"), else_at = src.find("} else {");
+  ASSERT_NE(then_at, std::string::npos) << src;
+  ASSERT_NE(else_at, std::string::npos) << src;
+  const std::string then_part = src.substr(then_at, else_at - then_at);
+  const std::string else_part = src.substr(else_at, src.find("\n  }\n", else_at) - else_at);
+  EXPECT_NE(then_part.find("copy<64, 64, 128, true>("), std::string::npos) << src;
+  EXPECT_NE(then_part.find("tilejit::cuda::group_barrier<1, 128, true>();"), std::string::npos)
+      << src;
+  EXPECT_NE(else_part.find("fill<64, 64, 128>("), std::string::npos) << src;
+  EXPECT_NE(else_part.find(", int((tilejit_tid - 128)));"), std::string::npos) << src;
+  EXPECT_EQ(then_part.find("__syncthreads"), std::string::npos) << src;
+  EXPECT_EQ(else_part.find("__syncthreads"), std::string::npos) << src;
+  EXPECT_EQ(else_part.find("group_barrier"), std::string::npos) << src;
+  EXPECT_EQ(src.find("__syncthreads"), std::string::npos) << src;  // nothing before or after
+}
+
+TEST_F(CudaTileCodegen, ATileOpUnderAnotherThreadConditionIsAnErrorAtTheIf) {
+  ir::TileBuilder b("odd");
+  ir::Buffer A = b.tensor_param("A", {Expr(64)}, DataType::float32());
+  b.begin_kernel({Expr(1)}, {128});
+  const Expr tx = b.thread_binding(0);
+  ir::Buffer S = b.alloc("S", {Expr(64)}, DataType::float32(), ir::Scope::kShared);
+  b.begin_if(ir::eq(ir::floormod(tx, Expr(2)), Expr(1)), ir::Span{"k.py", 5, 5});
+  b.copy(ir::whole(A), ir::whole(S), ir::Span{"k.py", 6, 9});
+  b.end_if();
+  b.end_kernel();
+  const ir::PrimFunc f = b.finish();
+  const std::string msg = error_message([&] { lower(f); }, ErrorKind::kValueError);
+  EXPECT_EQ(msg,
+            "k.py:5:5: if: T.copy (line 6) runs on the block's threads together, or on a "
+            "contiguous range of them, but this if depends on the thread index and is not such a "
+            "range: make it uniform, or a range of the thread index (tx < c, tx >= c, c <= tx < d)");
+}
+
+// Note [Reductions in a T.Parallel nest]: s[j] += X[i, j] over T.Parallel(32,
+// 64) folds 32 iterations into each s[j]: an atomic add, not a racing store.
+TEST_F(CudaTileCodegen, AReductionInAParallelNestIsAtomic) {
+  ir::TileBuilder b("col_sums");
+  ir::Buffer X = b.tensor_param("X", {Expr(32), Expr(64)}, DataType::float32());
+  ir::Buffer S = b.tensor_param("S", {Expr(64)}, DataType::float32());
+  b.begin_kernel({Expr(1)}, {128});
+  ir::Buffer s = b.alloc("s", {Expr(64)}, DataType::float32(), ir::Scope::kFragment);
+  b.fill(ir::whole(s), Expr(0.0));
+  const Expr i = b.begin_for("i", Expr(0), Expr(32), ir::ForKind::kParallel);
+  const Expr j = b.begin_for("j", Expr(0), Expr(64), ir::ForKind::kParallel);
+  b.store(s, {j}, ir::load(s, {j}) + ir::load(X, {i, j}));
+  b.end_for();
+  b.end_for();
+  b.copy(ir::whole(s), ir::whole(S));
+  b.end_kernel();
+  const std::string src = compiles(b.finish()).generated.source;
+  EXPECT_NE(src.find("tilejit::cuda::atomic_add(&s[j], X(i, j));"), std::string::npos) << src;
+}
+
+// T.vectorized and a thread's own ops (a fill of a local, a scalar atomic)
+// run on the thread, not spread over the block; a while loop that touches
+// no shared memory has no barrier.
+TEST_F(CudaTileCodegen, AThreadsOwnCodeIsNotSpreadOverTheBlock) {
+  ir::TileBuilder b("own");
+  ir::Buffer A = b.tensor_param("A", {Expr(1024)}, DataType::float16());
+  ir::Buffer C = b.tensor_param("C", {Expr(128)}, DataType::float32());
+  b.begin_kernel({Expr(1)}, {128});
+  const Expr tx = b.thread_binding(0);
+  ir::Buffer a = b.alloc("a", {Expr(8)}, DataType::float16(), ir::Scope::kLocal);
+  ir::Buffer acc = b.alloc("acc", {Expr(1)}, DataType::float32(), ir::Scope::kLocal);
+  b.fill(ir::whole(acc), Expr(0.0));
+  const Expr v = b.begin_for("v", Expr(0), Expr(8), ir::ForKind::kVectorized);
+  b.store(a, {v}, ir::load(A, {tx * 8 + v}));
+  b.end_for();
+  b.begin_while(ir::load(acc, {Expr(0)}) < Expr(4.0));
+  b.store(acc, {Expr(0)}, ir::load(acc, {Expr(0)}) + ir::cast(DataType::float32(), ir::load(a, {Expr(0)})) + Expr(1.0));
+  b.end_while();
+  b.atomic_add(ir::corner(C, {tx}), ir::load(acc, {Expr(0)}));
+  b.end_kernel();
+  const std::string src = compiles(b.finish()).generated.source;
+  EXPECT_EQ(src.find("tilejit_nthreads) {"), std::string::npos) << src;
+  EXPECT_EQ(src.find("__syncthreads"), std::string::npos) << src;
+  EXPECT_NE(src.find("fill<1, 1, 1>("), std::string::npos) << src;
+  EXPECT_NE(src.find("tilejit::cuda::atomic_add(&C(int64_t(tx)), acc[0]);"), std::string::npos)
+      << src;
+}
+
 // Note [NaN in max and min]: T.max / T.min of floats are tilejit::maximum /
 // minimum, which keep a NaN (max.NaN), never fmaxf / fminf, which drop it.
 TEST_F(CudaTileCodegen, ScalarMaxAndMinKeepNaN) {

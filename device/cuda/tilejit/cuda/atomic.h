@@ -3,6 +3,8 @@
 // 32- and 64-bit integers.
 //
 //   atomic_add(T* p, V value)        *p += value, by the calling thread
+//   atomic_max / atomic_min(T* p, V) *p = max / min(*p, value), NaN kept
+//                                    (float32: a compare-and-swap loop)
 //   atomic_add<ROWS, COLS>(dst, src) each existing element of a Rect (copy.h)
 //                                    += the tile src's element (row length
 //                                    LDS), the block's threads sharing them
@@ -24,6 +26,30 @@ __device__ __forceinline__ void atomic_add(T* p, V value) {
   } else {
     atomicAdd(p, convert<T>(convert<float>(value)));
   }
+}
+
+// The compare-and-swap update of a float: *p = f(*p), until no other
+// thread changed *p in between.
+template <typename F>
+__device__ __forceinline__ void atomic_update(float* p, F f) {
+  unsigned int* word = reinterpret_cast<unsigned int*>(p);
+  unsigned int old = *word, seen;
+  do {
+    seen = old;
+    old = atomicCAS(word, seen, __float_as_uint(f(__uint_as_float(seen))));
+  } while (old != seen);
+}
+
+template <typename V>
+__device__ __forceinline__ void atomic_max(float* p, V value) {
+  const float v = convert<float>(value);
+  atomic_update(p, [v](float x) { return (x != x || x >= v) ? x : v; });
+}
+
+template <typename V>
+__device__ __forceinline__ void atomic_min(float* p, V value) {
+  const float v = convert<float>(value);
+  atomic_update(p, [v](float x) { return (x != x || x <= v) ? x : v; });
 }
 
 template <int ROWS, int COLS, int LDS = COLS, typename D, typename S>

@@ -77,12 +77,12 @@ __device__ __forceinline__ void move16(D* out, const SV* in) {
 }
 
 template <int ROWS, int COLS, int THREADS, bool ASYNC, typename D, typename S>
-__device__ __noinline__ void copy_chunks(const Rect<D> dst, const Rect<S> src) {
+__device__ __noinline__ void copy_chunks(const Rect<D> dst, const Rect<S> src, int rank) {
   using SV = typename RemoveConst<S>::type;
   constexpr int kVec = 16 / int(sizeof(D));
   constexpr int kChunks = COLS / kVec;
 #pragma unroll 1
-  for (int e = thread_rank(); e < ROWS * kChunks; e += THREADS) {
+  for (int e = rank; e < ROWS * kChunks; e += THREADS) {
     const int r = e / kChunks, c = (e % kChunks) * kVec;
     const bool d_all = has(r, c, dst.r_lo, dst.r_hi, dst.c_lo, dst.c_hi) &&
                        has(r, c + kVec - 1, dst.r_lo, dst.r_hi, dst.c_lo, dst.c_hi);
@@ -102,9 +102,9 @@ __device__ __noinline__ void copy_chunks(const Rect<D> dst, const Rect<S> src) {
 }
 
 template <int ROWS, int COLS, int THREADS, typename D, typename S>
-__device__ __noinline__ void copy_elements(const Rect<D> dst, const Rect<S> src) {
+__device__ __noinline__ void copy_elements(const Rect<D> dst, const Rect<S> src, int rank) {
 #pragma unroll 1
-  for (int e = thread_rank(); e < ROWS * COLS; e += THREADS) {
+  for (int e = rank; e < ROWS * COLS; e += THREADS) {
     const int r = e / COLS, c = e % COLS;
     if (!has(r, c, dst.r_lo, dst.r_hi, dst.c_lo, dst.c_hi)) continue;
     D v = convert<D>(0.f);
@@ -117,8 +117,11 @@ __device__ __noinline__ void copy_elements(const Rect<D> dst, const Rect<S> src)
 
 }  // namespace copy_detail
 
+// `rank`: the thread's index among the THREADS that make the copy (a
+// thread range's, or 0 of 1 for a thread's own copy).
 template <int ROWS, int COLS, int THREADS, bool ASYNC, typename D, typename S>
-__device__ __forceinline__ void copy(const Rect<D>& dst, const Rect<S>& src) {
+__device__ __forceinline__ void copy(const Rect<D>& dst, const Rect<S>& src,
+                                     int rank = thread_rank()) {
   using SV = typename RemoveConst<S>::type;
   using copy_detail::move16;
   constexpr int kVec = 16 / int(sizeof(D));
@@ -138,7 +141,7 @@ __device__ __forceinline__ void copy(const Rect<D>& dst, const Rect<S>& src) {
           // no check per chunk; each thread keeps one column of chunks and
           // walks down the rows.
           constexpr int kRowsStep = THREADS / kChunks;
-          const int r0 = thread_rank() / kChunks, c = (thread_rank() % kChunks) * kVec;
+          const int r0 = rank / kChunks, c = (rank % kChunks) * kVec;
           D* out = dst.base + dst.origin + r0 * dst.stride + c;
           const SV* in = src.base + src.origin + r0 * src.stride + c;
           const int64_t out_step = kRowsStep * dst.stride, in_step = kRowsStep * src.stride;
@@ -157,17 +160,19 @@ __device__ __forceinline__ void copy(const Rect<D>& dst, const Rect<S>& src) {
         }
       }
       // A tile at a tensor's edge, or rows of other lengths.
-      copy_detail::copy_chunks<ROWS, COLS, THREADS, ASYNC>(dst, src);
+      copy_detail::copy_chunks<ROWS, COLS, THREADS, ASYNC>(dst, src, rank);
       return;
     }
   }
-  copy_detail::copy_elements<ROWS, COLS, THREADS>(dst, src);
+  copy_detail::copy_elements<ROWS, COLS, THREADS>(dst, src, rank);
 }
 
-template <int ROWS, int COLS, typename D, typename V>
-__device__ __forceinline__ void fill(const Rect<D>& dst, V value) {
+// THREADS (0: the block's) make the fill; `rank` is the thread's among them.
+template <int ROWS, int COLS, int THREADS = 0, typename D, typename V>
+__device__ __forceinline__ void fill(const Rect<D>& dst, V value, int rank = thread_rank()) {
   const D v = convert<D>(value);
-  for (int e = thread_rank(); e < ROWS * COLS; e += block_threads()) {
+  const int step = THREADS > 0 ? THREADS : block_threads();
+  for (int e = rank; e < ROWS * COLS; e += step) {
     const int r = e / COLS, c = e % COLS;
     if (!copy_detail::has(r, c, dst.r_lo, dst.r_hi, dst.c_lo, dst.c_hi)) continue;
     dst.base[dst.origin + r * dst.stride + c] = v;

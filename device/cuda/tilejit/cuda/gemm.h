@@ -44,10 +44,10 @@ __device__ __forceinline__ bool aligned16(const T* p) {
 
 template <int M, int N, int K, bool TA, bool TB, int LDA, int LDB, int LDC, int THREADS,
           typename A, typename B, typename C>
-__device__ __forceinline__ void gemm_simt(const A* a, const B* b, C* c, bool clear) {
+__device__ __forceinline__ void gemm_simt(const A* a, const B* b, C* c, bool clear, int rank) {
   using Acc = typename Conditional<is_same_v<C, double>, double, float>::type;
 #pragma unroll 1
-  for (int e = thread_rank(); e < M * N; e += block_threads()) {
+  for (int e = rank; e < M * N; e += THREADS) {
     const int i = e / N, j = e % N;
     Acc acc = clear ? Acc(0) : convert<Acc>(c[i * LDC + j]);
 #pragma unroll 8
@@ -64,7 +64,8 @@ __device__ __forceinline__ void gemm_simt(const A* a, const B* b, C* c, bool cle
 
 template <int M, int N, int K, bool TA, bool TB, int LDA, int LDB, int LDC, int THREADS,
           typename A, typename B, typename C>
-__device__ __forceinline__ void gemm(const A* a, const B* b, C* c, bool clear) {
+__device__ __forceinline__ void gemm(const A* a, const B* b, C* c, bool clear,
+                                     int rank = thread_rank()) {
   constexpr bool kMma = is_same_v<A, B> && is_half_v<A> && is_same_v<C, float> && M % 16 == 0 &&
                         N % 16 == 0 && K % 16 == 0 && LDA % 8 == 0 && LDB % 8 == 0 &&
                         THREADS % 32 == 0;
@@ -73,8 +74,8 @@ __device__ __forceinline__ void gemm(const A* a, const B* b, C* c, bool clear) {
       using Tile = gemm_detail::WarpTile<M, N, THREADS / 32>;
       constexpr int MT = Tile::rows / 16, NT = Tile::cols / 8;
       constexpr int kTilesN = N / Tile::cols, kTiles = (M / Tile::rows) * kTilesN;
-      const int lane = thread_rank() % 32;
-      for (int t = thread_rank() / 32; t < kTiles; t += THREADS / 32) {
+      const int lane = rank % 32;
+      for (int t = rank / 32; t < kTiles; t += THREADS / 32) {
         const int m0 = (t / kTilesN) * Tile::rows, n0 = (t % kTilesN) * Tile::cols;
         float acc[MT][NT][4];
 #pragma unroll
@@ -106,7 +107,7 @@ __device__ __forceinline__ void gemm(const A* a, const B* b, C* c, bool clear) {
       return;
     }
   }
-  gemm_detail::gemm_simt<M, N, K, TA, TB, LDA, LDB, LDC, THREADS>(a, b, c, clear);
+  gemm_detail::gemm_simt<M, N, K, TA, TB, LDA, LDB, LDC, THREADS>(a, b, c, clear, rank);
 }
 
 }  // namespace tilejit::cuda

@@ -52,11 +52,14 @@ __device__ __forceinline__ A combine(A a, A b) {
 
 }  // namespace reduce_detail
 
-template <ReduceKind kKind, int ROWS, int COLS, int kDim, int LDS = COLS, typename S, typename D>
-__device__ __forceinline__ void reduce(const S* src, D* dst, bool clear) {
+// THREADS (0: the block's) make the reduction; `rank` is the thread's.
+template <ReduceKind kKind, int ROWS, int COLS, int kDim, int LDS = COLS, int THREADS = 0,
+          typename S, typename D>
+__device__ __forceinline__ void reduce(const S* src, D* dst, bool clear, int rank = thread_rank()) {
   using A = acc_t<D>;
   constexpr int kOut = kDim == 1 ? ROWS : COLS, kLen = kDim == 1 ? COLS : ROWS;
-  for (int o = thread_rank(); o < kOut; o += block_threads()) {
+  const int step = THREADS > 0 ? THREADS : block_threads();
+  for (int o = rank; o < kOut; o += step) {
     A acc = reduce_detail::identity<kKind, A>();
     for (int k = 0; k < kLen; ++k) {
       const S& x = kDim == 1 ? src[o * LDS + k] : src[k * LDS + o];

@@ -95,4 +95,13 @@ __device__ __forceinline__ void barrier() {
   __syncthreads();
 }
 
+// A barrier over the COUNT threads of a thread range (Note [Thread
+// semantics]): hardware barrier ID (1..15; 0 is __syncthreads), after this
+// thread's cp.async copies when ASYNC.
+template <int ID, int COUNT, bool ASYNC>
+__device__ __forceinline__ void group_barrier() {
+  if constexpr (ASYNC) async_wait_all();
+  asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(COUNT) : "memory");
+}
+
 }  // namespace tilejit::cuda

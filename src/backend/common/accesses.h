@@ -1,5 +1,6 @@
-// What a statement of a tile body reads and writes, for the CUDA lowering's
-// barriers (Note [CUDA lowering of tile IR], "Barriers", in tile_codegen.h).
+// What a statement of a tile body reads and writes: the buffers behind the
+// CUDA lowering's barriers and the CPU's thread loops (Note [Thread
+// semantics] in tilejit/transform/thread_uniformity.h).
 #pragma once
 
 #include <cstdint>
@@ -8,7 +9,7 @@
 #include "tilejit/ir/stmt.h"
 #include "tilejit/ir/visitor.h"
 
-namespace tilejit::cuda {
+namespace tilejit::backend {
 
 // The buffers a statement (or expression) reads and writes, tile-op
 // operands included.
@@ -71,4 +72,4 @@ inline bool meets(const std::set<uint64_t>& a, const std::set<uint64_t>& b) {
   return false;
 }
 
-}  // namespace tilejit::cuda
+}  // namespace tilejit::backend
