@@ -519,6 +519,7 @@ const std::string& Kernel::target() const { return impl_->backend->target(); }
 Device Kernel::default_device() const { return impl_->primary_device; }
 const std::string& Kernel::source() const { return impl_->source; }
 const std::vector<runtime::Diagnostic>& Kernel::diagnostics() const { return impl_->diagnostics; }
+const runtime::LoweringReport& Kernel::lowering_report() const { return impl_->report; }
 const ir::PrimFunc& Kernel::prim_func() const { return impl_->func; }
 const CallPlan& Kernel::plan() const { return impl_->plan; }
 const runtime::KernelAbi& Kernel::abi() const { return impl_->abi; }
@@ -560,6 +561,7 @@ Kernel jit(const ir::PrimFunc& func, const JitOptions& options) {
   impl->source = std::move(generated.source);
   impl->abi = std::move(generated.abi);
   impl->diagnostics = std::move(generated.diagnostics);
+  impl->report = std::move(generated.report);
   TILEJIT_CHECK(impl->abi.launches.size() == impl->plan.launches.size(), kInternalError)
       << func.name << ": the " << impl->backend->target() << " backend's KernelAbi has "
       << impl->abi.launches.size() << " launches for a plan of " << impl->plan.launches.size();

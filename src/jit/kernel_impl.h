@@ -25,6 +25,7 @@ struct Kernel::Impl {
   /// are indices into the plan's results (Note [Kernel ABI]).
   runtime::KernelAbi abi;
   std::vector<runtime::Diagnostic> diagnostics;  // generate()'s
+  runtime::LoweringReport report;                 // generate()'s
   Device primary_device;
   std::shared_ptr<runtime::Module> primary_module;
   runtime::WorkspacePool* primary_pool = nullptr;  // the pool of primary_device

@@ -191,6 +191,10 @@ class Kernel {
   /// was generated, in program order (runtime/diagnostic.h): e.g. a copy in
   /// a T.Pipelined loop that could not be prefetched. Empty for most kernels.
   const std::vector<runtime::Diagnostic>& diagnostics() const;
+  /// Where the target's lowering placed each buffer and which path each tile
+  /// op took, and why not a faster one (runtime/lowering_report.h); empty for
+  /// a source body.
+  const runtime::LoweringReport& lowering_report() const;
   const ir::PrimFunc& prim_func() const;
   const CallPlan& plan() const;
   /// What the compiled kernel takes and how it launches (Note [Kernel ABI]).

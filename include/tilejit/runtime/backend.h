@@ -21,6 +21,7 @@
 #include "tilejit/runtime/allocator.h"
 #include "tilejit/runtime/diagnostic.h"
 #include "tilejit/runtime/kernel_abi.h"
+#include "tilejit/runtime/lowering_report.h"
 
 namespace tilejit::runtime {
 
@@ -48,13 +49,14 @@ struct SourceRequest {
 };
 
 /// What generate() makes: the translation unit, what its kernel takes, and
-/// what the lowering reports about the program (diagnostic.h; none for a
-/// source body).
+/// what the lowering reports about the program (diagnostic.h and
+/// lowering_report.h; none for a source body).
 struct GeneratedSource {
   std::string source;
   KernelAbi abi;
   // `= {}`: a `return {source, abi};` may leave it out (-Wextra is quiet).
   std::vector<Diagnostic> diagnostics = {};
+  LoweringReport report = {};
 };
 
 struct CompileOptions {

@@ -55,19 +55,29 @@ class Uses : public ir::IRVisitor {
   // 2-D float32 or 16-bit fragments, and 1-D float32 ones, of constant shape.
   std::map<uint64_t, ir::Buffer> candidates;
   std::set<uint64_t> out;  // disqualified
+  // The first op that disqualified each (the lowering report's forced_by).
+  std::map<uint64_t, runtime::Diagnostic> why;
   std::map<uint64_t, std::vector<const ir::GemmOp*>> as_c, as_a;
   std::vector<const ir::GemmOp*> all_gemms;
   // Whole-buffer copies between two candidates (src, dst), and row
   // reductions of a candidate into a row candidate (src, dst).
   std::vector<std::pair<uint64_t, uint64_t>> links, reductions;
   std::vector<Nest> nests;
+  std::vector<ir::Buffer> fragments;  // every fragment, in program order
 
   bool is_rows(uint64_t id) const { return candidates.at(id).rank() == 1; }
 
  private:
   bool is_candidate(const ir::Buffer& b) const { return candidates.count(b.id()) != 0; }
-  void drop(const ir::Buffer& b) {
-    if (is_candidate(b)) out.insert(b.id());
+  void drop(const ir::Buffer& b, const char* reason) {
+    if (!is_candidate(b)) return;
+    out.insert(b.id());
+    why.emplace(b.id(), runtime::Diagnostic{op_, span_, "shared", reason});
+  }
+  // The op whose use of a fragment is being judged, at its line.
+  void at(const char* op, const ir::Span& span) {
+    op_ = op;
+    span_ = span;
   }
 
   void add_candidate(const ir::Buffer& b) {
@@ -88,26 +98,31 @@ class Uses : public ir::IRVisitor {
     const size_t depth = nest_vars_.size();
     const size_t want = b.rank() == 2 ? 2 : (store ? 1 : std::min<size_t>(depth, 2));
     if (depth == 0 || depth != want || indices.size() != size_t(b.rank())) {
-      drop(b);
+      drop(b, depth == 0 ? "an element accessed outside a T.Parallel nest over constant extents"
+                         : "an element accessed in a T.Parallel nest of another rank");
       return;
     }
     for (size_t d = 0; d < indices.size(); ++d) {
       if (!indices[d].is_var() || indices[d].var_id() != nest_vars_[d] ||
           nest_extents_[d] != dim(b, d)) {
-        drop(b);
+        drop(b, "an element accessed at other indices than the T.Parallel nest's");
         return;
       }
     }
     (b.rank() == 2 ? nests.back().tiles : nests.back().rows).insert(b.id());
   }
 
-  void visit_alloc(const ir::AllocStmt* op, const ir::Stmt&) override { add_candidate(op->buffer); }
+  void visit_alloc(const ir::AllocStmt* op, const ir::Stmt&) override {
+    if (op->buffer.scope() == ir::Scope::kFragment) fragments.push_back(op->buffer);
+    add_candidate(op->buffer);
+  }
 
   void visit_load(const ir::LoadNode* op, const Expr& e) override {
     access(op->buffer, op->indices, false);
     ir::IRVisitor::visit_load(op, e);
   }
   void visit_store(const ir::StoreStmt* op, const ir::Stmt& s) override {
+    if (!in_nest_) at("store", s.span());
     access(op->buffer, op->indices, true);
     ir::IRVisitor::visit_store(op, s);
   }
@@ -123,6 +138,7 @@ class Uses : public ir::IRVisitor {
     const std::vector<const ir::ForStmt*> nest = parallel_nest(*op);
     nests.emplace_back();
     in_nest_ = true;
+    at("T.Parallel", s.span());
     nest_vars_.clear();
     nest_extents_.clear();
     bool plain = true;
@@ -144,10 +160,11 @@ class Uses : public ir::IRVisitor {
   void visit_region(const ir::Region& r) override {
     ir::IRVisitor::visit_region(r);
     // Whole-buffer tile-op operands are judged by the op; a slice is not.
-    if (!is_whole(r)) drop(r.buffer);
+    if (!is_whole(r)) drop(r.buffer, "a slice of the fragment is an operand");
   }
 
   void visit_copy(const ir::CopyOp* op, const ir::Stmt& s) override {
+    at("T.copy", s.span());
     const bool src = is_candidate(op->src.buffer), dst = is_candidate(op->dst.buffer);
     if (src && dst) {
       // Register to register where both stay there with one layout.
@@ -156,8 +173,8 @@ class Uses : public ir::IRVisitor {
           (op->src.buffer.rank() == 1 || dim(op->src.buffer, 1) == dim(op->dst.buffer, 1))) {
         links.emplace_back(op->src.buffer.id(), op->dst.buffer.id());
       } else {
-        drop(op->src.buffer);
-        drop(op->dst.buffer);
+        drop(op->src.buffer, "a copy between fragments of different shapes");
+        drop(op->dst.buffer, "a copy between fragments of different shapes");
       }
     } else {
       // The other side: a row-major rectangle of memory the whole block can
@@ -167,7 +184,10 @@ class Uses : public ir::IRVisitor {
         const ir::Buffer& b = self->buffer;
         if (other->buffer.scope() == ir::Scope::kLocal ||
             !rectangle(*other, b.rank() == 2 ? dim(b, 0) : 1, dim(b, b.rank() - 1))) {
-          drop(b);
+          drop(b, other->buffer.scope() == ir::Scope::kLocal
+                      ? "a copy to or from a thread's local buffer"
+                      : "a copy to or from a region that is not a row-major rectangle of its "
+                        "shape");
         }
       }
     }
@@ -192,24 +212,26 @@ class Uses : public ir::IRVisitor {
   }
   void visit_gemm(const ir::GemmOp* op, const ir::Stmt& s) override {
     if (in_nest_) nests.back().tile_ops = true;
-    drop(op->b.buffer);
+    at("T.gemm", s.span());
+    drop(op->b.buffer, "the B operand of a gemm is read from shared memory");
     all_gemms.push_back(op);
     const ir::Buffer& a = op->a.buffer;
     if (is_candidate(a) && is_16bit_float(a.dtype()) && !op->trans_a) {
       as_a[a.id()].push_back(op);
     } else {
-      drop(a);
+      drop(a, "an A operand that is transposed or not 16-bit");
     }
     const ir::Buffer& c = op->c.buffer;
     if (is_candidate(c) && c.rank() == 2 && c.dtype() == DataType::float32()) {
       as_c[c.id()].push_back(op);
     } else {
-      drop(c);
+      drop(c, "an accumulator that is not a 2-D float32 fragment");
     }
     ir::IRVisitor::visit_gemm(op, s);
   }
   void visit_fill(const ir::FillOp* op, const ir::Stmt& s) override {
     if (in_nest_) nests.back().tile_ops = true;
+    at("T.fill", s.span());
     ir::IRVisitor::visit_fill(op, s);
   }
   void visit_reduce(const ir::ReduceOp* op, const ir::Stmt& s) override {
@@ -219,8 +241,9 @@ class Uses : public ir::IRVisitor {
     const bool rows = op->dim == 1 && is_whole(op->dst) && dst.rank() == 1 &&
                       is_candidate(src) && src.rank() == 2 && src.dtype() == DataType::float32();
     if (!rows) {
-      drop(src);
-      drop(dst);
+      at("T.reduce", s.span());
+      drop(src, "a reduction other than a whole float32 tile's rows (dim=1) into a row vector");
+      drop(dst, "a reduction other than a whole float32 tile's rows (dim=1) into a row vector");
     } else if (is_candidate(dst)) {
       reductions.emplace_back(src.id(), dst.id());
     }
@@ -228,17 +251,21 @@ class Uses : public ir::IRVisitor {
   }
   void visit_atomic_add(const ir::AtomicAddOp* op, const ir::Stmt& s) override {
     if (in_nest_) nests.back().tile_ops = true;
-    drop(op->dst.buffer);
-    if (op->src.buffer.defined()) drop(op->src.buffer);
+    at("T.atomic_add", s.span());
+    drop(op->dst.buffer, "an operand of an atomic add");
+    if (op->src.buffer.defined()) drop(op->src.buffer, "an operand of an atomic add");
     ir::IRVisitor::visit_atomic_add(op, s);
   }
   void visit_print(const ir::PrintOp* op, const ir::Stmt& s) override {
     if (in_nest_) nests.back().tile_ops = true;
-    if (op->region.buffer.defined()) drop(op->region.buffer);
+    at("T.print", s.span());
+    if (op->region.buffer.defined()) drop(op->region.buffer, "printed");
     ir::IRVisitor::visit_print(op, s);
   }
 
   bool in_nest_ = false;
+  const char* op_ = "";
+  ir::Span span_;
   std::vector<uint64_t> nest_vars_;
   std::vector<int64_t> nest_extents_;
 };
@@ -383,10 +410,38 @@ std::vector<const ir::ForStmt*> parallel_nest(const ir::ForStmt& op) {
   }
 }
 
-FragmentChoice choose_fragments(const ir::KernelStmt& kernel, int threads,
-                                const std::set<uint64_t>& in_groups) {
-  Uses uses;
-  uses.visit(kernel.body);
+// What kept each fragment that is not in registers in shared memory, for
+// the lowering report: the first op that disqualified it, or what no op
+// decided (its dtype or rank, the block's threads, the gemm's shape).
+static void explain_shared(const Uses& uses, int threads, const std::set<uint64_t>& in_groups,
+                    FragmentChoice& choice) {
+  for (const ir::Buffer& b : uses.fragments) {
+    if (choice.registers.count(b.id())) continue;
+    runtime::Diagnostic d{"T.alloc_fragment", b->span, "shared", ""};
+    if (!uses.candidates.count(b.id())) {
+      d.reason = "no register layout for a fragment of this dtype, rank or shape (2-D float32 "
+                 "or 16-bit, or 1-D float32, of constant shape)";
+    } else if (in_groups.count(b.id())) {
+      d.reason = "used by the ops of a range of the block's threads";
+    } else if (threads % 32 != 0) {
+      d.reason = std::to_string(threads) + " threads per block, not whole warps";
+    } else if (auto w = uses.why.find(b.id()); w != uses.why.end()) {
+      d = w->second;
+    } else if (auto c = uses.as_c.find(b.id()); c != uses.as_c.end()) {
+      d = {"T.gemm", c->second.front()->span, "shared",
+           "the tensor cores cannot run this gemm into registers (16-bit A and B of one dtype, "
+           "M and N multiples of 16 per warp, K a multiple of 16, at most " +
+               std::to_string(kMaxAccRegisters) + " registers per thread)"};
+    } else {
+      d.reason = "its uses agree on no register layout of an accumulator's rows";
+    }
+    choice.kept_shared.emplace(b.id(), std::move(d));
+  }
+}
+
+// Note [Register accumulators].
+static FragmentChoice choose_registers(Uses& uses, int threads,
+                                       const std::set<uint64_t>& in_groups) {
   // A register layout spreads a tile over the whole block's warps.
   uses.out.insert(in_groups.begin(), in_groups.end());
   FragmentChoice choice;
@@ -476,6 +531,15 @@ FragmentChoice choose_fragments(const ir::KernelStmt& kernel, int threads,
       }
     }
   }
+  return choice;
+}
+
+FragmentChoice choose_fragments(const ir::KernelStmt& kernel, int threads,
+                                const std::set<uint64_t>& in_groups) {
+  Uses uses;
+  uses.visit(kernel.body);
+  FragmentChoice choice = choose_registers(uses, threads, in_groups);
+  explain_shared(uses, threads, in_groups, choice);
   return choice;
 }
 

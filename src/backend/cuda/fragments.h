@@ -63,6 +63,7 @@
 #include <string>
 
 #include "tilejit/ir/stmt.h"
+#include "tilejit/runtime/diagnostic.h"
 
 namespace tilejit::cuda {
 
@@ -103,6 +104,9 @@ struct FragmentChoice {
   /// gemms into an accumulator of fewer than 16 rows (Note [Short
   /// accumulators]).
   std::map<uint64_t, int64_t> padded_rows;
+  /// Buffer id -> what kept a fragment in shared memory: the op that forced
+  /// it, at its line, and why (for the lowering report).
+  std::map<uint64_t, runtime::Diagnostic> kept_shared;
 };
 
 /// The choice for the kernel `kernel`, run with `threads` threads.

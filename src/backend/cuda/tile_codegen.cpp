@@ -24,6 +24,7 @@
 #include "backend/common/cxx_source.h"
 #include "backend/common/slot_abi.h"
 #include "backend/common/accesses.h"
+#include "backend/cuda/op_report.h"
 #include "backend/cuda/cuda_backend_internal.h"
 #include "backend/cuda/smem_plan.h"
 #include "backend/cuda/tile_memory.h"
@@ -654,7 +655,8 @@ std::set<uint64_t> group_buffers(const ir::KernelStmt& kernel,
 int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
                           const std::vector<std::string>& symbols, const ir::KernelStmt& kernel,
                           const std::string& entry, int threads, bool debug_bounds,
-                          std::vector<runtime::Diagnostic>* diagnostics) {
+                          std::vector<runtime::Diagnostic>* diagnostics,
+                          runtime::LoweringReport* report) {
   std::ostringstream body;
   const transform::ThreadUniformity uniformity = transform::thread_uniformity(kernel, f.name);
   FragmentChoice choice = choose_fragments(kernel, threads, group_buffers(kernel, uniformity));
@@ -662,6 +664,7 @@ int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
   diagnostics->insert(diagnostics->end(), pipelines.diagnostics.begin(),
                       pipelines.diagnostics.end());
   fit_pipelines(kernel, choice, pipelines);
+  report_kernel(kernel, threads, choice, pipelines, report);
   SmemPlan tiles = plan_tiles(kernel, choice, pipelines);
   CudaTileCodegen cg(f, symbols, body, threads, uniformity, std::move(choice),
                      std::move(pipelines), std::move(tiles));
@@ -726,6 +729,7 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
   emit_args_struct(os, f, symbols);
   std::vector<runtime::AbiLaunch> launches;
   std::vector<runtime::Diagnostic> diagnostics;
+  runtime::LoweringReport report;
   for (size_t i = 0; i < kernels.size(); ++i) {
     const ir::KernelStmt& k = *kernels[i];
     int threads = 1;
@@ -740,9 +744,10 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
     l.threads[0] = threads;
     os << "\n";
     l.smem_bytes = uint32_t(emit_kernel_entry(os, f, symbols, k, l.entry, threads,
-                                              request.debug_bounds, &diagnostics));
+                                              request.debug_bounds, &diagnostics, &report));
   }
-  return {os.str(), backend::slot_abi(request, std::move(launches)), std::move(diagnostics)};
+  return {os.str(), backend::slot_abi(request, std::move(launches)), std::move(diagnostics),
+          std::move(report)};
 }
 
 }  // namespace tilejit::cuda

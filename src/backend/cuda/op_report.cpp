@@ -1,0 +1,262 @@
+// The CUDA lowering report (op_report.h).
+#include "backend/cuda/op_report.h"
+
+#include <string>
+#include <vector>
+
+#include "backend/cuda/tile_codegen.h"
+#include "backend/cuda/tile_memory.h"
+#include "tilejit/ir/visitor.h"
+#include "tilejit/transform/thread_uniformity.h"
+
+namespace tilejit::cuda {
+
+namespace {
+
+using ir::Expr;
+using runtime::Diagnostic;
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+bool is_16bit(DataType t) { return t == DataType::bfloat16() || t == DataType::float16(); }
+
+// The extents of a region: a whole buffer's shape, a slice's extents; -1
+// where symbolic; empty for a corner (its extents are the other side's).
+std::vector<int64_t> extents(const ir::Region& r) {
+  std::vector<int64_t> out;
+  if (r.is_corner()) return out;
+  const std::vector<Expr>& es = r.is_whole() ? r.buffer.shape() : r.extents();
+  for (const Expr& e : es) out.push_back(e.is_const() ? e.int_value() : -1);
+  return out;
+}
+
+// Whether the region's innermost non-unit extent is its last dimension (the
+// rectangle path of lower_copy: its rows are contiguous).
+bool rows_contiguous(const std::vector<int64_t>& ext) {
+  for (size_t d = ext.size(); d-- > 0;) {
+    if (ext[d] != 1) return d + 1 == ext.size();
+  }
+  return true;
+}
+
+// The elements per row of the copy (its innermost non-unit extent).
+int64_t columns(const std::vector<int64_t>& ext) {
+  for (size_t d = ext.size(); d-- > 0;) {
+    if (ext[d] != 1) return ext[d];
+  }
+  return 1;
+}
+
+const AccLayout* layout(const FragmentChoice& choice, const ir::Buffer& b) {
+  auto it = choice.registers.find(b.id());
+  return it == choice.registers.end() ? nullptr : &it->second;
+}
+
+Diagnostic copy_record(const ir::CopyOp& op, const FragmentChoice& choice, int threads,
+                       bool prefetched) {
+  Diagnostic d{"T.copy", op.span, "", ""};
+  if (layout(choice, op.src.buffer) || layout(choice, op.dst.buffer)) {
+    d.path = "registers";  // acc_load / acc_store / acc_convert through the layout
+    return d;
+  }
+  const std::vector<int64_t> src = extents(op.src), dst = extents(op.dst);
+  const DataType dt = op.dst.buffer.dtype(), st = op.src.buffer.dtype();
+  d.path = "elementwise";
+  if (!rows_contiguous(src) || !rows_contiguous(dst)) {
+    d.reason = "a column copy: the rows of " +
+               std::string(rows_contiguous(src) ? "the destination " : "the source ") +
+               "are not contiguous, so each element is copied on its own";
+    return d;
+  }
+  if (dt != st) {
+    d.reason = "dtype conversion (" + st.name() + " to " + dt.name() +
+               "): elements are converted one by one";
+    return d;
+  }
+  if (dt.bytes() != 2 && dt.bytes() != 4) {
+    d.reason = str(dt.bytes()) + "-byte elements: 16-byte chunks take 2- or 4-byte ones";
+    return d;
+  }
+  const int64_t cols = columns(dst.empty() ? src : dst), vec = 16 / dt.bytes();
+  if (cols < 0 || cols % vec != 0) {
+    d.reason = "an unaligned row: " + (cols < 0 ? std::string("a symbolic number of") : str(cols)) +
+               " elements per row is not a whole number of 16-byte chunks of " + str(vec);
+    return d;
+  }
+  const ir::Scope ds = op.dst.buffer.scope();
+  const bool async = op.src.buffer.scope() == ir::Scope::kGlobal &&
+                     (ds == ir::Scope::kShared || ds == ir::Scope::kFragment);
+  if (async && threads > 1) {
+    d.path = "cp_async";
+    return d;
+  }
+  d.path = "vector";
+  d.reason = threads == 1 ? "a thread's own copy: cp.async serves the block's copies"
+             : async      ? ""
+                          : "16-byte chunks through registers: cp.async moves global memory "
+                            "into shared memory only";
+  return d;
+}
+
+Diagnostic gemm_record(const ir::GemmOp& op, const FragmentChoice& choice, int threads) {
+  Diagnostic d{"T.gemm", op.span, "mma", ""};
+  const ir::Buffer &a = op.a.buffer, &b = op.b.buffer, &c = op.c.buffer;
+  if (layout(choice, c) != nullptr) return d;  // tensor cores into registers
+  // The library's gemm on a C in shared memory (tilejit/cuda/gemm.h): mma
+  // where its static conditions hold, SIMT otherwise.
+  const std::vector<int64_t> ea = extents(op.a), eb = extents(op.b);
+  auto at = [](const std::vector<int64_t>& e, size_t i) { return i < e.size() ? e[i] : -1; };
+  const int64_t m = op.trans_a ? at(ea, 1) : at(ea, 0), k = op.trans_a ? at(ea, 0) : at(ea, 1);
+  const int64_t n = op.trans_b ? at(eb, 0) : at(eb, 1);
+  std::string why;
+  if (!is_16bit(a.dtype()) || a.dtype() != b.dtype()) {
+    why = "A and B are " + a.dtype().name() + " and " + b.dtype().name() +
+          ", not 16-bit floats of one dtype";
+  } else if (c.dtype() != DataType::float32()) {
+    why = "C is " + c.dtype().name() + ", not float32";
+  } else if (m % 16 != 0 || n % 16 != 0 || k % 16 != 0 || m <= 0 || n <= 0 || k <= 0) {
+    why = "M, N, K = " + str(m) + ", " + str(n) + ", " + str(k) + " are not multiples of 16";
+  } else if (threads % 32 != 0 || threads == 1) {
+    why = threads == 1 ? "a thread's own gemm" : str(threads) + " threads are not whole warps";
+  } else if (a.scope() == ir::Scope::kGlobal || b.scope() == ir::Scope::kGlobal ||
+             a.scope() == ir::Scope::kLocal || b.scope() == ir::Scope::kLocal) {
+    why = "an operand outside shared memory";
+  }
+  if (!why.empty()) {
+    d.path = "simt";
+    d.reason = why;
+    return d;
+  }
+  auto kept = choice.kept_shared.find(c.id());
+  d.reason = "C " + c.name() + " is in shared memory" +
+             (kept == choice.kept_shared.end()
+                  ? std::string()
+                  : " (" + kept->second.op + " at line " + str(kept->second.span.line) + ": " +
+                        kept->second.reason + ")") +
+             ", read and written around each call";
+  return d;
+}
+
+// A fill, reduction, atomic add or print: in registers where its fragment
+// is, else by the block through shared memory.
+Diagnostic other_record(const ir::Stmt& s, const FragmentChoice& choice, int threads) {
+  Diagnostic d{"", s.span(), threads == 1 ? "thread" : "shared", ""};
+  const ir::Buffer* b = nullptr;
+  switch (s.kind()) {
+    case ir::StmtKind::kFill: d.op = "T.fill"; b = &s.as<ir::FillOp>()->dst.buffer; break;
+    case ir::StmtKind::kReduce:
+      d.op = std::string("T.reduce_") + ir::reduce_kind_name(s.as<ir::ReduceOp>()->reduce_kind);
+      b = &s.as<ir::ReduceOp>()->src.buffer;
+      break;
+    case ir::StmtKind::kAtomicAdd: d.op = "T.atomic_add"; d.path = "atomic"; return d;
+    case ir::StmtKind::kPrint: d.op = "T.print"; d.path = "print"; return d;
+    default: d.op = "tile op"; return d;
+  }
+  if (layout(choice, *b) != nullptr) {
+    d.path = "registers";
+  } else if (b->scope() == ir::Scope::kFragment && threads > 1 && s.kind() == ir::StmtKind::kReduce) {
+    d.reason = b->name() + " is in shared memory";
+  }
+  return d;
+}
+
+}  // namespace
+
+Diagnostic op_record(const ir::Stmt& s, const FragmentChoice& choice, int threads,
+                     bool prefetched) {
+  if (s.kind() == ir::StmtKind::kCopy) {
+    return copy_record(*s.as<ir::CopyOp>(), choice, threads, prefetched);
+  }
+  if (s.kind() == ir::StmtKind::kGemm) return gemm_record(*s.as<ir::GemmOp>(), choice, threads);
+  return other_record(s, choice, threads);
+}
+
+void report_kernel(const ir::KernelStmt& kernel, int threads, const FragmentChoice& choice,
+                   const PipelinePlan& pipelines, runtime::LoweringReport* report) {
+  struct Walk : ir::IRVisitor {
+    int threads = 1;
+    int nest = 0;  // T.Parallel loops around the statement
+    const FragmentChoice* choice = nullptr;
+    const PipelinePlan* pipelines = nullptr;
+    runtime::LoweringReport* report = nullptr;
+    void visit_alloc(const ir::AllocStmt* op, const ir::Stmt& s) override {
+      const ir::Buffer& b = op->buffer;
+      runtime::Placement p = runtime::Placement::kShared;
+      int64_t bytes = tile_elements(b, *choice) * b.dtype().bytes();
+      if (b.scope() == ir::Scope::kLocal) p = runtime::Placement::kLocal;
+      if (b.scope() == ir::Scope::kGlobal) {
+        p = runtime::Placement::kGlobal;
+        bytes = runtime::constant_bytes(b);
+      }
+      if (choice->registers.count(b.id())) p = runtime::Placement::kRegisters;
+      if (auto st = pipelines->stages.find(b.id()); st != pipelines->stages.end()) {
+        bytes *= st->second;
+      }
+      runtime::BufferRecord r = runtime::buffer_record(b, p, bytes);
+      if (auto k = choice->kept_shared.find(b.id()); k != choice->kept_shared.end()) {
+        r.forced_by = k->second;
+      }
+      report->buffers.push_back(std::move(r));
+      ir::IRVisitor::visit_alloc(op, s);
+    }
+    // A tile op as tile_codegen.cpp runs it: by the block, or by one thread
+    // (Note [Thread semantics]); a prefetched copy through cp.async.
+    void op(const ir::Stmt& s) {
+      const bool own = transform::ThreadUniformity::per_thread_op(s) || nest > 0;
+      bool prefetched = false;
+      for (const auto& [loop, copies] : pipelines->loops) {
+        for (const ir::CopyOp* c : copies) {
+          prefetched = prefetched || static_cast<const ir::StmtNode*>(c) == s.get();
+        }
+      }
+      Diagnostic d = op_record(s, *choice, own ? 1 : threads, prefetched);
+      for (const Diagnostic& refused : pipelines->diagnostics) {
+        if (refused.op == d.op && refused.span.line == d.span.line &&
+            refused.span.file == d.span.file && !prefetched) {
+          d.reason = refused.path + ": " + refused.reason;
+        }
+      }
+      report->ops.push_back(std::move(d));
+    }
+    void visit_copy(const ir::CopyOp*, const ir::Stmt& s) override { op(s); }
+    void visit_gemm(const ir::GemmOp*, const ir::Stmt& s) override { op(s); }
+    void visit_fill(const ir::FillOp*, const ir::Stmt& s) override { op(s); }
+    void visit_reduce(const ir::ReduceOp*, const ir::Stmt& s) override { op(s); }
+    void visit_atomic_add(const ir::AtomicAddOp*, const ir::Stmt& s) override { op(s); }
+    void visit_print(const ir::PrintOp*, const ir::Stmt& s) override { op(s); }
+    void visit_for(const ir::ForStmt* op, const ir::Stmt& s) override {
+      if (op->for_kind == ir::ForKind::kParallel) {
+        nest += 1;
+        ir::IRVisitor::visit_for(op, s);
+        nest -= 1;
+        return;
+      }
+      if (op->for_kind == ir::ForKind::kPipelined && op->stages > 1) {
+        Diagnostic d{"T.Pipelined", s.span(), "pipelined", ""};
+        auto loop = pipelines->loops.find(op);
+        if (loop == pipelines->loops.end()) {
+          d.path = "not_pipelined";
+          d.reason = "num_stages=" + str(op->stages) +
+                     " dropped: no copy could be prefetched within the shared memory (" +
+                     str(kMaxSharedBytes) + " bytes)";
+        } else {
+          const int kept = pipelines->stages.at(loop->second.front()->dst.buffer.id());
+          d.path = "pipelined, " + str(kept) + " stages";
+          if (kept < op->stages) {
+            d.reason = "num_stages=" + str(op->stages) + " cut to " + str(kept) +
+                       " to fit the shared memory (" + str(kMaxSharedBytes) + " bytes)";
+          }
+        }
+        report->ops.push_back(std::move(d));
+      }
+      ir::IRVisitor::visit_for(op, s);
+    }
+  } walk;
+  walk.threads = threads;
+  walk.choice = &choice;
+  walk.pipelines = &pipelines;
+  walk.report = report;
+  walk.visit(kernel.body);
+}
+
+}  // namespace tilejit::cuda

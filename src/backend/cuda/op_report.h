@@ -1,0 +1,28 @@
+// The CUDA lowering's lowering report (tilejit/runtime/lowering_report.h):
+// each buffer's placement and each tile op's path, from the decisions the
+// lowering made (fragments.h, pipeline.h, tile_memory.h) and the rules of
+// the device library it calls (tilejit/cuda/copy.h, gemm.h), which choose
+// between paths by the template arguments the lowering prints.
+#pragma once
+
+#include "backend/cuda/fragments.h"
+#include "backend/cuda/pipeline.h"
+#include "tilejit/runtime/lowering_report.h"
+
+namespace tilejit::cuda {
+
+/// The path of the tile op `s`, run by `threads` threads (1: a thread's
+/// own op, Note [Thread semantics]), with fragments placed as in `choice`.
+/// `prefetched`: a T.Pipelined loop's copy that a prologue issues ahead.
+runtime::Diagnostic op_record(const ir::Stmt& s, const FragmentChoice& choice, int threads,
+                              bool prefetched);
+
+/// The buffers `kernel` (run by `threads` threads) allocates, placed as `choice` and `pipelines`
+/// decided, and its T.Pipelined loops with the stages they kept (a loop's
+/// stages dropped to fit shared memory, or a copy left synchronous, says
+/// why), and each tile op's path (op_record), in program order; appended to
+/// `report`.
+void report_kernel(const ir::KernelStmt& kernel, int threads, const FragmentChoice& choice,
+                   const PipelinePlan& pipelines, runtime::LoweringReport* report);
+
+}  // namespace tilejit::cuda
