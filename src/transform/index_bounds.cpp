@@ -31,13 +31,14 @@ using ir::LinearForm;
 // - every variable is a loop's with a constant min and extent, so all of
 //   its values are reached; the loop runs them all, unless its body can
 //   break or continue, whose accesses are then not checked (a `break` on
-//   `i >= 32` guards what follows it);
+//   `i >= 32` guards what follows it); a thread index is such a variable,
+//   over [0, threads): every thread runs every statement;
 // - an if (a while, a select, the right side of && and ||) whose condition
 //   is a comparison of one such variable with a constant, or a conjunction
 //   of them, narrows that variable's range in the branch it guards (the
 //   other branch takes the negation where it is again of that form); any
 //   other condition may be what keeps the access in bounds (`bx * 64 + i <
-//   n`, `tx < 32`), and the branch is not checked;
+//   n`, `tx % 2 == 0`), and the branch is not checked;
 // - a loop with a symbolic extent, such as a K loop, is taken to run: an
 //   access in it is checked over the variables it does know.
 // Indices that are constants are the verifier's (its own message); anything
@@ -234,7 +235,13 @@ class BoundsChecker : public ir::IRVisitor {
 
   void visit_kernel(const ir::KernelStmt* op, const ir::Stmt& s) override {
     At at(this, op->span, "T.Kernel");
+    // Every thread runs the body (Note [Thread semantics]): a thread index
+    // takes all its values, as a loop variable does.
+    for (size_t d = 0; d < op->thread_vars.size() && d < op->threads.size(); ++d) {
+      ranges_[op->thread_vars[d].var_id()] = {0, int64_t(op->threads[d]) - 1};
+    }
     IRVisitor::visit_kernel(op, s);
+    for (const ir::Expr& v : op->thread_vars) ranges_.erase(v.var_id());
   }
   void visit_for(const ir::ForStmt* op, const ir::Stmt&) override {
     At at(this, op->span, "for");

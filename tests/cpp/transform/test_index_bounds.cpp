@@ -116,6 +116,25 @@ TEST(IndexBoundsErrors, LetsStandForTheirValues) {
       "k.py:7:5: store: index x takes the values 2 to 64, but dimension 0 of f [64] has extent 64");
 }
 
+TEST(IndexBoundsErrors, ThreadIndicesTakeEveryValue) {
+  // Every thread runs the store (Note [Thread semantics]): tx is 0 to 127.
+  expect_bounds_error(
+      [](TileBuilder& b, Buffer X, Expr) {
+        Buffer F = b.alloc("f", {32}, f32, Scope::kShared);
+        Expr tx = b.thread_binding(0);
+        b.store(F, {tx}, load(X, {tx}), kAt);
+      },
+      "k.py:7:5: store: index tx takes the values 0 to 127, but dimension 0 of f [32] has extent 32");
+  // A guard on the thread range narrows it, as on a loop variable.
+  build([](TileBuilder& b, Buffer X, Expr) {
+    Buffer F = b.alloc("f", {32}, f32, Scope::kShared);
+    Expr tx = b.thread_binding(0);
+    b.begin_if(tx < Expr(32));
+    b.store(F, {tx}, load(X, {tx}), kAt);
+    b.end_if();
+  });
+}
+
 TEST(IndexBoundsErrors, ConditionsNarrowButDoNotHide) {
   // The guard admits one index too many.
   expect_bounds_error(
