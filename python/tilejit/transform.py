@@ -61,6 +61,12 @@ class PassConfigKey(str, enum.Enum):
     TIR_MERGE_STATIC_SMEM = "tirx.merge_static_smem"
     TIR_NOALIAS = "tirx.noalias"
     CUDA_KERNELS_OUTPUT_DIR = "cuda.kernels_output_dir"
+    # TileLang-Ascend's (tilejit.language.ascend emulates the dialect on the
+    # CPU, where there is no pipe to synchronise and no memory to plan).
+    TL_ASCEND_AUTO_SYNC = "tl.ascend_auto_sync"
+    TL_ASCEND_MEMORY_PLANNING = "tl.ascend_memory_planning"
+    TL_ASCEND_AUTO_CV_COMBINE = "tl.ascend_auto_cv_combine"
+    TL_ASCEND_AUTO_CV_SYNC = "tl.ascend_auto_cross_core_sync"
     # tilejit's own (see the top of this file).
     TL_DEBUG_BOUNDS = "tl.debug_bounds"
 

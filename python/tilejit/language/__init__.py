@@ -78,6 +78,10 @@ from .ops import (Cast, GemmWarpPolicy, Parallel, Pipelined, abs, alloc_fragment
                   reduce_sum, rsqrt, Serial, serial, sigmoid, sqrt, tanh, unroll, use_swizzle,
                   vectorized)
 from .spans import error as _error
+from . import ascend_tile as tile
+from .ascend import (Scope, alloc_L0A, alloc_L0B, alloc_L0C, alloc_L1, alloc_ub, annotate_address,
+                     barrier_all, gemm_v0, mma, pipe_barrier, set_cross_flag, set_flag, sync_all,
+                     wait_cross_flag, wait_flag)
 
 dtype = DType  # the annotation of a dtype argument: `dtype: T.dtype = T.float16`
 float = float32  # noqa: A001 (TileLang's alias)
@@ -100,6 +104,10 @@ __all__ = [
     "cast", "Cast", "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh",
     "sigmoid", "if_then_else", "infinity", "ninf", "ceildiv", "floordiv", "floormod",
     "use_builder", "const", "empty",
+    # TileLang-Ascend's dialect, emulated (ascend.py, ascend_tile.py).
+    "tile", "alloc_L1", "alloc_L0A", "alloc_L0B", "alloc_L0C", "alloc_ub", "gemm_v0", "mma",
+    "barrier_all", "pipe_barrier", "set_flag", "wait_flag", "annotate_address",
+    "set_cross_flag", "wait_cross_flag", "sync_all", "Scope",
 ]
 
 from .ops import atomic_add  # noqa: E402

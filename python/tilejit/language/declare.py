@@ -121,10 +121,12 @@ class Kernel:
     one thread). Yields the block indices, one per grid extent."""
 
     def __init__(self, *grid: Any, threads: Any = 128, is_cpu: bool = False,
-                 prelude: Optional[str] = None) -> None:
+                 prelude: Optional[str] = None, is_npu: bool = False) -> None:
         # is_cpu: accepted for TileLang compatibility; the target decides.
+        # is_npu: TileLang-Ascend's kernel, yielding (cid, vid) (ascend.py).
         self.grid = list(grid)
         self.threads = threads
+        self.is_npu = bool(is_npu)
         self._span = user_span()
         self._tracer: Any = None
 
@@ -134,9 +136,16 @@ class Kernel:
             raise RuntimeError("T.Kernel is only valid inside a function decorated with "
                                "@T.prim_func")
         self._tracer = tr
+        if self.is_npu:
+            from .ascend import enter_npu_kernel
+            return enter_npu_kernel(tr, self.grid, self._span)
         return tr.enter_kernel(self.grid, self.threads, self._span)
 
     def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        if self.is_npu:
+            from .ascend import exit_npu_kernel
+            exit_npu_kernel(self._tracer, exc_type is not None)
+            return
         self._tracer.exit_kernel(exc_type is not None)
 
 

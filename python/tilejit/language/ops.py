@@ -210,6 +210,9 @@ def copy(src: Any, dst: Any, coalesced_width: Any = None, disable_tma: bool = Fa
     span = user_span()
     tr = current_tracer("T.copy")
     s, d = _region("T.copy", "source", src), _region("T.copy", "destination", dst)
+    if getattr(s.buffer, "memory", "") or getattr(d.buffer, "memory", ""):
+        from .ascend import check_copy  # an Ascend on-chip buffer: the core's paths only
+        check_copy(s, d)
     b = tr.tile("T.copy", span)
     b.copy(_region_handle(tr, s), _region_handle(tr, d), span)
 

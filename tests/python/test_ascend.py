@@ -1,0 +1,342 @@
+"""TileLang-Ascend's dialect (T.Kernel(..., is_npu=True), the L1 / L0A /
+L0B / L0C / UB buffers, T.gemm_v0, T.tile.*) emulated on the CPU target:
+programs written as the dialect's examples write them, checked against
+numpy, and its errors by kind, exact message and the author's line."""
+
+import inspect
+import linecache
+
+import numpy as np
+import pytest
+
+import tilejit as tilelang
+import tilejit.language as T
+from support import raises_exact
+from test_tile_kernels import needs_tile_cpu
+
+F = __file__
+
+pass_configs = {
+    tilelang.PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE: True,
+    tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: True,
+    tilelang.PassConfigKey.TL_ASCEND_MEMORY_PLANNING: True,
+    tilelang.PassConfigKey.TL_ASCEND_AUTO_CV_SYNC: True,
+}
+
+
+def here():
+    return inspect.currentframe().f_back.f_lineno
+
+
+def at(line, call, nth=1):
+    """file:line:col of the nth call `call(` of this file from that line on."""
+    while True:
+        text = linecache.getline(F, line)
+        if call + "(" in text:
+            nth -= 1
+            if nth == 0:
+                return f"{F}:{line}:{text.index(call + '(') + 1}"
+        line += 1
+
+
+# --- programs --------------------------------------------------------------
+
+@tilelang.jit(out_idx=[1], pass_configs=pass_configs)
+def sigmoid(M, N, block_M, block_N, dtype="float"):
+    m_num, n_num = M // block_M, N // block_N
+    VEC_NUM = 2
+    half = block_M // VEC_NUM
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(m_num * n_num, is_npu=True) as (cid, vid):
+            bx = cid // n_num
+            by = cid % n_num
+            a_ub = T.alloc_ub((half, block_N), dtype)
+            b_ub = T.alloc_ub((half, block_N), dtype)
+            zero_ub = T.alloc_ub((half, block_N), dtype)
+            T.copy(A[bx * block_M + vid * half, by * block_N], a_ub)
+            T.tile.fill(zero_ub, 0.0)
+            T.tile.sub(a_ub, zero_ub, a_ub)
+            T.tile.exp(a_ub, a_ub)
+            T.tile.add(a_ub, a_ub, 1.0)
+            T.tile.reciprocal(b_ub, a_ub)
+            T.barrier_all()
+            T.copy(b_ub, B[bx * block_M + vid * half, by * block_N])
+
+    return main
+
+
+@needs_tile_cpu
+def test_sigmoid_each_vector_core_takes_half_the_rows():
+    tilelang.disable_cache()
+    try:
+        func = sigmoid(64, 96, 32, 32)
+    finally:
+        tilelang.enable_cache()
+    a = np.random.default_rng(0).standard_normal((64, 96)).astype(np.float32)
+    b = np.asarray(func(a))
+    np.testing.assert_allclose(b, 1 / (1 + np.exp(-a)), rtol=1e-5, atol=1e-6)
+
+
+@tilelang.jit(out_idx=[-1], pass_configs=pass_configs)
+def matmul(M, N, K, block_M, block_N, K_L1, transpose_B=False, dtype="float16",
+           accum_dtype="float"):
+    m_num, n_num = M // block_M, N // block_N
+    b_shape = (N, K) if transpose_B else (K, N)
+    b_tile = (block_N, K_L1) if transpose_B else (K_L1, block_N)
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor(b_shape, dtype),
+             C: T.Tensor((M, N), dtype)):
+        with T.Kernel(m_num * n_num, is_npu=True) as (cid, _):
+            bx = cid // n_num
+            by = cid % n_num
+            A_L1 = T.alloc_L1((block_M, K_L1), dtype)
+            B_L1 = T.alloc_L1(b_tile, dtype)
+            C_L0 = T.alloc_L0C((block_M, block_N), accum_dtype)
+            for k in T.serial(T.ceildiv(K, K_L1)):
+                T.copy(A[bx * block_M, k * K_L1], A_L1)
+                if transpose_B:
+                    T.copy(B[by * block_N, k * K_L1], B_L1)
+                else:
+                    T.copy(B[k * K_L1, by * block_N], B_L1)
+                T.gemm_v0(A_L1, B_L1, C_L0, transpose_B=transpose_B, init=(k == 0))
+            T.copy(C_L0, C[bx * block_M, by * block_N])
+
+    return main
+
+
+@needs_tile_cpu
+@pytest.mark.parametrize("transpose_B", [False, True])
+def test_gemm_v0_from_l1_into_l0c(transpose_B):
+    func = matmul(64, 96, 128, 32, 48, 32, transpose_B)
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((64, 128)).astype(np.float16)
+    b = rng.standard_normal((96, 128) if transpose_B else (128, 96)).astype(np.float16)
+    c = np.asarray(func(a, b)).astype(np.float32)
+    ref = a.astype(np.float32) @ (b.T if transpose_B else b).astype(np.float32)
+    np.testing.assert_allclose(c, ref, rtol=1e-2, atol=5e-2)
+
+
+@tilelang.jit(out_idx=[-1], pass_configs=pass_configs)
+def matmul_add(M, N, K, block_M, block_N, block_K, dtype="float16", accum_dtype="float"):
+    """The intrinsic style: L1 -> L0A / L0B by hand, T.mma, then a vector
+    epilogue (C = A @ B + D) on each vector core's half of L0C."""
+    m_num, n_num = M // block_M, N // block_N
+    half = block_M // 2
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype),
+             D: T.Tensor((M, N), accum_dtype), C: T.Tensor((M, N), accum_dtype)):
+        with T.Kernel(m_num * n_num, is_npu=True) as (cid, vid):
+            bx = cid // n_num
+            by = cid % n_num
+            A_L1 = T.alloc_L1((block_M, K), dtype)
+            B_L1 = T.alloc_L1((K, block_N), dtype)
+            A_L0 = T.alloc_L0A((block_M, block_K), dtype)
+            B_L0 = T.alloc_L0B((block_K, block_N), dtype)
+            C_L0 = T.alloc_L0C((block_M, block_N), accum_dtype)
+            c_ub = T.alloc_ub((half, block_N), accum_dtype)
+            d_ub = T.alloc_ub((half, block_N), accum_dtype)
+            T.annotate_address({A_L1: 0, B_L1: block_M * K * 2})
+            T.copy(A[bx * block_M, 0], A_L1)
+            T.copy(B[0, by * block_N], B_L1)
+            T.set_flag("mte2", "mte1", 0)
+            T.wait_flag("mte2", "mte1", 0)
+            for kk in T.serial(K // block_K):
+                T.copy(A_L1[0, kk * block_K], A_L0)
+                T.copy(B_L1[kk * block_K, 0], B_L0)
+                T.mma(A_L0, B_L0, C_L0, init=(kk == 0))
+            T.pipe_barrier("all")
+            T.copy(C_L0[vid * half:vid * half + half, :], c_ub)
+            T.copy(D[bx * block_M + vid * half, by * block_N], d_ub)
+            T.tile.add(c_ub, c_ub, d_ub)
+            T.copy(c_ub, C[bx * block_M + vid * half, by * block_N])
+
+    return main
+
+
+@needs_tile_cpu
+def test_mma_through_l0a_l0b_and_a_vector_epilogue_from_l0c():
+    func = matmul_add(64, 64, 64, 32, 32, 16)
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((64, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 64)).astype(np.float16)
+    d = rng.standard_normal((64, 64)).astype(np.float32)
+    c = np.asarray(func(a, b, d))
+    ref = a.astype(np.float32) @ b.astype(np.float32) + d
+    np.testing.assert_allclose(c, ref, rtol=1e-3, atol=1e-3)
+
+
+@tilelang.jit(out_idx=[1])
+def softmax(M, N, block_M, dtype="float"):
+    half = block_M // 2
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(M // block_M, is_npu=True) as (cid, vid):
+            row = cid * block_M + vid * half
+            x_ub = T.alloc_ub((half, N), dtype)
+            m_ub = T.alloc_ub((half,), dtype)
+            s_ub = T.alloc_ub((half,), dtype)
+            b_ub = T.alloc_ub((half, N), dtype)
+            T.copy(X[row, 0], x_ub)
+            T.reduce_max(x_ub, m_ub, dim=-1)
+            T.tile.broadcast(b_ub, m_ub)
+            T.tile.sub(x_ub, x_ub, b_ub)
+            T.tile.exp(x_ub, x_ub)
+            T.tile.reduce_sum(x_ub, s_ub, dim=-1)
+            T.tile.broadcast(b_ub, s_ub, axis=1)
+            T.tile.div(x_ub, x_ub, b_ub)
+            T.copy(x_ub, Y[row, 0])
+
+    return main
+
+
+@needs_tile_cpu
+def test_softmax_rows_with_reductions_and_broadcasts():
+    func = softmax(32, 24, 8)
+    x = np.random.default_rng(3).standard_normal((32, 24)).astype(np.float32) * 4
+    y = np.asarray(func(x))
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+@tilelang.jit(out_idx=[1])
+def masked_activations(N, dtype="float"):
+    @T.prim_func
+    def main(X: T.Tensor((2, N), dtype), Y: T.Tensor((2, 6, N), dtype)):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((N,), dtype)
+            y = T.alloc_ub((N,), dtype)
+            mask = T.alloc_ub((N // 8,), "uint8")
+            i_ub = T.alloc_ub((N,), "int32")
+            T.copy(X[vid, 0:N], x)
+            T.tile.compare(mask, x, 0.0, "GT")  # relu through a bit mask
+            T.tile.select(y, mask, x, 0.0, "VSEL_TENSOR_SCALAR_MODE")
+            T.copy(y, Y[vid, 0, 0:N])
+            T.tile.cast(i_ub, x, "CAST_FLOOR", N)
+            T.tile.cast(y, i_ub, "CAST_NONE", N)
+            T.copy(y, Y[vid, 1, 0:N])
+            T.tile.sigmoid(y, x)
+            T.tile.ln(y, y)
+            T.copy(y, Y[vid, 2, 0:N])
+            T.tile.max(y, x, -0.5)
+            T.tile.min(y, y, 0.5)
+            T.copy(y, Y[vid, 3, 0:N])
+            T.tile.abs(y, x)
+            T.tile.sqrt(y, y)
+            T.tile.mul(y, y, 2.0)
+            T.copy(y, Y[vid, 4, 0:N])
+            T.tile.fill(y, 1.0)
+            T.tile.axpy(y, x, 3.0)
+            T.copy(y, Y[vid, 5, 0:N])
+
+    return main
+
+
+@needs_tile_cpu
+def test_compare_select_cast_and_unary_ops():
+    func = masked_activations(16)
+    x = np.random.default_rng(4).standard_normal((2, 16)).astype(np.float32) * 3
+    y = np.asarray(func(x))
+    np.testing.assert_allclose(y[:, 0], np.maximum(x, 0))
+    np.testing.assert_allclose(y[:, 1], np.floor(x))
+    np.testing.assert_allclose(y[:, 2], -np.log1p(np.exp(-x)), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(y[:, 3], np.clip(x, -0.5, 0.5))
+    np.testing.assert_allclose(y[:, 4], 2 * np.sqrt(np.abs(x)), rtol=1e-6)
+    np.testing.assert_allclose(y[:, 5], 3 * x + 1, rtol=1e-6, atol=1e-6)
+
+
+# --- errors ----------------------------------------------------------------
+
+def test_a_buffer_over_its_memory_is_an_error_naming_it():
+    line = here()
+    with raises_exact(ValueError, f"{at(line, 'T.alloc_L0A')}: T.alloc_L0A: A_L0 "
+                                  f"(float16[128, 512]) takes 131072 bytes, over L0A's "
+                                  f"capacity of 65536 bytes"):
+        @T.prim_func
+        def main(A: T.Tensor((128, 512), "float16")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                A_L0 = T.alloc_L0A((128, 512), "float16")  # noqa: F841
+
+
+def test_the_buffers_of_a_memory_add_up():
+    line = here()
+    with raises_exact(ValueError, f"{at(line, 'T.alloc_ub', 3)}: T.alloc_ub: c_ub "
+                                  f"(float32[128, 128]) takes 65536 bytes with the 131072 bytes "
+                                  f"already allocated there, over UB's capacity of 196352 bytes"):
+        @T.prim_func
+        def main(A: T.Tensor((128, 128), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a_ub = T.alloc_ub((128, 128), "float32")  # noqa: F841
+                b_ub = T.alloc_ub((128, 128), "float32")  # noqa: F841
+                c_ub = T.alloc_ub((128, 128), "float32")  # noqa: F841
+
+
+def test_a_copy_off_the_data_paths_is_an_error():
+    line = here()
+    with raises_exact(ValueError, f"{at(line, 'T.copy')}: T.copy: A (GM) to A_L0 (L0A) is "
+                                  f"not a data path of the Ascend core; the paths are GM->L1, "
+                                  f"GM->UB, L1->L0A, L1->L0B, L0C->GM, L0C->UB, UB->GM, UB->UB"):
+        @T.prim_func
+        def main(A: T.Tensor((16, 16), "float16")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                A_L0 = T.alloc_L0A((16, 16), "float16")
+                T.copy(A, A_L0)
+
+
+def test_the_vector_to_cube_channel_is_not_emulated_yet():
+    line = here()
+    with raises_exact(NotImplementedError,
+                      f"{at(line, 'T.copy', 2)}: T.copy: p_ub (UB) to p_l1 (L1), the "
+                      f"vector-to-cube channel, is not emulated yet (Note [Ascend emulation])"):
+        @T.prim_func
+        def main(A: T.Tensor((16, 16), "float16")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                p_ub = T.alloc_ub((16, 16), "float16")
+                p_l1 = T.alloc_L1((16, 16), "float16")
+                T.copy(A, p_ub)
+                T.copy(p_ub, p_l1)
+
+
+@pytest.mark.parametrize("call, name", [
+    ("T.set_cross_flag('FIX', 0)", "T.set_cross_flag"),
+    ("T.tile.gather_mask(a_ub, a_ub, 'P0101')", "T.tile.gather_mask"),
+])
+def test_a_construct_not_emulated_is_an_error_naming_it(tmp_path, call, name):
+    path = tmp_path / "kernel_file.py"
+    path.write_text("import tilejit.language as T\n\n"
+                    "def main(A: T.Tensor((16,), 'float32')):\n"
+                    "    with T.Kernel(1, is_npu=True) as (cid, vid):\n"
+                    "        a_ub = T.alloc_ub((16,), 'float32')\n"
+                    f"        {call}\n")
+    scope = {}
+    exec(compile(path.read_text(), str(path), "exec"), scope)
+    with raises_exact(NotImplementedError, f"{path}:6:9: {name} (TileLang-Ascend) is not "
+                                           f"emulated yet"):
+        T.prim_func(scope["main"])
+
+
+def test_gemm_v0_operands_must_be_in_the_cube_memories():
+    line = here()
+    with raises_exact(ValueError, f"{at(line, 'T.gemm_v0')}: T.gemm_v0: A (a_ub) is in UB; "
+                                  f"it must be in L1 or L0A"):
+        @T.prim_func
+        def main(A: T.Tensor((16, 16), "float16")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a_ub = T.alloc_ub((16, 16), "float16")
+                b_l1 = T.alloc_L1((16, 16), "float16")
+                c_l0 = T.alloc_L0C((16, 16), "float")
+                T.gemm_v0(a_ub, b_l1, c_l0)
+
+
+def test_on_chip_buffers_need_an_npu_kernel():
+    line = here()
+    with raises_exact(ValueError, f"{at(line, 'T.alloc_L1')}: T.alloc_L1 is only valid "
+                                  f"inside a T.Kernel(..., is_npu=True) block"):
+        @T.prim_func
+        def main(A: T.Tensor((16, 16), "float16")):
+            with T.Kernel(1):
+                a = T.alloc_L1((16, 16), "float16")  # noqa: F841
