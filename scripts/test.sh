@@ -23,8 +23,8 @@ cmake -S tests/consumer -B build/consumer -DCMAKE_PREFIX_PATH="$prefix" >/dev/nu
 cmake --build build/consumer -j"$jobs"
 TILEJIT_CACHE_DIR="$root/build/kernel_cache" ./build/consumer/consumer
 
-echo "== Python package and pytest"
-bash scripts/test_python.sh
+echo "== Python package and pytest (the differential tester's random programs for 60 s)"
+TILEJIT_DIFFTEST_SECONDS="${TILEJIT_DIFFTEST_SECONDS:-60}" bash scripts/test_python.sh
 
 echo "== sanitizers: ASan + UBSan + LSan (all C++ tests), TSan (threaded suites)"
 bash scripts/test_sanitizers.sh
