@@ -78,6 +78,14 @@ if [[ "${TILEJIT_GPU_SKIP_PYTHON:-0}" != 1 ]] && python3 -c "import torch, nanob
     >"$OUT/pytest_tile_cuda.log" 2>&1)
   log "pytest test_tile_cuda.py: $(tail -1 "$OUT/pytest_tile_cuda.log")"
   grep -E "^FAILED|^ERROR|SKIPPED" "$OUT/pytest_tile_cuda.log" | head -40 | tee -a "$summary"
+  # The generator's features that are on for CUDA (tests/difftest/features.py);
+  # every failing program, minimised, lands in $OUT/difftest_cases as a
+  # regression case to commit under tests/difftest/regressions/.
+  log "## Random tile programs against the numpy interpreter (python3 -m difftest --target cuda)"
+  (cd "$root/tests" && python3 -m difftest --target cuda --seconds "${TILEJIT_DIFFTEST_SECONDS:-180}" \
+    --timeout 60 --minimise-seconds 60 --corpus "$OUT/difftest_cases" >"$OUT/difftest_cuda.log" 2>&1)
+  log "difftest: $(grep -E '^[0-9]+ programs in' "$OUT/difftest_cuda.log")"
+  grep -E "^  failed" "$OUT/difftest_cuda.log" | head -20 | tee -a "$summary"
   # Optional: a failure is logged and the script goes on.
   log "## The tile programs against torch (bench/bench_tile_cuda.sh)"
   if ! (cd /tmp && bash "$root/bench/bench_tile_cuda.sh" 2>"$OUT/bench_tile_cuda.err" |
