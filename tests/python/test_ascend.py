@@ -301,6 +301,22 @@ def test_the_vector_to_cube_channel_is_not_emulated_yet():
                 T.copy(p_ub, p_l1)
 
 
+def test_the_vector_to_cube_channel_through_a_workspace_is_not_emulated_yet():
+    line = here()
+    with raises_exact(NotImplementedError,
+                      f"{at(line, 'T.copy', 3)}: T.copy: ws is written by the vector cores "
+                      f"(UB->GM) and read by the cube (GM->L1): the vector-to-cube channel "
+                      f"through a workspace is not emulated yet (Note [Ascend emulation])"):
+        @T.prim_func
+        def main(A: T.Tensor((16, 16), "float16"), ws: T.Tensor((16, 16), "float16")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                p_ub = T.alloc_ub((8, 16), "float16")
+                p_l1 = T.alloc_L1((16, 16), "float16")
+                T.copy(A[vid * 8, 0], p_ub)
+                T.copy(p_ub, ws[vid * 8, 0])
+                T.copy(ws, p_l1)
+
+
 @pytest.mark.parametrize("call, name", [
     ("T.set_cross_flag('FIX', 0)", "T.set_cross_flag"),
     ("T.tile.gather_mask(a_ub, a_ub, 'P0101')", "T.tile.gather_mask"),

@@ -165,6 +165,7 @@ def check_copy(src: Region, dst: Region) -> None:
     Called by T.copy when either side is an on-chip Ascend buffer."""
     s, d = memory_of(src.buffer), memory_of(dst.buffer)
     if (s, d) in _PATHS:
+        _check_gm_round_trip(src, dst, s, d)
         return
     where = f"{src.buffer.name} ({s or src.buffer.scope()}) to {dst.buffer.name} " \
             f"({d or dst.buffer.scope()})"
@@ -173,6 +174,28 @@ def check_copy(src: Region, dst: Region) -> None:
                                          f"emulated yet (Note [Ascend emulation])")
     raise error(ValueError, f"T.copy: {where} is not a data path of the Ascend core; the "
                             f"paths are {_PATHS_TEXT}")
+
+
+def _check_gm_round_trip(src: Region, dst: Region, s: str, d: str) -> None:
+    """A GM tensor that the vector cores write (UB -> GM) and the cube reads
+    (GM -> L1) in one kernel is the vector-to-cube channel through a
+    workspace: the cube needs both vector cores' writes of the same step,
+    which the serial vid loop cannot give (Note [Ascend emulation])."""
+    state = getattr(current_tracer("T.copy"), "npu_state", None)
+    if state is None:
+        return
+    if (s, d) == ("UB", "GM"):
+        gm, mine, other = dst.buffer, "vector_writes", "cube_reads"
+    elif (s, d) == ("GM", "L1"):
+        gm, mine, other = src.buffer, "cube_reads", "vector_writes"
+    else:
+        return
+    state.setdefault(mine, set()).add(gm.name)
+    if gm.name in state.get(other, ()):
+        raise error(NotImplementedError, f"T.copy: {gm.name} is written by the vector cores "
+                                         f"(UB->GM) and read by the cube (GM->L1): the "
+                                         f"vector-to-cube channel through a workspace is not "
+                                         f"emulated yet (Note [Ascend emulation])")
 
 
 def gemm_v0(A: Any, B: Any, C: Any, transpose_A: bool = False,  # noqa: N803
