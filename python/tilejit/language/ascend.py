@@ -209,6 +209,10 @@ def gemm_v0(A: Any, B: Any, C: Any, transpose_A: bool = False,  # noqa: N803
                                                            ("C operand", C)))
     for what, r, ok in (("A", ra, ("L1", "L0A")), ("B", rb, ("L1", "L0B")), ("C", rc, ("L0C",))):
         m = memory_of(r.buffer)
+        # Developer mode: T.alloc_shared / T.alloc_fragment, whose memory the
+        # NPU compiler infers from their use (shared operands live in L1, a
+        # fragment accumulator in L0C).
+        m = {"shared": "L1", "fragment": "L0C"}.get(r.buffer.scope(), m) if not m else m
         if m not in ok:
             raise error(ValueError, f"T.gemm_v0: {what} ({r.buffer.name}) is in "
                                     f"{m or r.buffer.scope()}; it must be in "
