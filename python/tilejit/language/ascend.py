@@ -13,8 +13,9 @@ block therefore sees vid 0 and 1 as the two vector cores would, and the cube
 code runs in both iterations, each computing the same tile into the block's
 own L1 / L0 buffers (its GM writes store the same values twice). So a
 program whose data flows from cube to vector (L0C -> UB directly, the copy
-that TileLang-Ascend routes through a GM workspace) computes what the NPU
-computes. A flow from vector to cube (UB -> L1) needs both vector cores'
+that TileLang-Ascend routes through a GM workspace, or L0C -> GM -> UB
+through a workspace of the author's) computes what the NPU computes: each
+vector step reads what the cube wrote at the same step before it. A flow from vector to cube (UB -> L1) needs both vector cores'
 halves before the cube reads them, which one serial pass per vid cannot
 give: it is refused as not emulated yet, as are the explicit cross-core
 flags and T.Scope (the k-th read of a workspace waiting for its k-th write).
