@@ -19,6 +19,7 @@ from . import _C
 from . import cache as _cache
 from . import language as _language
 from . import transform as _transform
+from .language import eager as _eager
 from .language.eager import refuse_tensors as _refuse_tensors
 
 __all__ = ["jit", "compile", "JitFunction"]
@@ -74,6 +75,13 @@ def compile(prim_func: _C.PrimFunc, out_idx: IndexArg = None,  # noqa: A001 (the
     accepted for TileLang's programs and ignored. tilejit.disable_cache()
     turns the disk cache off for every compile.
     """
+    if isinstance(prim_func, _eager.EagerPrimFunc):
+        # An eager function's PrimFunc (fn.get_tir): its outputs are the
+        # T.empty tensors it returns.
+        if out_idx is not None:
+            raise ValueError(f"{prim_func.name}: out_idx is given, but the prim_func returns "
+                             f"its T.empty outputs")
+        prim_func, out_idx = prim_func.prim_func, prim_func.out_idx
     where = getattr(prim_func, "name", "tilejit.compile")
     debug_bounds = _transform.debug_bounds(_transform.check_pass_configs(pass_configs, where),
                                            where)
@@ -91,7 +99,12 @@ def compile(prim_func: _C.PrimFunc, out_idx: IndexArg = None,  # noqa: A001 (the
 class JitFunction:
     """A factory of kernels: calling it with configuration arguments returns
     the Kernel compiled for them, from an in-memory cache keyed by the
-    arguments (which must therefore be hashable)."""
+    arguments (which must therefore be hashable).
+
+    A function in TileLang's eager style (its body declares its tensor
+    parameters, ``A: T.Tensor((M, N), dtype)``) is called with the tensors
+    instead: the call compiles per specialisation and runs
+    (language/eager.py)."""
 
     def __init__(self, func: Callable[..., Any], options: Dict[str, Any]) -> None:
         self._func = func
@@ -103,6 +116,9 @@ class JitFunction:
         except (TypeError, ValueError):
             self._signature = None
         functools.update_wrapper(self, func)
+        tensors = _eager.tensor_parameters(func)
+        self._eager: Optional[_eager.EagerFunction] = None if tensors is None else (
+            _eager.EagerFunction(func, self.name, tensors, compile, options))
         with _factories_lock:
             _factories.add(self)
 
@@ -110,7 +126,9 @@ class JitFunction:
     def name(self) -> str:
         return getattr(self._func, "__name__", "kernel")
 
-    def __call__(self, *args: Any, **kwargs: Any) -> _C.Kernel:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._eager is not None:
+            return self._eager.call(args, kwargs)
         # Typed, as functools.lru_cache(typed=True): 2 and 2.0 (or 1 and
         # True) are equal keys but may format into different kernel source.
         # Positional calls (the common case) skip the keyword half.
@@ -179,6 +197,22 @@ class JitFunction:
                             f"got {type(result).__name__}")
         return compile(result, **self._options)
 
+    def compile(self, *args: Any, **kwargs: Any) -> _C.Kernel:
+        """The Kernel for these arguments (TileLang's ``fn.compile``): in the
+        eager style without tensors, the T.const values given by keyword
+        (``matmul.compile(M=1024, N=1024, K=1024, block_M=128)``); in the
+        factory style, the configuration, as a call."""
+        if self._eager is not None:
+            return self._eager.compile(args, dict(kwargs))
+        return self(*args, **kwargs)
+
+    def get_tir(self, *args: Any, **kwargs: Any) -> Any:
+        """The PrimFunc for these arguments, for tilejit.compile: in the
+        eager style it carries its outputs (the T.empty tensors returned)."""
+        if self._eager is not None:
+            return self._eager.get_tir(args, dict(kwargs))
+        return self._func(*args, **kwargs)
+
     def retarget(self, target: Any) -> "JitFunction":
         """A new factory over the same function with the same options but
         `target`, and a kernel cache of its own: the program written once
@@ -204,9 +238,13 @@ class JitFunction:
         """Drops this factory's compiled kernels."""
         with self._lock:
             self._kernels.clear()
+        if self._eager is not None:
+            self._eager.clear()
 
     def cache_size(self) -> int:
         """Distinct kernels held (configurations, not spellings)."""
+        if self._eager is not None:
+            return self._eager.size()
         with self._lock:
             return len({id(k) for k in self._kernels.values()})
 

@@ -567,11 +567,11 @@ def test_more_op_argument_errors():
 
 # --- TileLang forms not supported yet ---------------------------------------
 
-EAGER = ("TileLang's eager style (T.const / T.empty / calling a jit function with tensors) is "
-         "not supported yet; write the prim_func factory style instead: the @tilejit.jit "
-         "function takes only compile-time configuration and returns a @T.prim_func whose "
-         "parameters are annotated T.Tensor(shape, dtype) (T.symbolic for a dynamic "
-         "dimension, outputs named in out_idx)")
+def factory_given(name, label, kind):
+    return (f"{name}: {label} is a tensor ({kind}), but {name}'s body declares no tensor "
+            f"parameter; in TileLang's eager style the body declares each one (A: "
+            f"T.Tensor((M, N), dtype)), in the factory style call kernel = "
+            f"{name}(<configuration>), then kernel(<tensors>)")
 
 
 class DLPackOnly:
@@ -584,13 +584,9 @@ class DLPackOnly:
         return (1, 0)
 
 
-def test_eager_style_is_not_supported_yet():
-    line = here()
-    with raises_exact(NotImplementedError, f"{at(line + 2, 9)}: T.const: {EAGER}"):
-        T.const("M, N, K")
-    with raises_exact(NotImplementedError, f"{at(line + 4, 9)}: T.empty: {EAGER}"):
-        T.empty((4, 4), "float32")
-
+def test_a_tensor_given_to_a_factory_style_function():
+    # The body declares no tensor (no `A: T.Tensor(...)`): configuration only.
+    # T.const and T.empty outside the eager style: test_tile_eager.py.
     ran = []
 
     @tilejit.jit
@@ -599,13 +595,11 @@ def test_eager_style_is_not_supported_yet():
         raise RuntimeError("the factory ran")
 
     line = here()
-    with raises_exact(NotImplementedError, f"{at(line + 4, 9)}: gemm: argument #0 is a tensor "
-                                           f"(numpy.ndarray); {EAGER}: kernel = gemm("
-                                           f"<configuration>), then kernel(<tensors>)"):
+    with raises_exact(TypeError, f"{at(line + 3, 9)}: "
+                                 f"{factory_given('gemm', 'argument #0', 'numpy.ndarray')}"):
         gemm(np.zeros((4, 4), np.float32), np.zeros((4, 4), np.float32))
-    with raises_exact(NotImplementedError, f"{at(line + 8, 9)}: gemm: argument 'B' is a tensor "
-                                           f"(test_tile_errors.DLPackOnly); {EAGER}: kernel = "
-                                           f"gemm(<configuration>), then kernel(<tensors>)"):
+    by_name = factory_given("gemm", "argument 'B'", "test_tile_errors.DLPackOnly")
+    with raises_exact(TypeError, f"{at(line + 6, 9)}: {by_name}"):
         gemm(1, B=DLPackOnly())
     assert ran == []
     # numpy's scalars are configuration, not tensors: the factory runs.

@@ -28,9 +28,10 @@ sqrt / rsqrt / tanh / sigmoid``, ``T.if_then_else``, ``T.infinity``,
 ``T.LocalBuffer`` parameter annotations, checked at the call),
 ``T.annotate_layout`` (tilejit.layout) and ``T.use_swizzle`` (the kernel's
 block rasterisation: CUDA remaps bx, by; the CPU ignores it). Anything else
-named ``T.x`` is an error naming it. TileLang's eager style (``T.const``,
-``T.empty``, a jit function called with tensors) is not supported yet: each
-says so (eager.py).
+named ``T.x`` is an error naming it. TileLang's eager style (a jit function
+whose body declares its tensor parameters, ``T.const`` dimensions read from
+them and ``T.empty`` outputs it returns, called with the tensors) is in
+eager.py.
 
 Phase 1 body spelling (``T.source``): each body is C++ (CUDA C++ for
 ``cuda=``) statements that run once per block of the grid. They see

@@ -105,9 +105,10 @@ def _old_value(name: str, node: ast.AST) -> ast.expr:
 
 
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self, filename: str, kernel: str) -> None:
+    def __init__(self, filename: str, kernel: str, eager: bool = False) -> None:
         self.filename = filename
         self.kernel = kernel
+        self.eager = eager
         self.count = 0
 
     def fail(self, node: ast.AST, construct: str) -> ValueError:
@@ -196,6 +197,14 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> Any:
         node = self.generic_visit(node)
+        if node.value is None and self.eager and isinstance(node.target, ast.Name):
+            # TileLang's eager style: `A: T.Tensor((M, N), dtype)` declares
+            # the parameter A, which Python alone would not even evaluate.
+            name = node.target.id
+            target = ast.copy_location(ast.Name(id=name, ctx=ast.Store()), node)
+            value = _call("declare", [_const(name, node), node.annotation], node)
+            return ast.copy_location(ast.Assign(targets=[target], value=value,
+                                                type_comment=None), node)
         if node.value is None or not isinstance(node.target, ast.Name):
             return node
         assign = ast.copy_location(ast.Assign(targets=[node.target], value=node.value,
@@ -255,14 +264,16 @@ def _target_names(target: ast.expr) -> Any:
     return None
 
 
-_cache: Dict[types.CodeType, Callable[..., Any]] = {}
+# Keyed by (code, eager): the eager style rewrites bare annotations too.
+_cache: Dict[Any, Callable[..., Any]] = {}
 # Where each parameter of a rewritten function is declared.
 _param_spans: Dict[types.CodeType, Dict[str, Any]] = {}
 _cache_lock = threading.Lock()
 _MAKER = "__tilejit_make__"
 
 
-def _compile(fn: types.FunctionType, kernel: str) -> Optional[Callable[..., Any]]:
+def _compile(fn: types.FunctionType, kernel: str,
+             eager: bool = False) -> Optional[Callable[..., Any]]:
     """The maker of the rewritten function, or None when the source is not
     available (the body then runs as written)."""
     try:
@@ -290,7 +301,7 @@ def _compile(fn: types.FunctionType, kernel: str) -> Optional[Callable[..., Any]
         spans[a.arg] = (filename, a.lineno, a.col_offset + 1)
         a.annotation = None  # the signature was read from the original function
     _param_spans[fn.__code__] = spans
-    body = _Rewriter(filename, kernel).visit(stmt)
+    body = _Rewriter(filename, kernel, eager).visit(stmt)
     freevars = list(fn.__code__.co_freevars)
     args = [ast.arg(arg=TJ)] + [ast.arg(arg=n) for n in freevars]
     maker = ast.FunctionDef(
@@ -308,18 +319,20 @@ def _compile(fn: types.FunctionType, kernel: str) -> Optional[Callable[..., Any]
     return namespace[_MAKER]
 
 
-def rewritten(fn: types.FunctionType, tracer: Any, kernel: str) -> Callable[..., Any]:
+def rewritten(fn: types.FunctionType, tracer: Any, kernel: str,
+              eager: bool = False) -> Callable[..., Any]:
     """`fn` rewritten, bound to `tracer`; `fn` itself when its source is not
-    available."""
-    code = fn.__code__
+    available. `eager`: a bare annotation `A: ann` becomes
+    `A = __tj.declare("A", ann)` (TileLang's eager style, eager.py)."""
+    key = (fn.__code__, eager)
     with _cache_lock:
-        maker = _cache.get(code)
+        maker = _cache.get(key)
     if maker is None:
-        maker = _compile(fn, kernel)
+        maker = _compile(fn, kernel, eager)
         if maker is None:
             return fn
         with _cache_lock:
-            _cache[code] = maker
+            _cache[key] = maker
     cells = []
     for cell in fn.__closure__ or ():
         try:
