@@ -100,6 +100,8 @@ def test_specialises_on_each_shape_and_caches_the_kernel():
     # Hits, by either spelling of the configuration.
     np.testing.assert_allclose(vector_add(a, b), a + b, rtol=1e-6)
     np.testing.assert_allclose(vector_add(c, d, 16), c + d, rtol=1e-6)
+    np.testing.assert_allclose(vector_add(Y=d, X=c), c + d, rtol=1e-6)
+    np.testing.assert_allclose(vector_add(Y=d, X=c), c + d, rtol=1e-6)
     assert vector_add.cache_size() == 2
     # compile() with the dimensions by keyword finds the same kernel.
     kernel = vector_add.compile(M=48, N=160)
@@ -237,3 +239,40 @@ def test_the_eager_gemm_compiles_for_cuda():
                                              block_K=32, dtype=T.float16)
     source = kernel.get_kernel_source()
     assert "__global__" in source and "matmul" in source
+
+
+def test_a_missing_tensor_argument():
+    with raises_exact(TypeError, "vector_add: tensor argument 'Y' is missing; give every "
+                                 "tensor, or compile without tensors: vector_add.compile(<T.const "
+                                 "values>, <configuration>)"):
+        vector_add(rand(4, 4))
+
+
+def test_a_tensor_declared_after_the_kernel_began():
+    @tilelang.jit(target="cpu")
+    def late(X, Y):
+        N = T.const("N")
+        X: T.Tensor((N,), T.float32)
+        with T.Kernel(1, threads=1):
+            X[0] = 1.0
+        Y: T.Tensor((N,), T.float32)
+
+    line = here()
+    with raises_exact(ValueError, f"{at(line - 2, 9)}: late: 'Y' is declared after the kernel "
+                                  f"began; declare every T.Tensor parameter and T.empty output "
+                                  f"before the first tile statement"):
+        late(np.zeros(4, np.float32), np.zeros(4, np.float32))
+
+
+def test_a_parameter_declared_with_another_annotation():
+    @tilelang.jit(target="cpu")
+    def odd(X, n):
+        X: T.Tensor((4,), T.float32)
+        n: int
+        with T.Kernel(1, threads=1):
+            X[0] = 1.0
+
+    line = here()
+    with raises_exact(TypeError, f"{at(line - 4, 9)}: odd: 'n' is annotated with <class 'int'>; "
+                                 f"a tensor parameter is declared T.Tensor(shape, dtype)"):
+        odd(np.zeros(4, np.float32), 3)

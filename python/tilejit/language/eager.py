@@ -19,7 +19,8 @@ the T.const values, which the body only learns from its own annotations, so a
 cache miss traces the body twice:
 
 1. the probe: T.const returns symbols and the body runs until its last tensor
-   parameter is declared (no kernel body is traced); each annotation dimension
+   parameter is declared (the declarations precede the kernel, so none of it
+   is traced); each annotation dimension
    that is exactly a T.const takes the argument's extent, and two arguments
    that disagree on one are an error naming both;
 2. the trace: T.const returns those ints, so every shape, grid and loop bound
@@ -149,14 +150,11 @@ class EagerTracer(Tracer):
         if not isinstance(ann, TensorType):
             raise error(TypeError, f"{self.name}: '{name}' is annotated with {ann!r}; a "
                                    f"tensor parameter is declared T.Tensor(shape, dtype)", span)
-        if name not in self.wanted:
-            raise error(TypeError, f"{self.name}: '{name}: T.Tensor(...)' declares a tensor "
-                                   f"that is not a parameter of {self.name}", span)
         if self.consts is None:
             self.declared.append((name, ann.shape, span))
             if {n for n, _, _ in self.declared} >= self.wanted:
                 raise _ProbeDone()
-            return None
+            return self._add_param(name, ann.shape, ann.dtype, span)
         value = self.tensors.get(name)
         if value is not None:
             shape = _shape_of(self.name, name, value, span)
@@ -182,8 +180,6 @@ class EagerTracer(Tracer):
 
     def empty(self, shape: Sequence[Any], dtype: Any) -> Any:
         span = user_span()
-        if self.consts is None:
-            return None
         name = self.take_target() or "out"
         if name in self.names:
             self.names[name] += 1
@@ -298,6 +294,9 @@ class EagerFunction:
             return self._miss(args, kwargs)
         if positions is None:  # the tensors are the arguments, in order
             return kernel(*args)
+        if type(positions) is list:  # some tensor given by keyword: their names
+            bound = self.signature.bind(*args, **kwargs).arguments
+            return kernel(*[bound[n] for n in positions])
         return kernel(*[args[i] for i in positions])
 
     def _miss(self, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
@@ -311,15 +310,16 @@ class EagerFunction:
         kernel, order = self._specialise(bound, given, {})
         names = list(self.signature.parameters)
         positions = tuple(names.index(n) for n in order)
-        if all(p < len(args) for p in positions):
-            if positions == tuple(range(len(args))):
-                positions = None
-            try:
-                key = self._key(args, kwargs)
-                with self.lock:
-                    self.by_call[key] = (kernel, positions)
-            except (TypeError, AttributeError):
-                pass  # an unhashable configuration: every call takes this path
+        if not all(p < len(args) for p in positions):
+            positions = list(order)
+        elif positions == tuple(range(len(args))):
+            positions = None
+        try:
+            key = self._key(args, kwargs)
+            with self.lock:
+                self.by_call[key] = (kernel, positions)
+        except (TypeError, AttributeError):
+            pass  # an unhashable configuration: every call takes this path
         return kernel(*[given[n] for n in order])
 
     def _bind(self, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Dict[str, Any]:

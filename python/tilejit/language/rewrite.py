@@ -38,7 +38,7 @@ import inspect
 import textwrap
 import threading
 import types
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 __all__ = ["rewritten", "param_spans"]
 
@@ -105,10 +105,10 @@ def _old_value(name: str, node: ast.AST) -> ast.expr:
 
 
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self, filename: str, kernel: str, eager: bool = False) -> None:
+    def __init__(self, filename: str, kernel: str, eager: Tuple[str, ...] = ()) -> None:
         self.filename = filename
         self.kernel = kernel
-        self.eager = eager
+        self.eager = eager  # the parameters a bare annotation declares
         self.count = 0
 
     def fail(self, node: ast.AST, construct: str) -> ValueError:
@@ -197,7 +197,8 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> Any:
         node = self.generic_visit(node)
-        if node.value is None and self.eager and isinstance(node.target, ast.Name):
+        if (node.value is None and isinstance(node.target, ast.Name) and
+                node.target.id in self.eager):
             # TileLang's eager style: `A: T.Tensor((M, N), dtype)` declares
             # the parameter A, which Python alone would not even evaluate.
             name = node.target.id
@@ -301,7 +302,8 @@ def _compile(fn: types.FunctionType, kernel: str,
         spans[a.arg] = (filename, a.lineno, a.col_offset + 1)
         a.annotation = None  # the signature was read from the original function
     _param_spans[fn.__code__] = spans
-    body = _Rewriter(filename, kernel, eager).visit(stmt)
+    params = tuple(a.arg for a in stmt.args.posonlyargs + stmt.args.args)
+    body = _Rewriter(filename, kernel, params if eager else ()).visit(stmt)
     freevars = list(fn.__code__.co_freevars)
     args = [ast.arg(arg=TJ)] + [ast.arg(arg=n) for n in freevars]
     maker = ast.FunctionDef(
@@ -322,7 +324,7 @@ def _compile(fn: types.FunctionType, kernel: str,
 def rewritten(fn: types.FunctionType, tracer: Any, kernel: str,
               eager: bool = False) -> Callable[..., Any]:
     """`fn` rewritten, bound to `tracer`; `fn` itself when its source is not
-    available. `eager`: a bare annotation `A: ann` becomes
+    available. `eager`: a bare annotation of a parameter, `A: ann`, becomes
     `A = __tj.declare("A", ann)` (TileLang's eager style, eager.py)."""
     key = (fn.__code__, eager)
     with _cache_lock:
