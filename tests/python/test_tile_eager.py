@@ -124,6 +124,14 @@ def test_gemm_compile_with_constants_then_direct_call():
     assert matmul.cache_size() == before
 
 
+def test_gemm_in_float16_as_tilelang_writes_it():
+    a, b = rand(64, 32).astype(np.float16), rand(32, 64, seed=6).astype(np.float16)
+    c = matmul(a, b, 32, 32, 16, dtype=T.float16)
+    assert c.dtype == np.float16
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(c.astype(np.float32), ref, rtol=1e-2, atol=1e-2)
+
+
 def test_tilelang_compile_takes_either_style():
     pf = matmul.get_tir(M=32, N=32, K=32, block_M=32, block_N=32, block_K=32)
     kernel = tilelang.compile(pf, target="cpu")
