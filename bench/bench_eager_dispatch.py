@@ -54,19 +54,20 @@ def main():
         "kernel(x, y)": lambda: kernel(x, y),
         "factory(N)(x, y)": lambda: factory_add(N)(x, y),
         "eager(x, y)": lambda: eager_add(x, y),
+        "factory(N, block=N)(x, y)": lambda: factory_add(N, block=N)(x, y),
         "eager(x, y, block=N)": lambda: eager_add(x, y, block=N),
     }
     for f in paths.values():
         f()  # compile
     samples = {name: [] for name in paths}
-    for _ in range(15):
+    for _ in range(31):
         for name, f in paths.items():
             samples[name].append(per_call(f))
     base = statistics.median(samples["factory(N)(x, y)"])
-    print(f"{'path':24} {'median us':>10} {'vs factory':>11}")
+    print(f"{'path':26} {'median us':>10} {'vs factory':>11}")
     for name, s in samples.items():
         m = statistics.median(s)
-        print(f"{name:24} {m:10.2f} {m / base:10.2f}x")
+        print(f"{name:26} {m:10.2f} {m / base:10.2f}x")
 
 
 if __name__ == "__main__":

@@ -242,6 +242,7 @@ class EagerFunction:
         self.fn = fn
         self.name = name
         self.tensors = tensors
+        self.tensor_set = frozenset(tensors)
         self.signature = inspect.signature(fn)
         params = list(self.signature.parameters)
         self.params = set(params)
@@ -283,8 +284,11 @@ class EagerFunction:
         key_fn = self.key_functions.get(len(args)) or self._key_function(len(args))
         key = key_fn(args)
         if kwargs:
-            key = (key, tuple([(k, (v.shape, v.dtype)) if k in self.tensors else
-                               (k, v, type(v)) for k, v in kwargs.items()]))
+            if self.tensor_set.isdisjoint(kwargs):
+                key = (key, tuple(kwargs.items()), tuple(map(type, kwargs.values())))
+            else:  # a tensor by keyword: its shape and dtype, never the tensor
+                key = (key, tuple([(k, (v.shape, v.dtype)) if k in self.tensor_set else
+                                   (k, v, type(v)) for k, v in kwargs.items()]))
         return key
 
     def call(self, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
