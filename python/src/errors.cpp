@@ -14,6 +14,7 @@ namespace {
 PyObject* g_compile_error = nullptr;
 PyObject* g_out_of_memory_error = nullptr;
 PyObject* g_internal_error = nullptr;
+PyObject* g_performance_warning = nullptr;
 
 PyObject* new_exception(PyObject* module, const char* qualified, const char* short_name,
                         PyObject* base, const char* doc) {
@@ -108,6 +109,12 @@ void register_errors(PyObject* module) {
   g_internal_error = new_exception(module, "tilejit.InternalError", "InternalError",
                                    PyExc_RuntimeError,
                                    "A bug in tilejit itself; please report it with the message.");
+  g_performance_warning = new_exception(
+      module, "tilejit.PerformanceWarning", "PerformanceWarning", PyExc_UserWarning,
+      "The kernel is correct, but a part of it was compiled another way than the program "
+      "asked for (a T.copy of a T.Pipelined loop left synchronous, say). Raised at the line "
+      "of the program it concerns, when the kernel is compiled; Kernel.diagnostics lists "
+      "them.");
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
@@ -138,5 +145,17 @@ void set_python_error(const std::exception_ptr& error) noexcept {
 }
 
 void throw_error(ErrorKind kind, const std::string& message) { throw Error(kind, message); }
+
+void warn(const std::string& func_name, const std::vector<runtime::Diagnostic>& diagnostics) {
+  for (const runtime::Diagnostic& d : diagnostics) {
+    nb::object message = nb::steal(text(d.message(func_name)));
+    nb::object file = nb::steal(text(d.span.file.empty() ? "<" + func_name + ">" : d.span.file));
+    if (!message.is_valid() || !file.is_valid()) throw nb::python_error();
+    if (PyErr_WarnExplicitObject(g_performance_warning, message.ptr(), file.ptr(), d.span.line,
+                                 nullptr, nullptr) != 0) {
+      throw nb::python_error();
+    }
+  }
+}
 
 }  // namespace tilejit::python

@@ -1,4 +1,5 @@
-// Python exceptions for tilejit::Error kinds.
+// Python exceptions for tilejit::Error kinds, and warnings for the
+// lowering's diagnostics.
 //
 //   kValueError       -> ValueError
 //   kTypeError        -> TypeError
@@ -11,20 +12,33 @@
 // Python prints the type itself). CompileError derives from Exception, not
 // RuntimeError, so that `except RuntimeError` around a call (a driver
 // failure, say) does not swallow a broken kernel body by accident.
+//
+// A runtime::Diagnostic (what a backend's lowering did another way than the
+// program asked, and why) becomes a tilejit.PerformanceWarning (a
+// UserWarning) at the author's file and line, its text
+// Diagnostic::message().
 #pragma once
 
 #include <Python.h>
 
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "tilejit/core/error.h"
+#include "tilejit/runtime/diagnostic.h"
 
 namespace tilejit::python {
 
-/// Creates the three tilejit exception types, adds them to `module` and
-/// registers a nanobind translator for tilejit::Error. Called once at import.
+/// Creates the three tilejit exception types and tilejit.PerformanceWarning,
+/// adds them to `module` and registers a nanobind translator for
+/// tilejit::Error. Called once at import.
 void register_errors(PyObject* module);
+
+/// Issues one tilejit.PerformanceWarning per diagnostic of kernel
+/// `func_name`, in order, with the GIL held. Throws nb::python_error when
+/// a warning filter turns one into an exception.
+void warn(const std::string& func_name, const std::vector<runtime::Diagnostic>& diagnostics);
 
 /// The Python exception type for `kind` (a borrowed reference).
 PyObject* exception_type(ErrorKind kind);

@@ -105,8 +105,25 @@ std::vector<std::string> param_names(const Kernel& k, const std::vector<BufferSp
 // Read-only attributes; `which` selects one (the getset closure).
 enum Attr : intptr_t {
   kName, kTarget, kDevice, kSource, kPrimFunc, kInputNames, kOutputNames, kWorkspaceNames, kSymbols,
-  kShapeProgram,
+  kShapeProgram, kDiagnostics,
 };
+
+// Kernel.diagnostics: one dict per runtime::Diagnostic.
+nb::list diagnostics_list(const Kernel& k) {
+  nb::list out;
+  for (const runtime::Diagnostic& d : k.diagnostics()) {
+    nb::dict x;
+    x["op"] = d.op;
+    x["file"] = d.span.file;
+    x["line"] = d.span.line;
+    x["col"] = d.span.col;
+    x["path"] = d.path;
+    x["reason"] = d.reason;
+    x["message"] = d.message(k.name());
+    out.append(x);
+  }
+  return out;
+}
 
 PyObject* get_attr(PyObject* self, void* closure) {
   return guarded([&]() -> PyObject* {
@@ -122,6 +139,7 @@ PyObject* get_attr(PyObject* self, void* closure) {
       case kWorkspaceNames: return nb::cast(param_names(k, k.plan().workspaces)).release().ptr();
       case kSymbols: return nb::cast(k.plan().symbols).release().ptr();
       case kShapeProgram: return shape_program_dict(k).release().ptr();
+      case kDiagnostics: return diagnostics_list(k).release().ptr();
     }
     Py_RETURN_NONE;
   });
@@ -148,6 +166,11 @@ PyGetSetDef kernel_getset[] = {
                  "symbols, inputs, bindings, checks, outputs, workspaces. Shape values are "
                  "expression trees: an int, a symbol name, or (op, a, b) with op in add, sub, "
                  "mul, floordiv, floormod, ceildiv, min, max."),
+    TILEJIT_ATTR("diagnostics", kDiagnostics,
+                 "What the target's lowering did another way than the program asked, and why "
+                 "(each also raised as a tilejit.PerformanceWarning when the kernel was "
+                 "compiled): a list of dicts with op, file, line, col, path (what it did), "
+                 "reason and message."),
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 #undef TILEJIT_ATTR
@@ -299,6 +322,7 @@ nb::object make_kernel(const ir::PrimFunc& func, nb::handle out_idx, nb::handle 
   k->num_inputs = k->kernel.plan().inputs.size();
   k->num_outputs = k->kernel.plan().outputs.size();
   k->input_cache.resize(k->num_inputs);
+  warn(k->kernel.name(), k->kernel.diagnostics());
   PyObject* obj = g_kernel_type->tp_alloc(g_kernel_type, 0);
   if (obj == nullptr) throw nb::python_error();
   auto* ko = reinterpret_cast<KernelObject*>(obj);

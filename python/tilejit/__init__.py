@@ -17,7 +17,9 @@ order, or None). ``op.empty_workspace(*inputs)`` makes an arena for
 ``workspace=``; ``op.workspace_bytes(shapes=[...])`` sizes one from shapes.
 Errors are ValueError, TypeError, RuntimeError, tilejit.CompileError,
 tilejit.OutOfMemoryError or tilejit.InternalError, carrying the C++
-library's message.
+library's message. A kernel that compiled, but not as its program asked (a
+T.Pipelined copy left synchronous, say), raises tilejit.PerformanceWarning
+at the program's line; ``op.diagnostics`` lists those.
 
 Importing tilejit needs numpy only: no torch, no GPU.
 """
@@ -25,7 +27,8 @@ Importing tilejit needs numpy only: no torch, no GPU.
 import os
 
 from . import _C
-from ._C import CompileError, InternalError, Kernel, OutOfMemoryError, PrimFunc
+from ._C import (CompileError, InternalError, Kernel, OutOfMemoryError, PerformanceWarning,
+                 PrimFunc)
 from . import language
 from .jit import JitFunction, compile, jit
 from .jit import _clear_all_factories, _kernel_count
@@ -64,7 +67,7 @@ __all__ = [
     "autotune", "autotuner", "cache", "disable_cache", "enable_cache", "is_cache_enabled",
     "DataType", "cdiv", "next_power_of_2", "math", "profiler", "Profiler", "TensorSupplyType",
     "testing", "transform", "PassConfigKey",
-    "CompileError", "OutOfMemoryError", "InternalError",
+    "CompileError", "OutOfMemoryError", "InternalError", "PerformanceWarning",
     "pool_stats", "cache_stats", "empty_cache", "set_num_threads", "get_num_threads",
     "set_workspace_limit", "set_cache_dir", "export", "export_c_name",
 ]

@@ -26,6 +26,8 @@ copies), at shapes that do and do not divide the tiles:
   not divide the block), against the phase-1 CUDA text version too, and
   with an arena full of garbage;
 - the chunked gated delta rule (no outputs, three declared workspaces);
+- a T.Pipelined copy of the rows an index tensor names, through a value
+  the loop computes (test_tile_pipelined.py), against the CPU kernel;
 - two kernels with compiler-made workspaces launched on two torch.cuda
   streams, interleaved many times with no synchronisation between them,
   each result checked: the workspace leases of concurrent calls never
@@ -38,6 +40,7 @@ under two minutes on one H200.
 """
 
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +53,7 @@ import tilejit as tilelang  # noqa: E402
 from tilejit import language as T  # noqa: E402
 from support import make_kernels, tilejit_cuda_unavailable  # noqa: E402
 from test_tile_frontend import readme_matmul  # noqa: E402
+import test_tile_pipelined as pipelined  # noqa: E402
 from test_tile_kernels import (rms_norm, softmax_rows, softmax_symbolic_rows,  # noqa: E402
                                splitk_gemm, splitk_gemm_counted, splitk_gemm_global,
                                splitk_gemm_workspace, swizzled_gemm, symbolic_gemm)
@@ -125,6 +129,23 @@ def host(*tensors):
 
 def cuda_tensor(array, dtype):
     return torch.from_numpy(np.ascontiguousarray(array)).to(DEV).to(dtype)
+
+
+# --- A pipelined copy of the rows an index tensor names ----------------------
+
+gather_rows_cuda = tilejit.jit(pipelined.gather_rows, out_idx=[2], target="cuda")
+
+
+@pytest.mark.parametrize("num_stages", [2, 3, 4])
+@pytest.mark.parametrize("form", pipelined.FORMS)
+def test_a_pipelined_copy_reads_the_rows_of_its_own_iteration(form, num_stages):
+    a, idx = pipelined.inputs(blocks=37, m=5, seed=num_stages)
+    want = pipelined.gather_rows_cpu(form, num_stages)(a, idx)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tilejit.PerformanceWarning)  # "conditional"'s
+        kernel = gather_rows_cuda(form, num_stages)
+    out = kernel(cuda_tensor(a, F32), cuda_tensor(idx, torch.int32))
+    check(out, want, 1e-4, f"{form}, {num_stages} stages")
 
 
 # --- GEMM --------------------------------------------------------------------
