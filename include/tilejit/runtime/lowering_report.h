@@ -36,6 +36,9 @@ struct BufferRecord {
   /// Its declared scope: "global", "shared", "fragment" or "local".
   std::string scope;
   Placement placement = Placement::kShared;
+  /// Where within the placement, where the target says more: on the CPU,
+  /// "stack" or "arena" (tiles above 16 KiB, one arena per call); "" on CUDA.
+  std::string storage;
   /// Bytes it takes where it is placed (stages and padding included); 0
   /// where the shape is symbolic.
   int64_t bytes = 0;

@@ -28,6 +28,7 @@
 #include "backend/common/cxx_source.h"
 #include "backend/common/slot_abi.h"
 #include "backend/cpu/cpu_backend_internal.h"
+#include "backend/cpu/op_report.h"
 #include "tilejit/core/error.h"
 #include "tilejit/ir/tile_builder.h"
 #include "tilejit/ir/visitor.h"
@@ -255,10 +256,12 @@ namespace {
 // The entry `entry` that runs the blocks of `kernel`.
 void emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
                        const std::vector<std::string>& symbols, const ir::KernelStmt& kernel,
-                       const std::string& entry, bool debug_bounds) {
+                       const std::string& entry, bool debug_bounds,
+                       runtime::LoweringReport* report) {
   // The body first: it decides the arena's size and the names.
   std::ostringstream body;
   const transform::ThreadUniformity uniformity = transform::thread_uniformity(kernel, f.name);
+  report_kernel(kernel, uniformity, report);
   CpuTileCodegen cg(f, symbols, body, kernel, uniformity);
   cg.debug_bounds = debug_bounds;
   static const char* const kBlock[] = {"tilejit_x", "tilejit_y", "tilejit_z"};
@@ -323,6 +326,7 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
   emit_entry_head(os, f, " (tile IR)");
   os << "#include \"tilejit/cpu/tile_ops.h\"\n\n";
   std::vector<runtime::AbiLaunch> launches;
+  runtime::LoweringReport report;
   for (size_t i = 0; i < kernels.size(); ++i) {
     runtime::AbiLaunch& l = launches.emplace_back();
     l.entry = i == 0 ? std::string(kEntryName) : std::string(kEntryName) + "_" + std::to_string(i);
@@ -330,9 +334,9 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
       l.threads[d] = kernels[i]->threads[d];
     }
     if (i > 0) os << "\n";
-    emit_kernel_entry(os, f, symbols, *kernels[i], l.entry, request.debug_bounds);
+    emit_kernel_entry(os, f, symbols, *kernels[i], l.entry, request.debug_bounds, &report);
   }
-  return {os.str(), backend::slot_abi(request, std::move(launches))};
+  return {os.str(), backend::slot_abi(request, std::move(launches)), {}, std::move(report)};
 }
 
 }  // namespace tilejit::cpu

@@ -75,8 +75,8 @@ class Uses : public ir::IRVisitor {
     why.emplace(b.id(), runtime::Diagnostic{op_, span_, "shared", reason});
   }
   // The op whose use of a fragment is being judged, at its line.
-  void at(const char* op, const ir::Span& span) {
-    op_ = op;
+  void at(std::string op, const ir::Span& span) {
+    op_ = std::move(op);
     span_ = span;
   }
 
@@ -241,7 +241,7 @@ class Uses : public ir::IRVisitor {
     const bool rows = op->dim == 1 && is_whole(op->dst) && dst.rank() == 1 &&
                       is_candidate(src) && src.rank() == 2 && src.dtype() == DataType::float32();
     if (!rows) {
-      at("T.reduce", s.span());
+      at(std::string("T.reduce_") + ir::reduce_kind_name(op->reduce_kind), s.span());
       drop(src, "a reduction other than a whole float32 tile's rows (dim=1) into a row vector");
       drop(dst, "a reduction other than a whole float32 tile's rows (dim=1) into a row vector");
     } else if (is_candidate(dst)) {
@@ -264,7 +264,7 @@ class Uses : public ir::IRVisitor {
   }
 
   bool in_nest_ = false;
-  const char* op_ = "";
+  std::string op_;
   ir::Span span_;
   std::vector<uint64_t> nest_vars_;
   std::vector<int64_t> nest_extents_;

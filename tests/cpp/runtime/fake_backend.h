@@ -177,10 +177,11 @@ class FakeBackend : public runtime::Backend {
   }
 
   runtime::GeneratedSource generate(const runtime::SourceRequest& request) const override {
-    return {"// fake source\n", fake_abi(request), diagnostics};
+    return {"// fake source\n", fake_abi(request), diagnostics, report};
   }
   /// What generate() reports with every source.
   std::vector<runtime::Diagnostic> diagnostics;
+  runtime::LoweringReport report;
   std::string toolchain_key(const runtime::CompileOptions& options, Device) override {
     std::string k = "fakecc-1";
     for (const auto& f : options.flags) k += " " + f;
