@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "errors.h"
+#include "lowering_report.h"
 #include "shape_export.h"
 #include "tilejit/export/export_library.h"
 
@@ -94,6 +95,10 @@ PyObject* m_empty_workspace(PyObject* self, PyObject* const* args, Py_ssize_t na
 
 PyObject* m_get_source(PyObject* self, PyObject*) {
   return guarded([&] { return nb::cast(as_kernel(self).kernel.source()).release().ptr(); });
+}
+
+PyObject* m_lowering_report(PyObject* self, PyObject*) {
+  return guarded([&] { return lowering_report_list(as_kernel(self).kernel).release().ptr(); });
 }
 
 std::vector<std::string> param_names(const Kernel& k, const std::vector<BufferSpec>& specs) {
@@ -193,6 +198,14 @@ PyMethodDef kernel_methods[] = {
      "in their framework (a numpy uint8 array for numpy inputs, a torch uint8 tensor for torch "
      "ones)."},
     {"get_source", m_get_source, METH_NOARGS, "The generated translation unit."},
+    {"lowering_report", m_lowering_report, METH_NOARGS,
+     "lowering_report(): where the target's lowering placed each buffer and which path each "
+     "tile op took, and why not a faster one: a list of JSON-serialisable dicts, "
+     "{'kind': 'buffer', 'name', 'scope', 'placement', 'storage', 'bytes', 'file', 'line', "
+     "'forced_by'} "
+     "(placement 'registers', 'shared', 'global' or 'local'; forced_by None or the op that "
+     "kept the buffer from a faster placement, {'op', 'file', 'line', 'reason'}), then "
+     "{'kind': 'op', 'op', 'file', 'line', 'path', 'reason'} in program order."},
     {nullptr, nullptr, 0, nullptr},
 };
 #undef TILEJIT_FASTCALL
