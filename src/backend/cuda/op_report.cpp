@@ -236,9 +236,12 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const FragmentChoi
         auto loop = pipelines->loops.find(op);
         if (loop == pipelines->loops.end()) {
           d.path = "not_pipelined";
+          // Refused prefetches are on their copies' entries (pipeline.h);
+          // stages that did not fit were dropped by fit_pipelines.
           d.reason = "num_stages=" + str(op->stages) +
-                     " dropped: no copy could be prefetched within the shared memory (" +
-                     str(kMaxSharedBytes) + " bytes)";
+                     " dropped: no copy in the loop is prefetched (a global-to-shared copy "
+                     "whose address the loop does not compute, within " +
+                     str(kMaxSharedBytes) + " bytes of shared memory)";
         } else {
           const int kept = pipelines->stages.at(loop->second.front()->dst.buffer.id());
           d.path = "pipelined, " + str(kept) + " stages";
