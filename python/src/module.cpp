@@ -1,7 +1,7 @@
 // tilejit._C: the extension module. The IR and the kernel have their own
 // files (ir_bindings.cpp, kernel_object.cpp); this one holds the module's
 // set-up and the runtime's process-wide knobs and counters: the workspace
-// pools, the compile cache, the CPU thread count.
+// pools, the compile cache, the CPU thread count and host block cache.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -95,9 +95,22 @@ nb::dict cache_stats() {
   return d;
 }
 
+nb::dict host_cache_stats() {
+  const cpu::HostCacheStats s = cpu::host_cache_stats();
+  nb::dict d;
+  d["hits"] = s.hits;
+  d["misses"] = s.misses;
+  d["returns"] = s.returns;
+  d["frees"] = s.frees;
+  d["bytes_cached"] = s.bytes_cached;
+  d["blocks_cached"] = s.blocks_cached;
+  d["limit"] = s.limit;
+  return d;
+}
+
 // Frees the cached (unleased) workspace blocks of every available backend's
-// default device and drops loaded modules that no kernel holds. Returns the
-// workspace bytes freed.
+// default device and the host block cache's blocks, and drops loaded modules
+// that no kernel holds. Returns the bytes freed.
 size_t empty_cache() {
   size_t freed = 0;
   for (const std::string& target : runtime::registered_targets()) {
@@ -106,7 +119,7 @@ size_t empty_cache() {
     freed += runtime::WorkspacePool::get(backend, backend.default_device()).empty_cache();
   }
   runtime::CompileCache::global().clear_memory();
-  return freed;
+  return freed + cpu::empty_host_cache();
 }
 
 }  // namespace
@@ -133,7 +146,12 @@ NB_MODULE(_C, m) {
         nb::arg("device") = "cpu");
   m.def("cache_stats", &cache_stats, "The compile cache's counters (memory and disk).");
   m.def("empty_cache", &empty_cache,
-        "Frees cached workspace blocks and loaded modules no kernel holds; returns bytes freed.");
+        "Frees cached workspace and host blocks and loaded modules no kernel holds; returns "
+        "bytes freed.");
+  m.def("host_cache_stats", &host_cache_stats,
+        "The counters of the cache of host blocks that large CPU outputs come from.");
+  m.def("set_host_cache_limit", &cpu::set_host_cache_limit, nb::arg("bytes"),
+        "Caps the bytes the host block cache keeps (0: none).");
   m.def("set_cache_dir",
         [](const std::string& dir) { runtime::CompileCache::global().set_disk_dir(dir); },
         nb::arg("path"), "Points the disk cache of binaries at `path` ('' disables it).");

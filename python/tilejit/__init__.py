@@ -69,6 +69,7 @@ __all__ = [
     "testing", "transform", "PassConfigKey",
     "CompileError", "OutOfMemoryError", "InternalError", "PerformanceWarning",
     "pool_stats", "cache_stats", "empty_cache", "set_num_threads", "get_num_threads",
+    "host_cache_stats", "set_host_cache_limit",
     "set_workspace_limit", "set_cache_dir", "export", "export_c_name",
 ]
 
@@ -105,10 +106,26 @@ def cache_stats() -> dict:
     return stats
 
 
+def host_cache_stats() -> dict:
+    """The counters of the host block cache, where CPU outputs of 128 KiB or
+    more are made and their memory kept when they die, for the next output
+    of a like size: hits, misses, returns (blocks kept), frees,
+    bytes_cached, blocks_cached, limit."""
+    return _C.host_cache_stats()
+
+
+def set_host_cache_limit(nbytes: int) -> None:
+    """Caps the bytes the host block cache keeps (0: none; default
+    TILEJIT_HOST_CACHE_LIMIT, else 1 GiB), freeing the least recently kept
+    blocks down to it."""
+    _C.set_host_cache_limit(nbytes)
+
+
 def empty_cache() -> int:
     """Drops the kernels cached by tilejit.jit factories, frees the workspace
-    pools' cached blocks and the loaded modules no kernel holds. Kernels the
-    caller still references keep working. Returns the workspace bytes freed."""
+    pools' cached blocks, the host block cache's and the loaded modules no
+    kernel holds. Kernels the caller still references keep working. Returns
+    the bytes freed."""
     _clear_all_factories()
     return _C.empty_cache()
 

@@ -10,6 +10,12 @@ CUDA one, made from the kernel's signature (a symbolic dimension needs a
 value: ``dynamic_symbolic_constraints={"m": 1024}``). Times are wall-clock
 milliseconds per call, the GPU synchronised around each call when torch has
 initialised CUDA.
+
+``Profiler.do_bench()`` times the kernel as TileLang's profiler does: the
+inputs are generated once, and so are the outputs, made by a first call
+and handed back through ``out=`` on every timed call, so that the time is
+the kernel's (its launch and its run) and not its outputs' allocation. It
+says what it timed in ``profiler.bench_description``.
 """
 
 from __future__ import annotations
@@ -51,6 +57,12 @@ def do_bench(fn: Callable[[], Any], warmup: float = 25, rep: float = 100, _n_war
     _n_warmup calls), then about `rep` ms (or _n_repeat calls), each call
     timed on its own. Returns the mean (return_mode "min", "max", "median"
     also), or the given quantiles of the times."""
+    return _bench(fn, warmup, rep, _n_warmup, _n_repeat, quantiles, return_mode)[0]
+
+
+def _bench(fn: Callable[[], Any], warmup: float, rep: float, n_warmup: int, n_repeat: int,
+           quantiles: Optional[Sequence[float]], return_mode: str) -> Any:
+    """do_bench(), returning (its result, warm-up calls, timed calls)."""
     if return_mode not in ("mean", "min", "max", "median"):
         raise ValueError(f"do_bench: return_mode must be 'mean', 'min', 'max' or 'median', "
                          f"got {return_mode!r}")
@@ -61,8 +73,8 @@ def do_bench(fn: Callable[[], Any], warmup: float = 25, rep: float = 100, _n_war
         fn()
     _synchronize()
     estimate_ms = max((time.perf_counter() - start) / 3 * 1e3, 1e-6)
-    n_warmup = _n_warmup if _n_warmup > 0 else max(1, int(warmup / estimate_ms))
-    n_repeat = _n_repeat if _n_repeat > 0 else max(1, int(rep / estimate_ms))
+    n_warmup = n_warmup if n_warmup > 0 else max(1, int(warmup / estimate_ms))
+    n_repeat = n_repeat if n_repeat > 0 else max(1, int(rep / estimate_ms))
     for _ in range(n_warmup):
         fn()
     _synchronize()
@@ -72,6 +84,10 @@ def do_bench(fn: Callable[[], Any], warmup: float = 25, rep: float = 100, _n_war
         fn()
         _synchronize()
         times.append((time.perf_counter() - t0) * 1e3)
+    return _summary(times, quantiles, return_mode), n_warmup, n_repeat
+
+
+def _summary(times: List[float], quantiles: Optional[Sequence[float]], return_mode: str) -> Any:
     if quantiles is not None:
         ordered = sorted(times)
         out = [ordered[min(len(ordered) - 1, int(q * len(ordered)))] for q in quantiles]
@@ -146,6 +162,8 @@ class Profiler:
         self.kernel = kernel
         self.supply_type = tensor_supply_type
         self._rng = np.random.default_rng(0)
+        #: What the last do_bench() timed, in words ("" before the first).
+        self.bench_description = ""
 
     @property
     def func(self) -> Any:
@@ -200,13 +218,30 @@ class Profiler:
                  quantiles: Optional[Sequence[float]] = None, return_mode: str = "mean",
                  dynamic_symbolic_constraints: Optional[Dict[str, int]] = None,
                  device: Any = None, early_stop_baseline: Optional[float] = None) -> Any:
-        """Milliseconds per call of the kernel (or `func`) on generated
-        inputs (see tilejit.profiler.do_bench)."""
-        target = func or self.kernel
+        """Milliseconds per call of the kernel (or `func`) on inputs
+        generated once (or `input_tensors`), timed as tilejit.profiler.do_bench
+        says. The kernel is timed as TileLang's profiler times it: its
+        outputs are made once, by a first call, and passed back through out=
+        on every timed call, so each call is the kernel's launch and run
+        with no output allocated. `func` is timed as given, func(*inputs).
+        Afterwards self.bench_description says what was timed: the callable,
+        the calls, where the outputs came from, the statistic."""
         ins = input_tensors if input_tensors is not None else self._get_inputs(
             dynamic_symbolic_constraints)
-        return do_bench(lambda: target(*ins), warmup=warmup, rep=rep, _n_warmup=n_warmup,
-                        _n_repeat=n_repeat, quantiles=quantiles, return_mode=return_mode)
+        if func is not None:
+            fn, what = (lambda: func(*ins)), "func(*inputs) as given"
+        else:
+            outs = _as_list(self.kernel(*ins))
+            fn = (lambda: self.kernel(*ins, out=outs)) if outs else (lambda: self.kernel(*ins))
+            what = (f"kernel '{self.kernel.name}' ({self.kernel.target}), its "
+                    f"{len(outs)} output(s) made once and passed through out=" if outs else
+                    f"kernel '{self.kernel.name}' ({self.kernel.target}), which has no outputs")
+        result, warmed, timed = _bench(fn, warmup, rep, n_warmup, n_repeat, quantiles, return_mode)
+        statistic = (f"quantiles {list(quantiles)}" if quantiles is not None else return_mode)
+        self.bench_description = (
+            f"{what}; inputs generated once; {timed} timed calls after {warmed + 4} warm-up "
+            f"calls; wall-clock ms per call, {statistic}")
+        return result
 
 
 def _as_list(x: Any) -> List[Any]:

@@ -14,6 +14,50 @@ from tilejit import language as T
 from support import add_one_kernel, raises_exact
 
 
+def test_large_cpu_outputs_reuse_the_memory_of_dead_ones():
+    n = T.symbolic("n")
+
+    @T.prim_func
+    def plus_one(X: T.Tensor([n], "float32"), Y: T.Tensor([n], "float32")):
+        T.source(cpu="for (int64_t i = 0; i < n; ++i) Y(i) = X(i) + 1;")
+
+    k = tilejit.compile(plus_one, out_idx=[1], target="cpu")
+    x = np.arange(1 << 20, dtype=np.float32)  # a 4 MiB output
+    tilejit.empty_cache()
+    before = tilejit.host_cache_stats()
+    assert set(before) == {"hits", "misses", "returns", "frees", "bytes_cached",
+                           "blocks_cached", "limit"}
+    y = k(x)
+    address = y.ctypes.data
+    del y
+    first = tilejit.host_cache_stats()
+    assert (first["misses"], first["returns"]) == (before["misses"] + 1, before["returns"] + 1)
+    assert first["bytes_cached"] == 4 << 20
+    for _ in range(5):
+        y = k(x)
+        assert y.ctypes.data == address
+        np.testing.assert_array_equal(y, x + 1)
+        del y
+    after = tilejit.host_cache_stats()
+    assert after["hits"] == first["hits"] + 5 and after["misses"] == first["misses"]
+    # Small outputs are malloc's.
+    k(np.ones(16, np.float32))
+    assert tilejit.host_cache_stats()["returns"] == after["returns"]
+    # Limit 0: nothing kept; empty_cache() frees what was.
+    limit = after["limit"]
+    try:
+        tilejit.set_host_cache_limit(0)
+        assert tilejit.host_cache_stats()["bytes_cached"] == 0
+        k(x)
+        stats = tilejit.host_cache_stats()
+        assert stats["bytes_cached"] == 0 and stats["frees"] == after["frees"] + 2
+    finally:
+        tilejit.set_host_cache_limit(limit)
+    k(x)
+    assert tilejit.empty_cache() >= 4 << 20
+    assert tilejit.host_cache_stats()["bytes_cached"] == 0
+
+
 def test_pool_stats_count_leases_and_reuse():
     n = T.symbolic("n")
 

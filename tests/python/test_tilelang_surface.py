@@ -138,6 +138,27 @@ def test_profiler_checks_against_a_reference_over_generated_inputs():
     assert len(profiler.do_bench(n_warmup=1, n_repeat=4, quantiles=[0.5, 0.9])) == 2
 
 
+def test_profiler_times_the_kernel_with_its_outputs_made_once():
+    # A 1 MiB output: made by the first call only (one take from the host
+    # block cache), then passed back through out=.
+    kernel = scale_kernel(2.0, 1 << 15)
+    profiler = kernel.get_profiler()
+    assert profiler.bench_description == ""
+    before = tilejit.host_cache_stats()
+    assert profiler.do_bench(n_warmup=2, n_repeat=5) > 0
+    after = tilejit.host_cache_stats()
+    assert after["hits"] + after["misses"] == before["hits"] + before["misses"] + 1
+    assert profiler.bench_description == (
+        "kernel 'scale' (cpu), its 1 output(s) made once and passed through out=; inputs "
+        "generated once; 5 timed calls after 6 warm-up calls; wall-clock ms per call, mean")
+    profiler.do_bench(lambda X: kernel(X), n_warmup=1, n_repeat=3, return_mode="median")
+    assert profiler.bench_description == (
+        "func(*inputs) as given; inputs generated once; 3 timed calls after 5 warm-up calls; "
+        "wall-clock ms per call, median")
+    profiler.do_bench(n_warmup=1, n_repeat=2, quantiles=[0.5])
+    assert profiler.bench_description.endswith("wall-clock ms per call, quantiles [0.5]")
+
+
 @pytest.mark.parametrize("kind, check", [
     (tilelang.TensorSupplyType.Zero, lambda x: (x == 0).all()),
     (tilelang.TensorSupplyType.One, lambda x: (x == 1).all()),

@@ -1,14 +1,16 @@
 // CpuBackend: target "cpu". Generated C++ is compiled by the host compiler
 // into a shared object, loaded from memory, and run one block per call of the
 // body with the grid's blocks spread over a thread pool. Memory is plain
-// aligned host memory; everything is synchronous, so streams and events are
-// all nullptr (the Backend defaults).
+// aligned host memory, large outputs from the host block cache (Note [Host
+// block cache]); everything is synchronous, so streams and events are all
+// nullptr (the Backend defaults).
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
 
 #include "backend/cpu/cpu_backend_internal.h"
+#include "backend/cpu/host_block_cache.h"
 #include "tilejit/core/error.h"
 #include "tilejit/runtime/backend.h"
 
@@ -40,6 +42,9 @@ class CpuAllocator final : public runtime::Allocator {
 };
 
 void free_tensor_memory(void* ptr) noexcept { std::free(ptr); }
+void return_tensor_block(void* block) noexcept {
+  HostBlockCache::global().give_back(static_cast<HostBlockCache::Block*>(block));
+}
 
 class CpuTensorAllocator final : public runtime::TensorAllocator {
  public:
@@ -48,6 +53,7 @@ class CpuTensorAllocator final : public runtime::TensorAllocator {
   Tensor empty(std::span<const int64_t> shape, DataType dtype, Device device,
                runtime::Stream stream) override {
     const int64_t bytes = runtime::tensor_bytes(shape, dtype);
+    if (size_t(bytes) >= HostBlockCache::kMinBytes) return from_cache(shape, dtype, device, bytes);
     void* ptr = raw_.allocate(size_t(bytes), device, stream);
     TILEJIT_CHECK(ptr != nullptr, kOutOfMemoryError)
         << "empty: cannot allocate " << bytes << " bytes of host memory for a tensor of shape "
@@ -61,6 +67,20 @@ class CpuTensorAllocator final : public runtime::TensorAllocator {
   }
 
  private:
+  Tensor from_cache(std::span<const int64_t> shape, DataType dtype, Device device, int64_t bytes) {
+    check_cpu(device, "allocate");
+    HostBlockCache::Block* block = HostBlockCache::global().take(size_t(bytes));
+    TILEJIT_CHECK(block != nullptr, kOutOfMemoryError)
+        << "empty: cannot allocate " << bytes << " bytes of host memory for a tensor of shape "
+        << shape_str(shape) << " and dtype " << dtype.name();
+    try {
+      return Tensor::from_blob(block->ptr, shape, dtype, device, return_tensor_block, block);
+    } catch (...) {
+      HostBlockCache::global().give_back(block);
+      throw;
+    }
+  }
+
   CpuAllocator& raw_;
 };
 
@@ -117,4 +137,10 @@ const runtime::BackendRegistration kRegistration(
     []() -> std::unique_ptr<runtime::Backend> { return std::make_unique<CpuBackend>(); });
 
 }  // namespace
+
+HostCacheStats host_cache_stats() { return HostBlockCache::global().stats(); }
+void set_host_cache_limit(size_t bytes) { HostBlockCache::global().set_limit(bytes); }
+size_t host_cache_limit() { return HostBlockCache::global().limit(); }
+size_t empty_host_cache() { return HostBlockCache::global().empty(); }
+
 }  // namespace tilejit::cpu
