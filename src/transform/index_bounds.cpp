@@ -150,7 +150,10 @@ class BoundsChecker : public ir::IRVisitor {
       return holds ? Narrowed::kRanges : Narrowed::kDead;
     }
     if (x.terms.size() != 1 || kind == ExprKind::kNE) return Narrowed::kUnknown;
-    const auto [v, k] = *x.terms.begin();
+    // Not a structured binding: lambdas below capture k (clang before 16
+    // refuses to capture a binding).
+    const uint64_t v = x.terms.begin()->first;
+    const int64_t k = x.terms.begin()->second;
     auto it = ranges_.find(v);
     if (it == ranges_.end()) return Narrowed::kUnknown;
     IntRange& r = it->second;
