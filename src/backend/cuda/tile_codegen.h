@@ -1,7 +1,8 @@
 // The CUDA backend's code generation for tile-IR bodies, over the printer
 // both targets share (backend/common/tile_codegen.h), in files:
-//   tile_codegen.cpp     the unit, the entries, allocations, loops, stores,
-//                        barriers
+//   tile_codegen.cpp     the unit, the entries, allocations, loops, stores
+//   barriers.cpp         the barriers, loop and branch bodies, thread
+//                        ranges and a thread's own statements
 //   lower_tile_ops.cpp   the tile ops: the shared lowering's calls of the
 //                        CUDA tile library (device/cuda/tilejit/cuda/*.h,
 //                        the CPU library's names and meaning), the register
@@ -152,6 +153,9 @@ class CudaTileCodegen final : public backend::TileCodegen {
                      const std::string& guard);  /// A statement the block runs together will read `reads` and write
   /// `writes` (buffer ids): a barrier first where that is a hazard.
   void enter(const std::set<uint64_t>& reads, const std::set<uint64_t>& writes);
+  /// What is pending since the last barrier meets block-visible `reads` /
+  /// `writes` (a hazard between threads).
+  bool pending_meets(const std::set<uint64_t>& reads, const std::set<uint64_t>& writes) const;
   /// The block-visible buffers among `ids` (not in registers, not local).
   std::set<uint64_t> visible(const std::set<uint64_t>& ids) const;
   /// A tile op with an operand in registers (Note [Register accumulators]);

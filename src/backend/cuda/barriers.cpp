@@ -1,0 +1,235 @@
+// The CUDA lowering's synchronisation (Note [CUDA lowering of tile IR],
+// "Barriers", in tile_codegen.h) and its thread groups (Note [Thread
+// semantics] in tilejit/transform/thread_uniformity.h): the hazard sets and
+// the barriers they place, the bodies of loops and branches, a thread's own
+// statements and the branches of an if on a thread range.
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "backend/common/accesses.h"
+#include "backend/cuda/tile_codegen.h"
+#include "tilejit/core/error.h"
+#include "tilejit/ir/stmt.h"
+#include "tilejit/transform/thread_uniformity.h"
+
+namespace tilejit::cuda {
+
+using backend::Accessed;
+using backend::meets;
+
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+void CudaTileCodegen::sync() {
+  read_since_.clear();
+  written_since_.clear();
+  if (synced_at_ == lines_written()) return;
+  if (group_barrier_ != 0) {
+    line("tilejit::cuda::group_barrier<" + str(group_barrier_) + ", " + str(group_.count) +
+         (pending_async_ ? ", true" : ", false") + ">();");
+  } else {
+    line(pending_async_ ? "tilejit::cuda::barrier();" : "__syncthreads();");
+  }
+  pending_async_ = false;
+  synced_at_ = lines_written();
+}
+
+std::set<uint64_t> CudaTileCodegen::visible(const std::set<uint64_t>& ids) const {
+  std::set<uint64_t> out;
+  for (uint64_t id : ids) {
+    if (locals_.count(id) || choice_.registers.count(id)) continue;
+    out.insert(id);
+    // Tiles that share bytes with it are the same memory to a hazard.
+    if (auto a = aliases_.find(id); a != aliases_.end()) out.insert(a->second.begin(), a->second.end());
+  }
+  return out;
+}
+
+bool CudaTileCodegen::pending_meets(const std::set<uint64_t>& reads,
+                                    const std::set<uint64_t>& writes) const {
+  return meets(written_since_, reads) || meets(written_since_, writes) ||
+         meets(read_since_, writes);
+}
+
+void CudaTileCodegen::enter(const std::set<uint64_t>& reads, const std::set<uint64_t>& writes) {
+  const std::set<uint64_t> r = visible(reads), w = visible(writes);
+  if (pending_meets(r, w)) sync();
+  read_since_.insert(r.begin(), r.end());
+  written_since_.insert(w.begin(), w.end());
+}
+
+void CudaTileCodegen::emit_block(const ir::Stmt& s) {
+  // Inside a T.Parallel nest or a thread's own statement a branch or a
+  // while body is one thread's code, taken by some threads and not others:
+  // a barrier there would wait for threads that never reach it.
+  if (own_code()) {
+    emit_stmt(s);
+    return;
+  }
+  emit_body(s, /*back_edge=*/false);
+}
+
+void CudaTileCodegen::emit_body(const ir::Stmt& body, bool back_edge) {
+  Accessed all;
+  all.visit(body);
+  const std::set<uint64_t> r = visible(all.reads), w = visible(all.writes);
+  if (pending_meets(r, w)) sync();
+  const std::set<uint64_t> pre_r = read_since_, pre_w = written_since_;
+  emit_stmt(body);
+  if (back_edge && pending_meets(r, w)) sync();
+  // Past the body, what was pending before it still is where it did not run.
+  read_since_.insert(pre_r.begin(), pre_r.end());
+  written_since_.insert(pre_w.begin(), pre_w.end());
+}
+
+void CudaTileCodegen::emit_if(const ir::IfStmt& op) {
+  if (own_code()) {
+    TileCodegen::emit_if(op);
+    return;
+  }
+  line("if (" + expr(op.cond) + ") {");
+  indent();
+  const std::set<uint64_t> pre_r = read_since_, pre_w = written_since_;
+  emit_body(op.then_case, false);
+  const std::set<uint64_t> then_r = read_since_, then_w = written_since_;
+  read_since_ = pre_r;
+  written_since_ = pre_w;
+  dedent();
+  if (op.else_case.defined()) {
+    line("} else {");
+    indent();
+    emit_body(op.else_case, false);
+    dedent();
+  }
+  line("}");
+  // Either branch's accesses may be pending.
+  read_since_.insert(then_r.begin(), then_r.end());
+  written_since_.insert(then_w.begin(), then_w.end());
+}
+
+void CudaTileCodegen::emit_while(const ir::WhileStmt& op) {
+  if (own_code()) {
+    TileCodegen::emit_while(op);
+    return;
+  }
+  line("while (" + expr(op.cond) + ") {");
+  indent();
+  emit_body(op.body, /*back_edge=*/true);
+  dedent();
+  line("}");
+}
+
+bool CudaTileCodegen::emit_own(const ir::Stmt& s) {
+  if (own_code() || s.kind() == ir::StmtKind::kAlloc) return false;
+  if (transform::ThreadUniformity::collective(s)) {
+    if (const auto* op = s.as<ir::IfStmt>(); op != nullptr && uniformity_.divergent(s)) {
+      emit_range_if(*op);
+      return true;
+    }
+    return false;  // its statements are emitted one by one
+  }
+  if (uniformity_.divergent(s)) {
+    emit_per_thread(s);
+    return true;
+  }
+  return false;
+}
+
+void CudaTileCodegen::emit_per_thread(const ir::Stmt& s) {
+  Accessed a;
+  a.visit(s);
+  enter(a.reads, a.writes);
+  per_thread_ += 1;
+  emit_stmt(s);
+  per_thread_ -= 1;
+}
+
+void CudaTileCodegen::emit_range_if(const ir::IfStmt& op) {
+  // The block's (or the enclosing group's) barrier before it where what is
+  // pending meets its accesses: a branch's own barriers cover its threads
+  // only. Each branch starts from what is pending here.
+  Accessed all;
+  all.visit(op.then_case);
+  all.visit(op.else_case);
+  const std::set<uint64_t> r = visible(all.reads), w = visible(all.writes);
+  if (pending_meets(r, w)) sync();
+  const std::set<uint64_t> pre_r = read_since_, pre_w = written_since_;
+  for (bool then_branch : {true, false}) {
+    read_since_ = pre_r;
+    written_since_ = pre_w;
+    const ir::Stmt& branch = then_branch ? op.then_case : op.else_case;
+    if (!branch.defined()) continue;
+    line(then_branch ? "if (" + expr(op.cond) + ") {" : std::string("} else {"));
+    indent();
+    const std::optional<transform::ThreadRange> r = uniformity_.branch_range(&op, then_branch);
+    if (!r) {
+      // The rest of the group is not one range: no collective op there
+      // (thread_uniformity checked), each thread's own code.
+      emit_per_thread(branch);
+    } else {
+      if (transform::ThreadUniformity::collective(branch) && (r->first % 32 != 0 || r->count % 32 != 0)) {
+        fail(ErrorKind::kValueError, op.span, "if",
+             "the tile ops under this condition run on threads [" + str(r->first) + ", " +
+                 str(r->first + r->count) + "), which are not whole warps; the CUDA backend runs "
+                 "a tile op on a range of threads that starts and ends at a multiple of 32");
+      }
+      const transform::ThreadRange saved_group = group_;
+      const int saved_barrier = group_barrier_;
+      const std::string saved_index = group_index_, saved_count = group_count_;
+      group_ = *r;
+      const bool whole = r->first == 0 && r->count == threads_;
+      if (!whole) {
+        auto [it, added] = barrier_ids_.emplace(std::make_pair(r->first, r->count),
+                                                int(barrier_ids_.size()) + 1);
+        if (it->second > 15) {
+          fail(ErrorKind::kValueError, op.span, "if",
+               "more than 15 thread ranges run tile ops in this kernel; a block has 15 named "
+               "barriers besides __syncthreads");
+        }
+        (void)added;
+        group_barrier_ = it->second;
+        group_index_ = r->first == 0 ? "tilejit_tid" : "(tilejit_tid - " + str(r->first) + ")";
+        group_count_ = str(r->count);
+      }
+      line("// threads [" + str(r->first) + ", " + str(r->first + r->count) + ")");
+      emit_stmt(branch);
+      group_ = saved_group;
+      group_barrier_ = saved_barrier;
+      group_index_ = saved_index;
+      group_count_ = saved_count;
+    }
+    dedent();
+  }
+  line("}");
+  // A group's barriers order nothing for the other threads: past the if,
+  // everything the branches did is pending.
+  read_since_ = pre_r;
+  written_since_ = pre_w;
+  enter(all.reads, all.writes);
+}
+
+void CudaTileCodegen::before_stmt(const ir::Stmt& s) {
+  if (own_code()) return;
+  // What uniform code's own expressions read (bodies and tile ops are
+  // entered where they are emitted).
+  Accessed a;
+  switch (s.kind()) {
+    case ir::StmtKind::kLet: a.visit(s.as<ir::LetStmt>()->value); break;
+    case ir::StmtKind::kEvaluate: a.visit(s.as<ir::EvaluateStmt>()->value); break;
+    case ir::StmtKind::kIf: a.visit(s.as<ir::IfStmt>()->cond); break;
+    case ir::StmtKind::kWhile: a.visit(s.as<ir::WhileStmt>()->cond); break;
+    case ir::StmtKind::kFor:
+      a.visit(s.as<ir::ForStmt>()->min);
+      a.visit(s.as<ir::ForStmt>()->extent);
+      break;
+    default: return;
+  }
+  enter(a.reads, {});
+}
+
+}  // namespace tilejit::cuda
