@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/cpu_test_util.h"
+#include "common/guarded_program.h"
 #include "tilejit/ir/tile_builder.h"
 
 namespace tilejit::cpu::testing {
@@ -16,21 +17,7 @@ namespace {
 using ir::Buffer;
 using ir::Expr;
 
-// B[bx * 128 + i] = A[bx * 128 + i] * 2 under `if bx * 128 + i < n`, over
-// T.ceildiv(n, 128) blocks of T.Parallel(128).
-ir::PrimFunc guarded(int64_t n) {
-  ir::TileBuilder b("guarded");
-  Buffer A = b.tensor_param("A", {n}, DataType::float32());
-  Buffer B = b.tensor_param("B", {n}, DataType::float32());
-  const Expr bx = b.begin_kernel({ir::ceildiv(n, 128)}, {128})[0];
-  const Expr i = b.begin_for("i", 0, 128, ir::ForKind::kParallel);
-  b.begin_if(bx * 128 + i < n);
-  b.store(B, {bx * 128 + i}, ir::load(A, {bx * 128 + i}) * 2.0);
-  b.end_if();
-  b.end_for();
-  b.end_kernel();
-  return b.finish();
-}
+using tilejit::testing::guarded;
 
 // The generated body of the blocks: what the entry runs inside its try.
 std::string block_body(const std::string& src) {
