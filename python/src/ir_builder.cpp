@@ -403,6 +403,7 @@ void bind_ir_builder(nb::module_& m) {
              }
            },
            nb::arg("value"), nb::arg("message") = "", nb::arg("span").none() = nb::none())
+      .def("set_dialect", &TileBuilder::set_dialect, nb::arg("dialect"))
       .def("finish",
            [](TileBuilder& b, nb::handle span) { return transform::verify(b.finish(to_span(span))); },
            nb::arg("span").none() = nb::none());

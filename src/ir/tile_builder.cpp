@@ -364,6 +364,8 @@ void TileBuilder::evaluate(Expr value, Span span) {
 
 // ---------------------------------------------------------------------------
 
+void TileBuilder::set_dialect(std::string dialect) { state_->dialect = std::move(dialect); }
+
 PrimFunc TileBuilder::finish(Span span) {
   State& s = *state_;
   const char* op = "finish";
@@ -385,6 +387,7 @@ PrimFunc TileBuilder::finish(Span span) {
   body.params = std::move(s.param_buffers);
   body.scalars = std::move(s.scalars);
   body.globals = std::move(s.globals);
+  body.dialect = std::move(s.dialect);
   f.body = std::move(body);
   validate(f);
   s.finished = true;

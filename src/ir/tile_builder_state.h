@@ -97,6 +97,7 @@ struct TileBuilder::State {
   std::vector<Buffer> param_buffers;
   std::vector<Expr> scalars;
   std::vector<Buffer> globals;
+  std::string dialect;
   std::vector<Frame> frames{Frame{}};  // frames[0] is the root: it holds kernels
   bool finished = false;
 

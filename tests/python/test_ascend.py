@@ -79,6 +79,22 @@ def test_sigmoid_each_vector_core_takes_half_the_rows():
     np.testing.assert_allclose(b, 1 / (1 + np.exp(-a)), rtol=1e-5, atol=1e-6)
 
 
+@needs_tile_cpu
+def test_an_npu_program_is_the_cpu_targets_to_emulate():
+    # "auto" picks the CPU even where a GPU is there (a numpy input would
+    # otherwise be refused as a tensor on the wrong device), and asking for
+    # CUDA says why not.
+    prog = sigmoid.get_tir(32, 32, 32, 32)
+    kernel = tilelang.compile(prog, out_idx=[-1])
+    assert kernel.target == "cpu"
+    if "cuda" not in tilelang._C.registered_targets():
+        pytest.skip("tilejit was built without its CUDA backend")
+    with raises_exact(ValueError, "main: a TileLang-Ascend program (T.Kernel(..., is_npu=True)) "
+                                  "is emulated on the CPU target only; compile it with "
+                                  "target=\"cpu\" (\"auto\" picks it)"):
+        tilelang.compile(prog, out_idx=[-1], target="cuda")
+
+
 @tilelang.jit(out_idx=[-1], pass_configs=pass_configs)
 def matmul(M, N, K, block_M, block_N, K_L1, transpose_B=False, dtype="float16",
            accum_dtype="float"):

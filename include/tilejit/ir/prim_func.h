@@ -59,6 +59,10 @@ struct TileBody {
   std::vector<Expr> scalars;
   std::vector<Buffer> globals;
   std::vector<int> global_params;
+  /// Empty for TileLang's tile language. "ascend" for a TileLang-Ascend
+  /// program (T.Kernel(n, is_npu=True), python/tilejit/language/ascend.py):
+  /// the CPU target emulates its cores, and no other target runs it.
+  std::string dialect;
 
   /// The KernelStmts of `stmt`, in launch order.
   std::vector<const KernelStmt*> kernels() const;

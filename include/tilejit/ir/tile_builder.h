@@ -122,6 +122,10 @@ class TileBuilder {
   /// T.print of a buffer region.
   void print(Region region, std::string message = {}, Span span = {});
 
+  /// Marks the function as written in another machine's dialect
+  /// (TileBody::dialect), which the CPU target alone emulates.
+  void set_dialect(std::string dialect);
+
   /// Closes the function: every frame closed, at least one kernel, the
   /// signature valid (validate()). Returns the PrimFunc with a TileBody, not
   /// yet verified: transform::verify (a later layer) checks and normalises

@@ -81,6 +81,7 @@ def enter_npu_kernel(tr: Any, grid: list, span: Any) -> Any:
         raise error(ValueError, f"T.Kernel(is_npu=True) takes one grid extent (the number of "
                                 f"AI cores used), got {len(grid)}", span)
     cid = tr.enter_kernel(grid, 1, span)
+    tr.b.set_dialect("ascend")  # the CPU target emulates it; "auto" picks the CPU
     loop = tr.ir_loop(LoopRange("T.Kernel", "serial", [(0, 2)]), "vid")
     vid = next(loop)
     tr.npu_state = {"loop": loop, "usage": {}}

@@ -180,6 +180,9 @@ class CBuilder:
             value = _region(value)
         self._b.print(value, msg, _span(span))
 
+    def set_dialect(self, dialect: str) -> None:
+        self._b.set_dialect(dialect)
+
     def finish(self, span):
         return self._b.finish(_span(span))
 

@@ -29,9 +29,10 @@ class CudaBackend final : public runtime::Backend {
   Device default_device() const override { return Device::cuda(0); }
   void validate(const ir::PrimFunc& func) const override { validate_func(func); }
   // A GPU is preferred to the host for a function with a body for both,
-  // and for a tile body (lowered for both).
+  // and for a tile body (lowered for both) in TileLang's own dialect.
   int auto_rank(const ir::PrimFunc& func) const override {
-    return func.tile() != nullptr || func.sources().count(target_) ? 1 : -1;
+    if (const ir::TileBody* tile = func.tile()) return tile->dialect.empty() ? 1 : -1;
+    return func.sources().count(target_) ? 1 : -1;
   }
 
   runtime::GeneratedSource generate(const runtime::SourceRequest& request) const override {

@@ -67,6 +67,11 @@ void emit_args_struct(std::ostream& os, const ir::PrimFunc& f,
 void validate_func(const ir::PrimFunc& f) {
   TILEJIT_CHECK(f.launch.threads >= 1 && f.launch.threads <= 1024, kValueError)
       << f.name << ": " << f.launch.threads << " threads per block; CUDA allows 1 to 1024";
+  const ir::TileBody* tile = f.tile();
+  TILEJIT_CHECK(tile == nullptr || tile->dialect.empty(), kValueError)
+      << f.name << ": a " << (tile->dialect == "ascend" ? "TileLang-Ascend" : tile->dialect)
+      << " program (T.Kernel(..., is_npu=True)) is emulated on the CPU target only; compile it "
+         "with target=\"cpu\" (\"auto\" picks it)";
 }
 
 runtime::GeneratedSource generate_source(const runtime::SourceRequest& request) {

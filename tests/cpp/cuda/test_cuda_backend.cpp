@@ -67,6 +67,16 @@ TEST(CudaBackend, DefaultDeviceRankAndValidation) {
   const ir::PrimFunc wide = ir::prim_func("wide").threads(1025).body("cuda", "").build();
   EXPECT_EQ(error_message([&] { be.validate(wide); }, ErrorKind::kValueError),
             "wide: 1025 threads per block; CUDA allows 1 to 1024");
+  // A TileLang-Ascend program is the CPU target's to emulate: "auto" never
+  // picks CUDA for it, and asking for CUDA says so.
+  ir::PrimFunc ascend = ir::prim_func("npu").build();
+  ir::TileBody body;
+  body.dialect = "ascend";
+  ascend.body = body;
+  EXPECT_EQ(be.auto_rank(ascend), -1);
+  EXPECT_EQ(error_message([&] { be.validate(ascend); }, ErrorKind::kValueError),
+            "npu: a TileLang-Ascend program (T.Kernel(..., is_npu=True)) is emulated on the CPU "
+            "target only; compile it with target=\"cpu\" (\"auto\" picks it)");
 }
 
 TEST(CudaBackend, AvailabilityMatchesTheDriver) {
