@@ -342,8 +342,14 @@ def reduce_min(src: Any, dst: Any, dim: int = -1, clear: bool = True) -> None:
     _reduce(src, dst, "min", dim, clear)
 
 
+class NotEmulatedError(NotImplementedError, AttributeError):
+    """A T.tile.* instruction the emulation does not have: NotImplementedError
+    for the author, and an AttributeError for tools that look names up
+    (hasattr, getattr with a default, pickling)."""
+
+
 def __getattr__(name: str) -> Any:
     """A T.tile.* instruction not emulated yet: an error naming it."""
     if name.startswith("__"):
         raise AttributeError(name)
-    raise error(NotImplementedError, f"T.tile.{name} (TileLang-Ascend) is not emulated yet")
+    raise error(NotEmulatedError, f"T.tile.{name} (TileLang-Ascend) is not emulated yet")
