@@ -222,7 +222,9 @@ def warp_specialised(g: Gen) -> None:
     xs = [g.input_rows("X", g.cols(width), dt) for _ in range(2)]
     a_s = g.alloc("A_s", "shared", [g.bm, width], dt)
     b_s = g.alloc("B_s", "shared", [g.bm, width], dt)
-    c = g.choice([32, g.threads // 2]) if g.threads > 32 else 16
+    # Whole warps on each side (TileLang's and the CUDA backend's unit of a
+    # thread range): the motif needs a block of two warps or more.
+    c = g.choice([32, g.threads // 2])
     tx = g.tx()
     first = g.capture(lambda: g.load_tile(xs[0], a_s, width))
     second = g.capture(lambda: g.load_tile(xs[1], b_s, width))
@@ -262,5 +264,6 @@ MOTIFS = [
     Motif("thread_rows", ["thread_var"], thread_rows),
     Motif("atomic_shared", ["atomic_shared"], atomic_shared),
     Motif("thread_global", ["thread_store"], thread_global),
-    Motif("warp_specialised", ["thread_cond_tile", "parallel_fragment"], warp_specialised),
+    Motif("warp_specialised", ["thread_cond_tile", "parallel_fragment"], warp_specialised,
+          when=lambda g: g.threads >= 64),
 ]

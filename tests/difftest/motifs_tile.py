@@ -18,12 +18,13 @@ from .program import (Bin, Buffer, Const, Copy, FinalizeReducer, Fill, For, Gemm
 
 class Motif:
     def __init__(self, name: str, needs: List[str], emit: Callable[[Gen], None],
-                 any_of: List[str] = ()):
+                 any_of: List[str] = (), when: Callable[[Gen], bool] = lambda g: True):
         self.name, self.needs, self.emit, self.any_of = name, needs, emit, list(any_of)
+        self.when = when  # what the kernel's shape must allow
 
     def ready(self, g: Gen) -> bool:
         return all(g.on(f) for f in self.needs) and \
-            (not self.any_of or any(g.on(f) for f in self.any_of))
+            (not self.any_of or any(g.on(f) for f in self.any_of)) and self.when(g)
 
 
 # --- the data flow ---------------------------------------------------------------
