@@ -3,6 +3,7 @@
 #include "backend/cuda/fragments.h"
 
 #include <algorithm>
+#include <optional>
 #include <cstdlib>
 #include <utility>
 #include <set>
@@ -45,6 +46,8 @@ struct Nest {
   std::set<uint64_t> tiles;    // 2-D candidates at [i, j]
   std::set<uint64_t> rows;     // 1-D candidates at [i]
   std::set<uint64_t> stored;   // every buffer stored in the nest
+  std::set<uint64_t> loaded;   // every buffer loaded in the nest
+  std::set<uint64_t> local;    // the thread-local buffers it stores
   bool tile_ops = false;       // an atomic add or print of an element
 };
 
@@ -62,6 +65,7 @@ class Uses : public ir::IRVisitor {
   // Whole-buffer copies between two candidates (src, dst), and row
   // reductions of a candidate into a row candidate (src, dst).
   std::vector<std::pair<uint64_t, uint64_t>> links, reductions;
+  std::set<uint64_t> reduced_16;  // 16-bit tiles reduced over their rows
   std::vector<Nest> nests;
   std::vector<ir::Buffer> fragments;  // every fragment, in program order
 
@@ -92,7 +96,8 @@ class Uses : public ir::IRVisitor {
   // An access in the current nest: acc[i, j] at exactly its indices, or
   // rows[i] at the nest's first index.
   void access(const ir::Buffer& b, const std::vector<Expr>& indices, bool store) {
-    if (in_nest_ && store) nests.back().stored.insert(b.id());
+    if (in_nest_) (store ? nests.back().stored : nests.back().loaded).insert(b.id());
+    if (in_nest_ && store && b.scope() == ir::Scope::kLocal) nests.back().local.insert(b.id());
     if (!is_candidate(b)) return;
     // Row vectors are stored only in 1-D nests (a register loop over rows).
     const size_t depth = nest_vars_.size();
@@ -239,13 +244,15 @@ class Uses : public ir::IRVisitor {
     const ir::Buffer& src = op->src.buffer;
     const ir::Buffer& dst = op->dst.buffer;
     const bool rows = op->dim == 1 && is_whole(op->dst) && dst.rank() == 1 &&
-                      is_candidate(src) && src.rank() == 2 && src.dtype() == DataType::float32();
+                      is_candidate(src) && src.rank() == 2;
     if (!rows) {
       at(std::string("T.reduce_") + ir::reduce_kind_name(op->reduce_kind), s.span());
-      drop(src, "a reduction other than a whole float32 tile's rows (dim=1) into a row vector");
-      drop(dst, "a reduction other than a whole float32 tile's rows (dim=1) into a row vector");
-    } else if (is_candidate(dst)) {
-      reductions.emplace_back(src.id(), dst.id());
+      drop(src, "a reduction other than a whole tile's rows (dim=1) into a row vector");
+      drop(dst, "a reduction other than a whole tile's rows (dim=1) into a row vector");
+    } else {
+      // An mma layout reduces float32 alone (Note [Partitioned fragments]).
+      if (src.dtype() != DataType::float32()) reduced_16.insert(src.id());
+      if (is_candidate(dst)) reductions.emplace_back(src.id(), dst.id());
     }
     ir::IRVisitor::visit_reduce(op, s);
   }
@@ -312,6 +319,26 @@ std::vector<std::pair<int, int>> grids(int warps, int policy, int64_t m, int64_t
   return out;
 }
 
+// The partitioned layout of an m x n tile over `threads` threads (Note
+// [Partitioned fragments]), or none.
+std::optional<AccLayout> part_layout(int64_t m, int64_t n, int threads) {
+  for (int v : {8, 4, 2, 1}) {
+    if (n % v != 0) continue;
+    const int64_t runs = n / v;
+    int tc = 1;
+    while (tc * 2 <= threads && threads % (tc * 2) == 0 && runs % (tc * 2) == 0) tc *= 2;
+    const int tr = threads / tc;
+    if (m % tr != 0) continue;
+    AccLayout layout{m, n};
+    layout.tr = tr;
+    layout.tc = tc;
+    layout.v = v;
+    if (layout.registers() > kMaxAccRegisters) return std::nullopt;
+    return layout;
+  }
+  return std::nullopt;
+}
+
 // Row vectors (Note [Register accumulators]): the rows of the accumulators
 // they meet (reductions into them, 2-D nests over both), agreed on through
 // copies and 1-D nests; a 1-D nest over a row vector in registers is a loop
@@ -366,9 +393,15 @@ void choose_rows(const Uses& uses, std::map<uint64_t, AccLayout>& regs) {
     }
     for (const Nest& nest : uses.nests) {
       if (nest.depth != 1 || nest.rows.empty()) continue;
+      // Its stores: register row vectors, or memory at a row the nest does
+      // not read (one thread of the row's stores it; the lowering's
+      // leader()), never a thread's local buffer.
       bool loop = !nest.tile_ops;
       for (uint64_t id : nest.stored) {
-        loop = loop && uses.candidates.count(id) && uses.is_rows(id) && !out.count(id);
+        const bool row = uses.candidates.count(id) && uses.is_rows(id) && !out.count(id);
+        const bool memory = !nest.local.count(id) && !nest.loaded.count(id) &&
+                            !(uses.candidates.count(id) && !uses.is_rows(id));
+        loop = loop && (row || memory);
       }
       if (!loop) {
         for (uint64_t id : nest.rows) changed = out.insert(id).second || changed;
@@ -389,6 +422,14 @@ void choose_rows(const Uses& uses, std::map<uint64_t, AccLayout>& regs) {
 }  // namespace
 
 std::string AccLayout::type() const {
+  if (part()) {
+    if (rows()) {
+      return "tilejit::cuda::PartRows<" + std::to_string(m) + ", " + std::to_string(tr) + ", " +
+             std::to_string(tc) + ">";
+    }
+    return "tilejit::cuda::PartTile<" + std::to_string(m) + ", " + std::to_string(n) + ", " +
+           std::to_string(tr) + ", " + std::to_string(tc) + ", " + std::to_string(v) + ">";
+  }
   if (rows()) return "tilejit::cuda::MmaRows<" + std::to_string(m) + ", " + std::to_string(wm) + ">";
   return "tilejit::cuda::MmaAcc<" + std::to_string(m) + ", " + std::to_string(n) + ", " +
          std::to_string(wm) + ", " + std::to_string(wn) +
@@ -480,6 +521,16 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
     }
     regs.emplace(id, layout);
   }
+  // Note [Partitioned fragments]: the tiles no gemm touches.
+  for (const auto& [id, buffer] : uses.candidates) {
+    if (buffer.rank() != 2 || uses.out.count(id) || uses.as_c.count(id) || uses.as_a.count(id)) {
+      continue;
+    }
+    if (std::optional<AccLayout> layout = part_layout(dim(buffer, 0), dim(buffer, 1), threads)) {
+      regs.emplace(id, *layout);
+    }
+  }
+  auto is_part = [&](uint64_t id) { return in_regs(id) && regs.at(id).part(); };
   // What the 2-D choices must agree on, until nothing changes: an operand's
   // gemms run on their accumulators in registers, a register-to-register
   // copy has one layout, a nest indexes one layout.
@@ -497,20 +548,32 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
     for (const auto& [src, dst] : uses.links) {
       if (uses.is_rows(src) || !in_regs(src) || !in_regs(dst)) continue;
       const AccLayout x = regs.at(src), y = regs.at(dst);
-      if (!(x == y)) drop(uses.as_c.count(dst) ? src : dst);
+      if (x == y) continue;
+      // A partitioned tile gives way to an mma one.
+      if (is_part(src) != is_part(dst)) {
+        drop(is_part(src) ? src : dst);
+      } else {
+        drop(uses.as_c.count(dst) ? src : dst);
+      }
     }
     for (const Nest& nest : uses.nests) {
+      // The nest's layout: an mma tile's if it has one.
       const AccLayout* first = nullptr;
       for (uint64_t id : nest.tiles) {
         auto it = regs.find(id);
-        if (it == regs.end()) continue;
-        if (first == nullptr) {
+        if (it != regs.end() && (first == nullptr || (first->part() && !it->second.part()))) {
           first = &it->second;
-        } else if (!(it->second == *first)) {
-          drop(id);
-          break;
         }
       }
+      if (first == nullptr) continue;
+      const AccLayout want = *first;
+      for (uint64_t id : nest.tiles) {
+        auto it = regs.find(id);
+        if (it != regs.end() && !(it->second == want)) drop(id);
+      }
+    }
+    for (uint64_t id : uses.reduced_16) {
+      if (in_regs(id) && !is_part(id)) drop(id);
     }
   }
   choose_rows(uses, regs);

@@ -39,6 +39,26 @@
 // without it follows: the choice changes speed, never meaning. A
 // fragment's part per thread is at most kMaxAccRegisters elements.
 //
+// Note [Partitioned fragments]
+// A fragment that no T.gemm touches (the tile of a row reduction, of a
+// norm, of an elementwise kernel) lives in registers too where every use is
+// one that Note [Register accumulators] allows, with the layout TileLang's
+// LayoutInference gives a T.Parallel loop: the tile is split over the
+// block's threads as TR thread rows of TC consecutive threads, each thread
+// holding M / TR rows and, of each, runs of V consecutive columns
+// (tilejit/cuda/part_tile.h). The layout is a function of the tile's shape
+// and the block's threads alone, so every fragment of one shape has the
+// same one whatever its element type, and a copy or a T.Parallel nest
+// between them is register to register. V is the longest run (8, 4, 2, 1)
+// that divides N; TC is then the most threads, a power of two, that the
+// row's runs divide evenly, and TR = threads / TC must divide M. The row
+// vectors of such a tile are PartRows, held by each of a row's TC threads;
+// a row reduction combines a row's threads by warp shuffles and, where a
+// row spans warps (TC > 32), in shared memory. A 16-bit tile may be reduced
+// (in float) in this layout; an mma layout's reductions take float32.
+// Where a partitioned tile meets an mma tile (a copy, a nest), the mma tile
+// keeps its layout and the partitioned one goes back to shared memory.
+//
 // Note [Short accumulators]
 // A decoding kernel's gemm has as many rows as query heads share a kv head,
 // often fewer than the 16 of an mma tile (1 for multi-head attention). Its
@@ -71,26 +91,42 @@ inline constexpr int64_t kMaxAccRegisters = 128;
 /// Elements added to each row of a padded gemm operand.
 inline constexpr int64_t kOperandPad = 8;
 
-/// Where a register fragment's elements are (Note [Register accumulators]):
-/// an M x N accumulator or operand over a WM x WN warp grid, or (n == 0) a
-/// row vector of the rows of such a tile with WN = 1.
+/// Where a register fragment's elements are: an M x N accumulator or
+/// operand over a WM x WN warp grid, or (n == 0) a row vector of the rows of
+/// such a tile with WN = 1 (Note [Register accumulators]); or, where tc > 0,
+/// a tile spread over TR x TC threads in runs of V columns, or its row
+/// vector (Note [Partitioned fragments]).
 struct AccLayout {
   int64_t m = 0, n = 0;
   int wm = 1, wn = 1;
   /// An accumulator of fewer than 16 rows: its rows, in an m = 16 tile whose
   /// other rows exist only in registers (0: all m rows are the buffer's).
   int64_t m_real = 0;
+  /// A partitioned fragment: thread rows, threads per row, run length.
+  int tr = 0, tc = 0, v = 0;
   bool rows() const { return n == 0; }
+  bool part() const { return tc > 0; }
   int64_t buffer_rows() const { return m_real > 0 ? m_real : m; }
-  /// The device type: "tilejit::cuda::MmaAcc<M, N, WM, WN>" or
-  /// "tilejit::cuda::MmaRows<M, WM>".
+  /// The device type: "tilejit::cuda::MmaAcc<M, N, WM, WN>",
+  /// "tilejit::cuda::MmaRows<M, WM>", "tilejit::cuda::PartTile<M, N, TR,
+  /// TC, V>" or "tilejit::cuda::PartRows<M, TR, TC>".
   std::string type() const;
   /// Elements per thread.
   int64_t registers() const {
+    if (part()) return rows() ? m / tr : (m / tr) * (n / tc);
     return rows() ? m / (8 * int64_t(wm)) : m * n / (32 * int64_t(wm) * wn);
   }
   /// The row vector of this tile's rows (WN must be 1).
-  AccLayout row_layout() const { return {m, 0, wm, 1}; }
+  AccLayout row_layout() const {
+    if (part()) return {m, 0, 1, 1, 0, tr, tc, 0};
+    return {m, 0, wm, 1};
+  }
+  /// Floats of shared memory a row reduction of this tile combines its
+  /// warps in (0: none, the warp shuffles suffice).
+  int64_t scratch_floats() const {
+    if (part()) return tc > 32 ? m * (tc / 32) : 0;
+    return wn > 1 ? m * wn : 0;
+  }
   bool operator==(const AccLayout&) const = default;
 };
 

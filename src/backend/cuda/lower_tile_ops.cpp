@@ -61,7 +61,7 @@ void CudaTileCodegen::emit_tile_op(const ir::Stmt& s) {
   a.visit(s);
   if (s.kind() == ir::StmtKind::kReduce) {
     const AccLayout* l = register_layout(s.as<ir::ReduceOp>()->src.buffer);
-    if (l != nullptr && l->wn > 1) a.writes.insert(0);  // the row reduction's scratch
+    if (l != nullptr && l->scratch_floats() > 0) a.writes.insert(0);  // the row reduction's scratch
   }
   enter(a.reads, a.writes);
   if (emit_register_op(s)) return;
@@ -221,11 +221,15 @@ bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
       if (from != nullptr && to != nullptr) {
         line("tilejit::cuda::acc_convert<" + from->type() + ">(" + src + ", " + dst + ");");
       } else if (from != nullptr) {
-        line(std::string("tilejit::cuda::") + (from->rows() ? "rows_store<" : "acc_store<") +
-             from->type() + ">(" + src + ", " + backend::copy_side_rect(*this, *op, false) + ");");
+        const char* fn = from->part() ? (from->rows() ? "part_rows_store<" : "part_store<")
+                                      : (from->rows() ? "rows_store<" : "acc_store<");
+        line(std::string("tilejit::cuda::") + fn + from->type() + ">(" + src + ", " +
+             backend::copy_side_rect(*this, *op, false) + ");");
       } else {
-        line(std::string("tilejit::cuda::") + (to->rows() ? "rows_load<" : "acc_load<") +
-             to->type() + ">(" + dst + ", " + backend::copy_side_rect(*this, *op, true) + ");");
+        const char* fn = to->part() ? (to->rows() ? "part_rows_load<" : "part_load<")
+                                    : (to->rows() ? "rows_load<" : "acc_load<");
+        line(std::string("tilejit::cuda::") + fn + to->type() + ">(" + dst + ", " +
+             backend::copy_side_rect(*this, *op, true) + ");");
       }
       return true;
     }
@@ -239,13 +243,8 @@ bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
       const std::string clear = op->clear ? "true" : "false";
       line(std::string("// T.reduce_") + ir::reduce_kind_name(op->reduce_kind) + "(" +
            ir::to_string(op->src) + ", " + ir::to_string(op->dst) + ", dim=1)");
-      if (register_layout(op->dst.buffer) != nullptr) {
-        line("tilejit::cuda::acc_reduce_rows_to<" + kind + ", " + l->type() + ">(" + src + ", " +
-             dst.name + ", " + clear + ");");
-        return true;
-      }
       std::string scratch = "nullptr";
-      if (l->wn > 1) {
+      if (l->scratch_floats() > 0) {
         // One scratch for every row reduction of the kernel (each is
         // behind barriers), as large as the largest needs.
         if (scratch_offset_ < 0) {
@@ -253,8 +252,14 @@ bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
         }
         scratch = "reinterpret_cast<float*>(tilejit_smem + " + str(scratch_offset_) + ")";
       }
-      line("tilejit::cuda::acc_reduce_rows<" + kind + ", " + l->type() + ">(" + src + ", " +
-           dst.data + ", " + clear + ", " + scratch + ");");
+      const std::string prefix = l->part() ? "tilejit::cuda::part_" : "tilejit::cuda::acc_";
+      if (register_layout(op->dst.buffer) != nullptr) {
+        line(prefix + "reduce_rows_to<" + kind + ", " + l->type() + ">(" + src + ", " + dst.name +
+             ", " + clear + (l->part() ? ", " + scratch : std::string()) + ");");
+        return true;
+      }
+      line(prefix + "reduce_rows<" + kind + ", " + l->type() + ">(" + src + ", " + dst.data + ", " +
+           clear + ", " + scratch + ");");
       return true;
     }
     default: return false;

@@ -389,6 +389,12 @@ void CudaTileCodegen::emit_store(const ir::StoreStmt& op) {
   const std::string store =
       element(b, op.indices) + " = tilejit::cuda::convert<" + st + ">(" + expr(op.value) + ");";
   if (own_code()) {
+    if (reg_layout_ != nullptr && reg_layout_->rows() && b.layout != "mma") {
+      // A register loop over rows (Note [Register accumulators]): the
+      // threads that hold a row each run it; one of them stores to memory.
+      line("if (" + reg_layout_->type() + "::leader()) " + store);
+      return;
+    }
     if (parallel_depth_ > 0 && reg_layout_ == nullptr && !nest_vars_.empty() && !b.global &&
         b.layout != "local" && b.layout != "mma") {
       if (std::string atomic = reduction_store(op); !atomic.empty()) {

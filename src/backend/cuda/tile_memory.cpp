@@ -16,7 +16,7 @@ using ir::Expr;
 int64_t scratch_bytes(const FragmentChoice& choice) {
   int64_t bytes = 0;
   for (const auto& [id, l] : choice.registers) {
-    if (l.wn > 1) bytes = std::max(bytes, 4 * l.m * l.wn);
+    bytes = std::max(bytes, 4 * l.scratch_floats());
   }
   return bytes;
 }

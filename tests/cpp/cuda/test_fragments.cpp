@@ -113,11 +113,14 @@ TEST(Fragments, OperandsAndRowsNeedWarpsOnRowsOnly) {
 }
 
 // A T.Parallel loop over a row vector runs each thread's own rows, four
-// threads to a row: a store there to memory (which every thread would
-// make) keeps the loop a block-wide one, and the row vectors it touches in
-// shared memory; one that only reads them keeps them in registers.
-TEST(Fragments, RowLoopsStoreOnlyIntoRegisterRows) {
-  auto program = [](bool store_to_memory) {
+// threads to a row: a store there to memory is made by one of them (the
+// row's leader()), so it keeps the row vectors in registers, unless the
+// nest also reads what it stores (the threads of a row could then read
+// each other's store), which keeps it a block-wide loop over rows in
+// shared memory.
+TEST(Fragments, RowLoopsStoreOnceToMemory) {
+  enum class Store { kRegisters, kMemory, kReadAndWrite };
+  auto program = [](Store store) {
     ir::TileBuilder b("rows");
     const DataType bf = DataType::bfloat16(), f32 = DataType::float32();
     const Buffer A = b.tensor_param("A", {Expr(64), Expr(64)}, bf);
@@ -131,10 +134,10 @@ TEST(Fragments, RowLoopsStoreOnlyIntoRegisterRows) {
     b.gemm(whole(A_s), whole(A_s), whole(acc), false, true, true, 1);
     b.reduce(ir::ReduceKind::kSum, whole(acc), whole(m), 1);
     const Expr i = b.begin_for("i", 0, 64, ForKind::kParallel);
-    if (store_to_memory) {
-      b.store(L, {i}, ir::load(m, {i}) * 2.0);
-    } else {
-      b.store(e, {i}, ir::load(m, {i}) * 2.0);
+    switch (store) {
+      case Store::kRegisters: b.store(e, {i}, ir::load(m, {i}) * 2.0); break;
+      case Store::kMemory: b.store(L, {i}, ir::load(m, {i}) * 2.0); break;
+      case Store::kReadAndWrite: b.store(L, {i}, ir::load(L, {i}) + ir::load(m, {i})); break;
     }
     b.end_for();
     b.copy(whole(e), whole(L));
@@ -143,9 +146,11 @@ TEST(Fragments, RowLoopsStoreOnlyIntoRegisterRows) {
   };
   const std::string tile = "tilejit::cuda::MmaAcc<64, 64, 4, 1>";
   const std::string rows = "tilejit::cuda::MmaRows<64, 4>";
-  EXPECT_EQ(registers_of(program(false), 128),
+  EXPECT_EQ(registers_of(program(Store::kRegisters), 128),
             (std::map<std::string, std::string>{{"acc", tile}, {"m", rows}, {"e", rows}}));
-  EXPECT_EQ(registers_of(program(true), 128),
+  EXPECT_EQ(registers_of(program(Store::kMemory), 128),
+            (std::map<std::string, std::string>{{"acc", tile}, {"m", rows}}));
+  EXPECT_EQ(registers_of(program(Store::kReadAndWrite), 128),
             (std::map<std::string, std::string>{{"acc", tile}}));
 }
 
@@ -179,6 +184,98 @@ TEST(Fragments, ShortAccumulatorsAreTheFirstRowsOfAnMmaTile) {
   v.rows = &rows;
   v.visit(g.tile()->kernels()[0]->body);
   EXPECT_EQ(rows, (std::map<std::string, int64_t>{{"Q_shared", 16}, {"acc_s_cast", 16}}));
+}
+
+// Note [Partitioned fragments]: softmax's tiles and row vectors, which no
+// gemm touches, live in registers spread over the block's threads; the
+// 16-bit input tile is reduced where it is.
+ir::PrimFunc softmax_rows(int64_t m, int64_t n, int threads) {
+  ir::TileBuilder b("softmax");
+  const DataType h = DataType::float16(), f32 = DataType::float32();
+  const Buffer X = b.tensor_param("X", {Expr(m * 4), Expr(n)}, h);
+  const Buffer Y = b.tensor_param("Y", {Expr(m * 4), Expr(n)}, h);
+  const Expr bx = b.begin_kernel({Expr(4)}, {threads})[0];
+  const Buffer x = b.alloc("x", {m, n}, h, Scope::kFragment);
+  const Buffer xf = b.alloc("xf", {m, n}, f32, Scope::kFragment);
+  const Buffer mx = b.alloc("mx", {m}, f32, Scope::kFragment);
+  const Buffer sm = b.alloc("sm", {m}, f32, Scope::kFragment);
+  b.copy(ir::corner(X, {bx * m, Expr(0)}), whole(x));
+  b.reduce(ir::ReduceKind::kMax, whole(x), whole(mx), 1);
+  {
+    const Expr i = b.begin_for("i", 0, m, ForKind::kParallel);
+    const Expr j = b.begin_for("j", 0, n, ForKind::kParallel);
+    b.store(xf, {i, j}, ir::call_intrinsic(ir::Intrinsic::kExp, {ir::cast(f32, ir::load(x, {i, j})) - ir::load(mx, {i})}));
+    b.end_for();
+    b.end_for();
+  }
+  b.reduce(ir::ReduceKind::kSum, whole(xf), whole(sm), 1);
+  {
+    const Expr i = b.begin_for("i", 0, m, ForKind::kParallel);
+    const Expr j = b.begin_for("j", 0, n, ForKind::kParallel);
+    b.store(x, {i, j}, ir::cast(h, ir::div(ir::load(xf, {i, j}), ir::load(sm, {i}))));
+    b.end_for();
+    b.end_for();
+  }
+  b.copy(whole(x), ir::corner(Y, {bx * m, Expr(0)}));
+  b.end_kernel();
+  return b.finish();
+}
+
+TEST(Fragments, TilesNoGemmTouchesArePartitionedOverTheThreads) {
+  // One row of 8192: a row per 128 threads, runs of 8 (16 bytes of fp16).
+  const std::string wide = "tilejit::cuda::PartTile<1, 8192, 1, 128, 8>";
+  const std::string wide_rows = "tilejit::cuda::PartRows<1, 1, 128>";
+  EXPECT_EQ(registers_of(softmax_rows(1, 8192, 128), 128),
+            (std::map<std::string, std::string>{
+                {"x", wide}, {"xf", wide}, {"mx", wide_rows}, {"sm", wide_rows}}));
+  // 64 x 64: 8 threads per row (8 runs of 8), 16 thread rows of 4 rows.
+  const std::string square = "tilejit::cuda::PartTile<64, 64, 16, 8, 8>";
+  const std::string square_rows = "tilejit::cuda::PartRows<64, 16, 8>";
+  EXPECT_EQ(registers_of(softmax_rows(64, 64, 128), 128),
+            (std::map<std::string, std::string>{
+                {"x", square}, {"xf", square}, {"mx", square_rows}, {"sm", square_rows}}));
+  // 2 x 64 over 128 threads: no run length leaves whole thread rows for
+  // 2 rows (64 threads per row at runs of 1 is 2 thread rows, one element
+  // each): that is the layout.
+  EXPECT_EQ(registers_of(softmax_rows(2, 64, 128), 128).at("x"),
+            "tilejit::cuda::PartTile<2, 64, 2, 64, 1>");
+  // More than kMaxAccRegisters elements a thread: shared memory.
+  EXPECT_TRUE(registers_of(softmax_rows(4, 8192, 128), 128).empty());
+}
+
+// Where a partitioned tile meets an mma accumulator in a T.Parallel nest,
+// the accumulator keeps its layout and the other tile goes to shared memory.
+TEST(Fragments, AnMmaTileWinsANestOverAPartitionedOne) {
+  ir::TileBuilder b("mixed");
+  const DataType bf = DataType::bfloat16(), f32 = DataType::float32();
+  const Buffer A = b.tensor_param("A", {Expr(64), Expr(64)}, bf);
+  const Buffer C = b.tensor_param("C", {Expr(64), Expr(64)}, f32);
+  b.begin_kernel({Expr(1)}, {128});
+  const Buffer A_s = b.alloc("A_s", {64, 64}, bf, Scope::kShared);
+  const Buffer acc = b.alloc("acc", {64, 64}, f32, Scope::kFragment);
+  const Buffer bias = b.alloc("bias", {64, 64}, f32, Scope::kFragment);
+  const Buffer other = b.alloc("other", {64, 64}, f32, Scope::kFragment);
+  b.copy(whole(A), whole(A_s));
+  b.copy(whole(C), whole(bias));
+  b.copy(whole(C), whole(other));
+  b.gemm(whole(A_s), whole(A_s), whole(acc), false, true, true, 1);
+  const Expr i = b.begin_for("i", 0, 64, ForKind::kParallel);
+  const Expr j = b.begin_for("j", 0, 64, ForKind::kParallel);
+  b.store(acc, {i, j}, ir::load(acc, {i, j}) + ir::load(bias, {i, j}));
+  b.end_for();
+  b.end_for();
+  const Expr k = b.begin_for("k", 0, 64, ForKind::kParallel);
+  const Expr l = b.begin_for("l", 0, 64, ForKind::kParallel);
+  b.store(other, {k, l}, ir::load(other, {k, l}) * 2.0);
+  b.end_for();
+  b.end_for();
+  b.copy(whole(acc), whole(C));
+  b.copy(whole(other), whole(C));
+  b.end_kernel();
+  EXPECT_EQ(registers_of(b.finish(), 128),
+            (std::map<std::string, std::string>{
+                {"acc", "tilejit::cuda::MmaAcc<64, 64, 4, 1>"},
+                {"other", "tilejit::cuda::PartTile<64, 64, 16, 8, 8>"}}));
 }
 
 }  // namespace

@@ -74,6 +74,8 @@ struct MmaRows {
   __device__ __forceinline__ static int row(int s) {
     return (thread_rank() / 32) * kWarpM + (s / 2) * 16 + (thread_rank() % 32) / 4 + (s % 2) * 8;
   }
+  // The one of a row's four threads (a quad) that stores it to memory.
+  __device__ __forceinline__ static bool leader() { return thread_rank() % 4 == 0; }
 };
 
 namespace mma_detail {

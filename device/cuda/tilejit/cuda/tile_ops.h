@@ -7,6 +7,7 @@
 #include "tilejit/cuda/gemm.h"
 #include "tilejit/cuda/mma.h"
 #include "tilejit/cuda/mma_acc.h"
+#include "tilejit/cuda/part_tile.h"
 #include "tilejit/cuda/print.h"
 #include "tilejit/cuda/rasterize.h"
 #include "tilejit/cuda/reduce.h"
