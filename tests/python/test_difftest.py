@@ -2,7 +2,8 @@
 CPU target and compared with a numpy interpreter of TileLang's semantics.
 
 - Every case of the regression corpus (tests/difftest/regressions/*.json, a
-  program that once failed, with a note of what it found) runs again; a
+  program that once failed, with a note of what it found) runs again, on
+  the CPU target and, where a GPU and torch are, on CUDA; a
   case whose program uses a feature that features.py switches off for the
   CPU (a known defect, named with its issue item) is an expected failure.
 - Random programs from the committed seeds (tests/difftest/seeds.txt),
@@ -37,7 +38,7 @@ from difftest.program import (AtomicAdd, Bin, Buffer, Const, Copy, For, If, Let,
                               Load, Operand, Param, Parallel, Program, Store, ThreadIdx,
                               Var, from_json, to_json)
 from difftest.runner import Worker, describe  # noqa: E402
-from support import raises_exact  # noqa: E402
+from support import raises_exact, tilejit_cuda_unavailable  # noqa: E402
 from test_tile_kernels import needs_tile_cpu  # noqa: E402
 
 TARGET = "cpu"
@@ -61,22 +62,32 @@ def worker():
 # --- the regression corpus ----------------------------------------------------
 
 def _case_params():
+    # Every case on the CPU, and on CUDA where a GPU is (with torch).
+    no_cuda = tilejit_cuda_unavailable()
+    if not no_cuda:
+        try:
+            import torch  # noqa: F401 (the runner moves CUDA arrays with it)
+        except ImportError:
+            no_cuda = "torch is not installed"
     out = []
-    for path in corpus.cases():
-        case = corpus.load(path)
-        why = features.known_defect(corpus.detect(case["program"]), TARGET)
-        marks = [pytest.mark.xfail(reason=why, strict=False)] if why else []
-        out.append(pytest.param(path, id=path.stem, marks=marks))
+    for target in (TARGET, "cuda"):
+        for path in corpus.cases():
+            case = corpus.load(path)
+            why = features.known_defect(corpus.detect(case["program"]), target)
+            marks = [pytest.mark.xfail(reason=why, strict=False)] if why else []
+            if target == "cuda":
+                marks.append(pytest.mark.skipif(bool(no_cuda), reason=no_cuda))
+            out.append(pytest.param(path, target, id=f"{target}-{path.stem}", marks=marks))
     return out
 
 
 @needs_tile_cpu
-@pytest.mark.parametrize("path", _case_params())
-def test_regression_case(path, worker):
+@pytest.mark.parametrize("path, target", _case_params())
+def test_regression_case(path, target, worker):
     case = corpus.load(path)
-    result = worker.check(case["program"], TARGET, case["seed"])
+    result = worker.check(case["program"], target, case["seed"])
     assert not result.failed, (f"{path.name} ({case['note']}):\n" +
-                               describe(result, case["seed"], TARGET))
+                               describe(result, case["seed"], target))
 
 
 def test_every_regression_case_says_what_it_found():

@@ -149,3 +149,41 @@ def test_row_reductions_into_shared_memory(target, m, n, block_m):
     xf = x.astype(np.float64)
     np.testing.assert_allclose(s, xf.sum(axis=1), rtol=1e-4, atol=1e-3)
     np.testing.assert_array_equal(mx, xf.max(axis=1).astype(np.float32))
+
+
+def reducer_rows(m, n, block_m, op):
+    """A T.alloc_reducer folded over a tile in registers: each row's
+    elements are spread over its threads, so the fold is an atomic (Note
+    [Reductions in a T.Parallel nest]), not each thread's own."""
+    @T.prim_func
+    def main(X: T.Tensor((m, n), "float16"), R: T.Tensor((m,), "float32")):
+        with T.Kernel(T.ceildiv(m, block_m), threads=128) as bx:
+            x = T.alloc_fragment((block_m, n), "float16")
+            r = T.alloc_reducer((block_m,), "float32", op=op, replication="all")
+            T.copy(X[bx * block_m, 0], x)
+            T.fill(r, -T.infinity("float32") if op == "max" else 0.0)
+            for i, j in T.Parallel(block_m, n):
+                if op == "max":
+                    r[i] = T.max(r[i], T.cast(x[i, j], "float32"))
+                else:
+                    r[i] += T.cast(x[i, j], "float32")
+            T.finalize_reducer(r)
+            for i in T.Parallel(block_m):
+                if bx * block_m + i < m:
+                    R[bx * block_m + i] = r[i]
+    return main
+
+
+@needs_tile_cpu
+@on_targets
+@pytest.mark.parametrize("op", ["max", "sum"])
+@pytest.mark.parametrize("m, n, block_m", [(45, 128, 16), (3, 1024, 1)])
+def test_a_reducer_over_a_register_tile(target, op, m, n, block_m):
+    k = tilejit.compile(reducer_rows(m, n, block_m, op), out_idx=[1], target=target)
+    x = _rand((m, n), "float16", seed=m)
+    got = _out(k(_to(target, x)))
+    xf = x.astype(np.float64)
+    if op == "max":
+        np.testing.assert_array_equal(got, xf.max(axis=1).astype(np.float32))
+    else:
+        np.testing.assert_allclose(got, xf.sum(axis=1), rtol=1e-4, atol=1e-3)

@@ -301,14 +301,15 @@ void CudaTileCodegen::emit_parallel_nest(const ir::ForStmt& op) {
 // and v), becomes an atomic add (max, min) of v. The barrier before the
 // element is read (T.finalize_reducer, or any later read) is the hazard
 // tracker's, as for any write.
-std::string CudaTileCodegen::reduction_store(const ir::StoreStmt& op) {
+std::string CudaTileCodegen::reduction_store(const ir::StoreStmt& op,
+                                             const std::vector<uint64_t>& vars) {
   struct Vars : ir::IRVisitor {
     std::set<uint64_t> ids;
     void visit_var(const ir::VarNode* v, const Expr&) override { ids.insert(v->id); }
   } used;
   for (const Expr& i : op.indices) used.visit(i);
   bool shared_element = false;
-  for (uint64_t v : nest_vars_) shared_element = shared_element || !used.ids.count(v);
+  for (uint64_t v : vars) shared_element = shared_element || !used.ids.count(v);
   if (!shared_element) return "";
   Expr value = op.value;
   if (value.kind() == ir::ExprKind::kCast) value = value.as<ir::CastNode>()->value;
@@ -395,9 +396,13 @@ void CudaTileCodegen::emit_store(const ir::StoreStmt& op) {
       line("if (" + reg_layout_->type() + "::leader()) " + store);
       return;
     }
-    if (parallel_depth_ > 0 && reg_layout_ == nullptr && !nest_vars_.empty() && !b.global &&
-        b.layout != "local" && b.layout != "mma") {
-      if (std::string atomic = reduction_store(op); !atomic.empty()) {
+    // Note [Reductions in a T.Parallel nest], in a loop shared by the
+    // group's threads or in a register loop over a tile (whose iterations
+    // are spread over the threads just as well).
+    const std::vector<uint64_t>& vars = reg_layout_ != nullptr ? reg_vars_ : nest_vars_;
+    if (parallel_depth_ > 0 && !vars.empty() && !b.global && b.layout != "local" &&
+        b.layout != "mma") {
+      if (std::string atomic = reduction_store(op, vars); !atomic.empty()) {
         line(atomic);
         return;
       }

@@ -142,8 +142,9 @@ class CudaTileCodegen final : public backend::TileCodegen {
   void emit_parallel_nest(const ir::ForStmt& op);
   /// Note [Reductions in a T.Parallel nest]: the atomic that stores `op`
   /// when it folds a value into an element that other iterations of the
-  /// nest fold into too; "" when it is a plain store.
-  std::string reduction_store(const ir::StoreStmt& op);
+  /// nest fold into too (an element whose indices leave out one of the
+  /// nest's `vars`); "" when it is a plain store.
+  std::string reduction_store(const ir::StoreStmt& op, const std::vector<uint64_t>& vars);
   /// Note [Software pipelining] (pipeline.h).
   void emit_pipelined(const ir::ForStmt& op, const std::vector<const ir::CopyOp*>& copies);
   /// The prefetched copies of iteration `iteration` (C++) into stage
