@@ -77,6 +77,9 @@ def _case_params():
             marks = [pytest.mark.xfail(reason=why, strict=False)] if why else []
             if target == "cuda":
                 marks.append(pytest.mark.skipif(bool(no_cuda), reason=no_cuda))
+            # A program a target refuses by design, with the case's reason.
+            if target in case.get("not_on", {}):
+                marks.append(pytest.mark.skip(reason=case["not_on"][target]))
             out.append(pytest.param(path, target, id=f"{target}-{path.stem}", marks=marks))
     return out
 
