@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 from . import _C
 from . import cache as _cache
 from . import language as _language
+from .language import active as _active
 from . import transform as _transform
 from .language import eager as _eager
 from .language.eager import refuse_tensors as _refuse_tensors
@@ -183,13 +184,8 @@ class JitFunction:
         raise TypeError(f"{self.name}: the arguments are not hashable")
 
     def _build(self, args: tuple, kwargs: dict) -> _C.Kernel:
-        state = _language._state
-        previous = getattr(state, "factory_name", None)
-        state.factory_name = self.name
-        try:
+        with _active.building(self.name):
             result = self._func(*args, **kwargs)
-        finally:
-            state.factory_name = previous
         if isinstance(result, _C.Kernel):
             return result
         if not isinstance(result, _C.PrimFunc):

@@ -306,3 +306,36 @@ def test_prim_func_with_name():
     assert renamed.name == "renamed" and main.name == "main"
     with raises_exact(ValueError, "prim_func name 'not ok' is not an identifier"):
         main.with_name("not ok")
+
+
+# --- the front end's layers ---------------------------------------------------
+
+def test_the_front_end_modules_import_in_layers():
+    # tilejit.language's modules form layers: no import cycle, and no import
+    # inside a function to hide one (the active tracer lives in the leaf
+    # module `active`; dtypes is data, told how to convert by `values`).
+    import ast
+    from pathlib import Path
+    root = Path(T.__file__).parent
+    mods = {p.stem: p for p in root.glob("*.py")}
+    graph = {}
+    for name, path in mods.items():
+        tree = ast.parse(path.read_text())
+        deps = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                names = [node.module.split(".")[0]] if node.module else [a.name for a in node.names]
+                deps.update(n for n in names if n in mods)
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                inner = [n for n in ast.walk(fn) if isinstance(n, ast.ImportFrom) and n.level == 1]
+                assert not inner, f"{name}.{fn.name} imports {inner[0].module} inside a function"
+        graph[name] = deps
+
+    def reaches(start, goal, seen=()):
+        return any(d == goal or (d not in seen and reaches(d, goal, seen + (d,)))
+                   for d in graph[start])
+
+    assert not [m for m in graph if reaches(m, m)], "an import cycle in tilejit.language"
+    assert graph["active"] == set() and graph["dtypes"] == set()
+    assert "eager" not in {d for m, ds in graph.items() if m != "__init__" for d in ds}

@@ -63,7 +63,7 @@ from typing import Any
 from .. import _C
 from . import dtypes
 from .builder import use_builder
-from .declare import (Buffer, Expr, Kernel, PrimFunc, Tensor, TensorType, _state, dynamic,
+from .declare import (Buffer, Expr, Kernel, PrimFunc, Tensor, TensorType, dynamic,
                       prim_func, source, symbolic)
 from .layouts import annotate_layout
 from .macros import BufferType, FragmentBuffer, LocalBuffer, SharedBuffer, macro

@@ -22,14 +22,9 @@ from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 from .. import _C
 
-__all__ = ["make_builder", "use_builder", "cast", "CBuilder"]
+__all__ = ["make_builder", "use_builder", "CBuilder"]
 
 _local = threading.local()
-
-
-def cast(value: Any, dtype: str) -> Any:
-    from .values import cast as _cast
-    return _cast(value, dtype)
 
 
 _OPERATORS = {

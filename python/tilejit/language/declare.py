@@ -19,13 +19,14 @@ from .. import _C
 from . import builder as _builder
 from . import rewrite as _rewrite
 from . import tracer as _tracer
+from .active import active, factory_name
+from .ascend import enter_npu_kernel, exit_npu_kernel
 from .dtypes import DType, dtype_name
 from .spans import Span, annotated_parameter, error, strip_internal_frames, user_span
 from .values import view_not_supported
 
 Expr = _C.Expr
 PrimFunc = _C.PrimFunc
-_state = _tracer._state
 
 
 def _is_int(x: Any) -> bool:
@@ -131,19 +132,17 @@ class Kernel:
         self._tracer: Any = None
 
     def __enter__(self) -> Any:
-        tr = _tracer.active()
+        tr = active()
         if tr is None:
             raise RuntimeError("T.Kernel is only valid inside a function decorated with "
                                "@T.prim_func")
         self._tracer = tr
         if self.is_npu:
-            from .ascend import enter_npu_kernel
             return enter_npu_kernel(tr, self.grid, self._span)
         return tr.enter_kernel(self.grid, self.threads, self._span)
 
     def __exit__(self, exc_type: Any, *exc: Any) -> None:
         if self.is_npu:
-            from .ascend import exit_npu_kernel
             exit_npu_kernel(self._tracer, exc_type is not None)
             return
         self._tracer.exit_kernel(exc_type is not None)
@@ -152,7 +151,7 @@ class Kernel:
 def source(cpu: Optional[str] = None, cuda: Optional[str] = None, **targets: str) -> None:
     """Gives the body's source text per target (phase 1; see the package
     docstring for what a body sees). Each target's body is given once."""
-    tr = _tracer.active()
+    tr = active()
     if tr is None:
         raise RuntimeError("T.source is only valid inside a function decorated with "
                            "@T.prim_func")
@@ -201,7 +200,7 @@ def prim_func(fn: Any = None, **options: Any) -> Any:
     keyword options (``private=``, ...) are accepted and ignored."""
     if fn is None:
         return lambda f: prim_func(f, **options)
-    name = getattr(_state, "factory_name", None) or fn.__name__
+    name = factory_name() or fn.__name__
     caller = sys._getframe(1)
     caller_locals = dict(caller.f_locals)
     del caller

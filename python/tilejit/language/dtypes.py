@@ -10,9 +10,19 @@ conversion (``T.float32(x)`` is ``T.cast(x, "float32")``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Optional
 
 from .. import _C
+
+# The conversion of a kernel value (values.cast), which values registers
+# when it is imported: dtypes is data, below the modules that trace.
+_convert: Optional[Callable[[Any, str], Any]] = None
+
+
+def register_conversion(convert: Callable[[Any, str], Any]) -> None:
+    global _convert
+    _convert = convert
+
 
 __all__ = ["DType", "ScalarType", "DataType", "dtype_name", "is_float", "is_int", "bits_of"]
 
@@ -57,8 +67,9 @@ class DType:
 
     def __call__(self, value: Any) -> Any:
         """Inside a kernel body: the value converted to this dtype."""
-        from . import builder
-        return builder.cast(value, self.name)
+        if _convert is None:
+            raise RuntimeError(f"T.{self.name}(x) converts a value inside a @T.prim_func body")
+        return _convert(value, self.name)
 
 
 # Phase 1's name for the annotation of a scalar parameter.

@@ -49,7 +49,8 @@ from . import rewrite as _rewrite
 from .declare import TensorType, _shape_tuple
 from .dtypes import dtype_name
 from .spans import Span, error, strip_internal_frames, user_span
-from .tracer import ParamBuffer, Tracer, _state, active
+from .active import active, tracing
+from .tracer import ParamBuffer, Tracer
 
 
 class _ProbeDone(Exception):
@@ -385,12 +386,8 @@ class EagerFunction:
 
     def _run(self, tracer: EagerTracer, config: Dict[str, Any], given: Dict[str, Any]) -> Any:
         body = _rewrite.rewritten(self.fn, tracer, self.name, eager=True)
-        previous = active()
-        _state.trace = tracer
-        try:
+        with tracing(tracer):
             return body(**config, **{n: given.get(n) for n in self.tensors})
-        finally:
-            _state.trace = previous
 
     def _solve(self, config: Dict[str, Any], given: Dict[str, Any],
                consts: Dict[str, Any]) -> Dict[str, int]:

@@ -17,7 +17,7 @@ import inspect
 from typing import Any
 
 from . import rewrite as _rewrite
-from . import tracer as _tracer
+from .active import active
 from .dtypes import dtype_name
 from .spans import error
 from .values import BufferProxy
@@ -85,7 +85,7 @@ def macro(fn: Any = None, **options: Any) -> Any:
     signature = inspect.signature(fn) if checks else None
 
     def call(*args: Any, **kwargs: Any) -> Any:
-        tr = _tracer.active()
+        tr = active()
         if tr is None:
             raise RuntimeError(f"the T.macro {fn.__name__} is only callable inside a function "
                                f"decorated with @T.prim_func")

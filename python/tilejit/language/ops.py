@@ -10,6 +10,7 @@ from typing import Any, List, Optional
 
 from .. import _C
 from . import dtypes
+from .active import active
 from .spans import error, user_span
 from .loops import LoopRange, serial_range
 from .values import (BufferProxy, Region, Value, VarBuffer, call_intrinsic, current_tracer,
@@ -210,9 +211,12 @@ def copy(src: Any, dst: Any, coalesced_width: Any = None, disable_tma: bool = Fa
     span = user_span()
     tr = current_tracer("T.copy")
     s, d = _region("T.copy", "source", src), _region("T.copy", "destination", dst)
-    if getattr(s.buffer, "memory", "") or getattr(d.buffer, "memory", ""):
-        from .ascend import check_copy  # an Ascend on-chip buffer: the core's paths only
-        check_copy(s, d)
+    for side in (s, d):
+        # An Ascend on-chip buffer (ascend.NpuBuffer) allows its core's paths only.
+        check = getattr(side.buffer, "check_copy", None)
+        if check is not None:
+            check(s, d)
+            break
     b = tr.tile("T.copy", span)
     b.copy(_region_handle(tr, s), _region_handle(tr, d), span)
 
@@ -421,18 +425,13 @@ def _unary(name: str, fn: Any) -> Any:
     def op(x: Any) -> Any:
         if not isinstance(x, (Value, VarBuffer)) and isinstance(x, (int, float)) and \
                 not isinstance(x, bool):
-            tr = _active_builder()
+            tr = active()
             if tr is None:
                 return fn(x)
         return call_intrinsic(name, x)
     op.__name__ = name
     op.__doc__ = f"T.{name}(x) of a scalar expression."
     return op
-
-
-def _active_builder() -> Any:
-    from . import tracer
-    return tracer.active()
 
 
 def _rsqrt(x: float) -> float:

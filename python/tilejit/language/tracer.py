@@ -21,24 +21,18 @@ symbolic loop variable; any other iterable is a Python loop.
 from __future__ import annotations
 
 import builtins
-import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import _C
+from .active import active, tracing
 from .loops import LoopRange, serial_range
 from .spans import Span, error, span_text, user_span
 from .values import (PY_BINARY, PY_COMPARE, PY_INPLACE, BufferProxy, Value,
                      VarBuffer, as_bool_handle, binary, is_symbolic, reads, static_value,
                      to_handle)
 
-_state = threading.local()
-
 # Frame kinds.
 KERNEL, FOR, WHILE, IF, PY = "kernel", "for", "while", "if", "py"
-
-
-def active() -> Optional["Tracer"]:
-    return getattr(_state, "trace", None)
 
 
 UNSET = object()  # the previous value of a name not bound yet
@@ -533,13 +527,9 @@ class Tracer:
 
 
 def run(tracer: Tracer, fn: Callable[..., Any]) -> Any:
-    previous = active()
-    _state.trace = tracer
-    try:
+    with tracing(tracer):
         fn(*tracer.proxies)
         return tracer.finish()
-    finally:
-        _state.trace = previous
 
 
 __all__ = ["Tracer", "active", "run", "UNSET"]

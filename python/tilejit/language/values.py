@@ -22,19 +22,10 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from .. import _C
 from . import dtypes
+from .active import active, current_tracer
 from .spans import error
 
 __all__ = ["Value", "BufferProxy", "VarBuffer", "Region", "is_symbolic", "current_tracer"]
-
-
-def current_tracer(what: str = "this") -> Any:
-    from . import tracer as _tracer
-    tr = _tracer.active()
-    if tr is None:
-        # Called outside any prim_func: the traceback already ends at the
-        # author's line, and phase 1 words it so.
-        raise RuntimeError(f"{what} is only valid inside a function decorated with @T.prim_func")
-    return tr
 
 
 def _is_int(x: Any) -> bool:
@@ -147,6 +138,9 @@ def cast(x: Any, dtype: Any) -> Any:
     return Value(tr.b.cast(name, h), reads=reads(x))
 
 
+dtypes.register_conversion(cast)
+
+
 def reads(*xs: Any) -> bool:
     """Whether any of `xs` reads a buffer (then binding it to a name makes
     a let, so that a later store cannot change its value)."""
@@ -179,8 +173,7 @@ class Value:
         return cast(self, dtype)
 
     def __repr__(self) -> str:
-        from . import tracer as _tracer
-        tr = _tracer.active()
+        tr = active()
         if tr is None or tr._b is None:
             return "<tile expression>"
         return tr.b.text(self.h)
