@@ -29,6 +29,29 @@ def tilejit_cuda_unavailable():
     return ""
 
 
+# Tests that run one program on the CPU target and, where a GPU is, on
+# CUDA: parametrise with @on_targets, move inputs with to_target() and read
+# outputs with as_numpy().
+_NO_CUDA = tilejit_cuda_unavailable()
+TARGETS = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(bool(_NO_CUDA), reason=_NO_CUDA))]
+on_targets = pytest.mark.parametrize("target", TARGETS)
+
+
+def to_target(target, array):
+    """`array` where a kernel of `target` takes it (a torch CUDA tensor)."""
+    if target == "cpu":
+        return array
+    import numpy as np
+    import torch
+    return torch.from_numpy(np.ascontiguousarray(array)).cuda()
+
+
+def as_numpy(x):
+    """A kernel's output as numpy."""
+    import numpy as np
+    return x.cpu().numpy() if hasattr(x, "cpu") else np.asarray(x)
+
+
 @contextlib.contextmanager
 def raises_exact(kind, message):
     """Expects an exception of exactly type `kind` (a subclass does not

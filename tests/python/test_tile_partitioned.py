@@ -11,23 +11,8 @@ import pytest
 
 import tilejit
 import tilejit.language as T
-from support import tilejit_cuda_unavailable
+from support import as_numpy, on_targets, to_target
 from test_tile_kernels import needs_tile_cpu
-
-_NO_CUDA = tilejit_cuda_unavailable()
-TARGETS = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(bool(_NO_CUDA), reason=_NO_CUDA))]
-on_targets = pytest.mark.parametrize("target", TARGETS)
-
-
-def _to(target, array):
-    if target == "cpu":
-        return array
-    import torch
-    return torch.from_numpy(np.ascontiguousarray(array)).cuda()
-
-
-def _out(x):
-    return x.cpu().numpy() if hasattr(x, "cpu") else np.asarray(x)
 
 
 def _rand(shape, dtype="float32", seed=0, scale=1.0):
@@ -68,7 +53,7 @@ def test_softmax(target, m, n, block_m, dtype):
     xf = x.astype(np.float64)
     e = np.exp(xf - xf.max(axis=1, keepdims=True))
     tol = 2e-3 if dtype == "float16" else 1e-5
-    np.testing.assert_allclose(_out(k(_to(target, x))).astype(np.float64),
+    np.testing.assert_allclose(as_numpy(k(to_target(target, x))).astype(np.float64),
                                e / e.sum(axis=1, keepdims=True), rtol=tol, atol=tol * 1e-2)
 
 
@@ -106,7 +91,7 @@ def layer_norm(m, n, block_m, eps=1e-5):
 def test_layer_norm_stores_row_statistics_once(target, m, n, block_m):
     k = tilejit.compile(layer_norm(m, n, block_m), out_idx=[1, 2, 3], target=target)
     x = _rand((m, n), seed=m, scale=2) + 1
-    y, mean, rstd = (_out(v) for v in k(_to(target, x)))
+    y, mean, rstd = (as_numpy(v) for v in k(to_target(target, x)))
     xf = x.astype(np.float64)
     mu = xf.mean(axis=1)
     r = 1 / np.sqrt(xf.var(axis=1) + 1e-5)
@@ -145,7 +130,7 @@ def row_stats(m, n, block_m):
 def test_row_reductions_into_shared_memory(target, m, n, block_m):
     k = tilejit.compile(row_stats(m, n, block_m), out_idx=[1, 2], target=target)
     x = _rand((m, n), "float16", seed=n)
-    s, mx = (_out(v) for v in k(_to(target, x)))
+    s, mx = (as_numpy(v) for v in k(to_target(target, x)))
     xf = x.astype(np.float64)
     np.testing.assert_allclose(s, xf.sum(axis=1), rtol=1e-4, atol=1e-3)
     np.testing.assert_array_equal(mx, xf.max(axis=1).astype(np.float32))
@@ -181,9 +166,10 @@ def reducer_rows(m, n, block_m, op):
 def test_a_reducer_over_a_register_tile(target, op, m, n, block_m):
     k = tilejit.compile(reducer_rows(m, n, block_m, op), out_idx=[1], target=target)
     x = _rand((m, n), "float16", seed=m)
-    got = _out(k(_to(target, x)))
+    got = as_numpy(k(to_target(target, x)))
     xf = x.astype(np.float64)
     if op == "max":
         np.testing.assert_array_equal(got, xf.max(axis=1).astype(np.float32))
     else:
         np.testing.assert_allclose(got, xf.sum(axis=1), rtol=1e-4, atol=1e-3)
+

@@ -12,28 +12,8 @@ import pytest
 import tilejit
 import tilejit as tilelang
 import tilejit.language as T
-from support import tilejit_cuda_unavailable
+from support import as_numpy, on_targets, to_target
 from test_tile_kernels import needs_tile_cpu
-
-_NO_CUDA = tilejit_cuda_unavailable()
-# Every program runs on the CPU target here and on CUDA where a GPU is.
-TARGETS = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(bool(_NO_CUDA), reason=_NO_CUDA))]
-on_targets = pytest.mark.parametrize("target", TARGETS)
-
-
-def _to(target, array):
-    """`array` where a kernel of `target` takes it (a torch CUDA tensor)."""
-    if target == "cpu":
-        return array
-    import torch
-    return torch.from_numpy(np.ascontiguousarray(array)).cuda()
-
-
-def _out(x):
-    """A kernel's output as numpy."""
-    if hasattr(x, "cpu"):
-        return x.cpu().numpy()
-    return np.asarray(x)
 
 
 def _rand(shape, dtype="float32", seed=0):
@@ -58,7 +38,7 @@ def scale_by_thread(n, threads=128):
 def test_a_store_with_the_thread_index_is_every_threads(target, n):
     k = tilejit.compile(scale_by_thread(n), out_idx=[1], target=target)
     a = _rand(n)
-    np.testing.assert_array_equal(_out(k(_to(target, a))), a * 2)
+    np.testing.assert_array_equal(as_numpy(k(to_target(target, a))), a * 2)
 
 
 def gemv_one_thread_per_row(target, n, k, block_n, block_k, dtype="float16", accum="float32"):
@@ -130,8 +110,8 @@ def _gemv_inputs(n, k):
 @on_targets
 def test_gemv_a_thread_per_row(target):
     a, b, ref = _gemv_inputs(256, 512)
-    c = gemv_one_thread_per_row(target, 256, 512, 128, 64)(_to(target, a), _to(target, b))
-    np.testing.assert_allclose(_out(c).astype(np.float32), ref, rtol=2e-2, atol=2e-2)
+    c = gemv_one_thread_per_row(target, 256, 512, 128, 64)(to_target(target, a), to_target(target, b))
+    np.testing.assert_allclose(as_numpy(c).astype(np.float32), ref, rtol=2e-2, atol=2e-2)
 
 
 @needs_tile_cpu
@@ -139,8 +119,8 @@ def test_gemv_a_thread_per_row(target):
 @pytest.mark.parametrize("vectorized", [False, True])
 def test_gemv_split_k_atomics_per_thread(target, vectorized):
     a, b, ref = _gemv_inputs(256, 1024)
-    c = gemv_split_k(target, 256, 1024, 32, 4, vectorized)(_to(target, a), _to(target, b))
-    np.testing.assert_allclose(_out(c).astype(np.float32), ref, rtol=2e-2, atol=2e-2)
+    c = gemv_split_k(target, 256, 1024, 32, 4, vectorized)(to_target(target, a), to_target(target, b))
+    np.testing.assert_allclose(as_numpy(c).astype(np.float32), ref, rtol=2e-2, atol=2e-2)
 
 
 @needs_tile_cpu
@@ -160,8 +140,8 @@ def test_alloc_var_accumulates_per_thread(target):
                 S[r] = acc
 
     x = _rand((rows, cols))
-    s = tilejit.compile(row_sums, out_idx=[1], target=target)(_to(target, x))
-    np.testing.assert_allclose(_out(s), x.sum(axis=1), rtol=1e-5, atol=1e-5)
+    s = tilejit.compile(row_sums, out_idx=[1], target=target)(to_target(target, x))
+    np.testing.assert_allclose(as_numpy(s), x.sum(axis=1), rtol=1e-5, atol=1e-5)
 
 
 @needs_tile_cpu
@@ -177,9 +157,9 @@ def test_a_scalar_atomic_add_is_made_by_every_thread(target):
             if tx == 0:
                 T.atomic_add(C[1], 1)
 
-    c = _to(target, np.zeros(2, np.int32))
+    c = to_target(target, np.zeros(2, np.int32))
     tilejit.compile(count, target=target)(c)
-    np.testing.assert_array_equal(_out(c), [3 * 128, 3])
+    np.testing.assert_array_equal(as_numpy(c), [3 * 128, 3])
 
 
 @needs_tile_cpu
@@ -199,8 +179,8 @@ def test_thread_values_cross_a_barrier_through_shared_memory(target):
             B[tx] = S[(tx + 1) % 128]
 
     a = _rand(128)
-    b = tilejit.compile(swap_pairs, out_idx=[1], target=target)(_to(target, a))
-    np.testing.assert_allclose(_out(b), np.roll(a + 1, -1), rtol=1e-6)
+    b = tilejit.compile(swap_pairs, out_idx=[1], target=target)(to_target(target, a))
+    np.testing.assert_allclose(as_numpy(b), np.roll(a + 1, -1), rtol=1e-6)
 
 
 # --- tile ops under a thread range ------------------------------------------
@@ -223,8 +203,8 @@ def test_a_copy_under_a_thread_range_runs_on_those_threads(target):
                 C[i, j] = A_s[i, j] - B_s[i, j]
 
     a, b = _rand((64, 64), seed=3), _rand((64, 64), seed=4)
-    c = tilejit.compile(halves, out_idx=[2], target=target)(_to(target, a), _to(target, b))
-    np.testing.assert_array_equal(_out(c), a - b)
+    c = tilejit.compile(halves, out_idx=[2], target=target)(to_target(target, a), to_target(target, b))
+    np.testing.assert_array_equal(as_numpy(c), a - b)
 
 
 @needs_tile_cpu
@@ -255,10 +235,10 @@ def test_a_gemm_and_a_copy_on_two_thread_ranges(target):
     b = (_rand((32, 64), seed=6) / 4).astype(np.float16)
     x = _rand((64, 64), seed=7)
     c, y = tilejit.compile(roles, out_idx=[3, 4], target=target)(
-        _to(target, a), _to(target, b), _to(target, x))
-    np.testing.assert_allclose(_out(c), a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3,
+        to_target(target, a), to_target(target, b), to_target(target, x))
+    np.testing.assert_allclose(as_numpy(c), a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3,
                                atol=1e-3)
-    np.testing.assert_array_equal(_out(y), x)
+    np.testing.assert_array_equal(as_numpy(y), x)
 
 
 @needs_tile_cpu
@@ -296,5 +276,5 @@ def test_alloc_reducer_column_sums(target):
             T.copy(s, S)
 
     x = _rand((256, 64), seed=8)
-    s = tilejit.compile(col_sums, out_idx=[1], target=target)(_to(target, x))
-    np.testing.assert_allclose(_out(s), x.sum(axis=0), rtol=1e-4, atol=1e-4)
+    s = tilejit.compile(col_sums, out_idx=[1], target=target)(to_target(target, x))
+    np.testing.assert_allclose(as_numpy(s), x.sum(axis=0), rtol=1e-4, atol=1e-4)
