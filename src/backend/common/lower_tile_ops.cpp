@@ -452,10 +452,16 @@ void lower_gemm(TileCodegen& cg, const ir::GemmOp& op) {
                 ", " + str(k) + " from A; B gives K = " + str(kb) + ", C is " + str(c.rows) +
                 " x " + str(c.cols) + ")");
   }
-  if (!op.c.buffer.dtype().is_float()) {
+  // A float C accumulates any operands in floating point; an integer C
+  // takes integer operands, exactly (TileLang's int8 x int8 -> int32).
+  const DataType ct = op.c.buffer.dtype();
+  const bool int_operands = op.a.buffer.dtype().is_int() && op.b.buffer.dtype().is_int();
+  if (!ct.is_float() && !(ct.is_int() && int_operands)) {
     cg.fail(ErrorKind::kTypeError, op.span, name,
-            "C " + ir::to_string(op.c) + " has dtype " + op.c.buffer.dtype().name() +
-                "; the " + cg.display() + " gemm accumulates in floating point");
+            "C " + ir::to_string(op.c) + " has dtype " + ct.name() + " and A, B are " +
+                op.a.buffer.dtype().name() + ", " + op.b.buffer.dtype().name() + "; the " +
+                cg.display() + " gemm accumulates in floating point, or in an integer C from "
+                "integer A and B");
   }
   cg.line("// T.gemm(" + ir::to_string(op.a) + ", " + ir::to_string(op.b) + ", " +
           ir::to_string(op.c) + ")");

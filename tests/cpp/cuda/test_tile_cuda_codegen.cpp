@@ -333,6 +333,28 @@ TEST_F(CudaTileCodegen, ElementwiseAndNormalisations) {
   compiles(ex::softmax(256));
 }
 
+// int8 x int8 -> int32: the library's gemm, exact in the integer C (the
+// lowering report says why not the tensor cores).
+TEST_F(CudaTileCodegen, AnInt8GemmAccumulatesInInt32) {
+  ir::TileBuilder b("gemm_i8");
+  const DataType i8 = DataType::int8(), i32 = DataType::int32();
+  const ir::Buffer A = b.tensor_param("A", {Expr(64), Expr(32)}, i8);
+  const ir::Buffer B = b.tensor_param("B", {Expr(32), Expr(64)}, i8);
+  const ir::Buffer C = b.tensor_param("C", {Expr(64), Expr(64)}, i32);
+  b.begin_kernel({Expr(1)}, {128});
+  const ir::Buffer A_s = b.alloc("A_s", {64, 32}, i8, ir::Scope::kShared);
+  const ir::Buffer B_s = b.alloc("B_s", {32, 64}, i8, ir::Scope::kShared);
+  const ir::Buffer acc = b.alloc("acc", {64, 64}, i32, ir::Scope::kFragment);
+  b.copy(ir::whole(A), ir::whole(A_s));
+  b.copy(ir::whole(B), ir::whole(B_s));
+  b.gemm(ir::whole(A_s), ir::whole(B_s), ir::whole(acc), false, false, true, 0);
+  b.copy(ir::whole(acc), ir::whole(C));
+  b.end_kernel();
+  const Lowered l = compiles(b.finish());
+  EXPECT_NE(l.generated.source.find("tilejit::cuda::gemm<64, 64, 32, false, false"), std::string::npos)
+      << l.generated.source;
+}
+
 TEST_F(CudaTileCodegen, SplitKInBothWorkspaceForms) {
   // The slice's end masked by an `if` on the thread's k index, inside a
   // T.Parallel loop: the branch holds no barrier (it did, and the block hung

@@ -1,5 +1,6 @@
 // T.gemm on the CPU: C[M][N] (+)= A[M][K] * B[K][N] over tiles of one block,
-// accumulated in f32.
+// accumulated in f32, or exactly in C's type for integer operands into an
+// integer C (int8 x int8 -> int32).
 //
 //   tilejit::cpu::gemm<M, N, K, trans_a, trans_b>(A, B, C, clear_accum);
 //
@@ -29,6 +30,8 @@
 // with fewer rows or vectors, then scalar columns; all sizes are template
 // arguments, so each block shape is resolved at compile time.
 #pragma once
+
+#include <type_traits>
 
 #include "tilejit/cpu/tile.h"
 
@@ -128,11 +131,13 @@ inline void gemm_f32(const float* A, const float* B, float* C, bool clear) {
 
 }  // namespace gemm_detail
 
-/// C (+)= op(A) * op(B); see the top of this file.
-template <int M, int N, int K, bool kTransA, bool kTransB, int LDA = (kTransA ? M : K),
-          int LDB = (kTransB ? K : N), int LDC = N, typename TA, typename TB, typename TC>
-inline void gemm(const TA* A, const TB* B, TC* C, bool clear_accum) {
-  static_assert(M > 0 && N > 0 && K > 0, "gemm: empty tile");
+namespace gemm_detail {
+
+template <int M, int N, int K, bool kTransA, bool kTransB, int LDA, int LDB, int LDC,
+          typename TA, typename TB, typename TC>
+// Floating-point operands: widened to f32 where they are not, then the
+// micro-kernel (Note [CPU gemm micro-kernel]).
+inline void gemm_float(const TA* A, const TB* B, TC* C, bool clear_accum) {
   // The f32 operands the kernel reads (Note [CPU gemm micro-kernel]).
   constexpr bool copy_a = !std::is_same_v<TA, float>;
   constexpr bool copy_b = !std::is_same_v<TB, float> || kTransB;
@@ -178,6 +183,33 @@ inline void gemm(const TA* A, const TB* B, TC* C, bool clear_accum) {
     gemm_detail::gemm_f32<M, N, K, kTransA, lda, ldb, LDC>(a, b, C, clear_accum);
   }
 }
+
+}  // namespace gemm_detail
+
+/// C (+)= op(A) * op(B); see the top of this file.
+template <int M, int N, int K, bool kTransA, bool kTransB, int LDA = (kTransA ? M : K),
+          int LDB = (kTransB ? K : N), int LDC = N, typename TA, typename TB, typename TC>
+inline void gemm(const TA* A, const TB* B, TC* C, bool clear_accum) {
+  static_assert(M > 0 && N > 0 && K > 0, "gemm: empty tile");
+  if constexpr (std::is_integral_v<TC>) {
+    // Integer operands into an integer C (int8 x int8 -> int32, as
+    // TileLang's integer GEMM): exact, in C's type, a row of C at a time
+    // (the j loop vectorises).
+    for (int i = 0; i < M; ++i) {
+      alignas(64) TC row[N];
+      for (int j = 0; j < N; ++j) row[j] = clear_accum ? TC(0) : C[i * LDC + j];
+      for (int k = 0; k < K; ++k) {
+        const TC a = TC(kTransA ? A[k * LDA + i] : A[i * LDA + k]);
+        for (int j = 0; j < N; ++j) row[j] += a * TC(kTransB ? B[j * LDB + k] : B[k * LDB + j]);
+      }
+      for (int j = 0; j < N; ++j) C[i * LDC + j] = row[j];
+    }
+    return;
+  } else {
+    gemm_detail::gemm_float<M, N, K, kTransA, kTransB, LDA, LDB, LDC>(A, B, C, clear_accum);
+  }
+}
+
 
 }  // namespace tilejit::cpu
 

@@ -7,8 +7,9 @@
 // 16-byte aligned bases), the block's warps share the warp tiles of C and
 // each runs mma.sync over its tile (mma.h): the tile's accumulators are read
 // from C, or zero, and written back at the end. Otherwise each thread
-// computes its share of C's elements in float (double for double) from the
-// operands as they are: a slow path, for any dtype and shape.
+// computes its share of C's elements in float (double for double; an
+// integer C in its own type, exactly) from the operands as they are: a slow
+// path, for any dtype and shape.
 #pragma once
 
 #include "tilejit/cuda/mma.h"
@@ -45,7 +46,9 @@ __device__ __forceinline__ bool aligned16(const T* p) {
 template <int M, int N, int K, bool TA, bool TB, int LDA, int LDB, int LDC, int THREADS,
           typename A, typename B, typename C>
 __device__ __forceinline__ void gemm_simt(const A* a, const B* b, C* c, bool clear, int rank) {
-  using Acc = typename Conditional<is_same_v<C, double>, double, float>::type;
+  // An integer C (int8 x int8 -> int32) accumulates exactly, in its own type.
+  using Acc = typename Conditional<is_int_v<C>, C,
+                                   typename Conditional<is_same_v<C, double>, double, float>::type>::type;
 #pragma unroll 1
   for (int e = rank; e < M * N; e += THREADS) {
     const int i = e / N, j = e % N;

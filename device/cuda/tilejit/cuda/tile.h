@@ -7,7 +7,7 @@
 // generated code puts __syncthreads() between the statements that hand
 // shared memory from one thread to another.
 //
-//   is_same_v, is_half_v     type tests (NVRTC has no <type_traits>)
+//   is_same_v, is_half_v, is_int_v   type tests (NVRTC has no <type_traits>)
 //   convert<D>(s)            a value in another element type (bf16, fp16
 //                            through float; the hardware's rounding)
 //   thread_rank(), block_threads()   this thread's index in the block, and
@@ -31,6 +31,10 @@ inline constexpr bool is_same_v<A, A> = true;
 
 template <typename T>
 inline constexpr bool is_half_v = is_same_v<T, tilejit::bfloat16> || is_same_v<T, tilejit::float16>;
+template <typename T>
+inline constexpr bool is_int_v = is_same_v<T, int8_t> || is_same_v<T, uint8_t> ||
+                                 is_same_v<T, int16_t> || is_same_v<T, int32_t> ||
+                                 is_same_v<T, int64_t>;
 
 template <typename T>
 struct RemoveConst {
