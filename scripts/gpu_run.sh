@@ -69,6 +69,18 @@ if [[ "${TILEJIT_GPU_SKIP_PYTHON:-0}" != 1 ]] && python3 -c "import torch, nanob
   (cd /tmp && python3 -m pytest -q -rs "$root/tests/python" >"$OUT/pytest.log" 2>&1)
   log "pytest: $(tail -1 "$OUT/pytest.log")"
   grep -E "^FAILED|^SKIPPED|Error" "$OUT/pytest.log" | head -20 | tee -a "$summary"
+  # The code blocks of README.md and docs/*.md, those that need torch or a
+  # GPU included (they skip elsewhere: tests/docs/doc_fixtures.py).
+  log "## The documentation's Python blocks (pytest-markdown-docs, GPU blocks included)"
+  if python3 -c "import pytest_markdown_docs" 2>/dev/null; then
+    (cd /tmp && PYTHONPATH="$root/tests/docs" python3 -m pytest -p no:cacheprovider -p doc_fixtures \
+      --markdown-docs --markdown-docs-syntax=superfences -rs "$root/README.md" "$root/docs" \
+      >"$OUT/pytest_docs.log" 2>&1)
+    log "pytest docs: $(tail -1 "$OUT/pytest_docs.log")"
+    grep -E "^FAILED|^ERROR|SKIPPED" "$OUT/pytest_docs.log" | head -20 | tee -a "$summary"
+  else
+    log "skipped: pytest-markdown-docs is not installed"
+  fi
   log "## Python call overhead (torch tensors)"
   (cd /tmp && python3 "$root/bench/bench_python_cuda.py" --cpp-bench "$root/build-gpu/bench/bench_cuda_call" 2>&1 | tee -a "$summary")
   log "## Example kernels against torch"

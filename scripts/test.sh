@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test suite, as CI runs it: installs what it needs, builds tilejit with
 # its tests and examples, runs them with ctest, checks that an installed
-# tilejit is found by a separate project through find_package, and runs the
-# Python tests.
+# tilejit is found by a separate project through find_package, runs the
+# Python tests, and checks the documentation (the site builds, every code
+# block runs or compiles).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -25,6 +26,9 @@ TILEJIT_CACHE_DIR="$root/build/kernel_cache" ./build/consumer/consumer
 
 echo "== Python package and pytest (the differential tester's random programs for 60 s)"
 TILEJIT_DIFFTEST_SECONDS="${TILEJIT_DIFFTEST_SECONDS:-60}" bash scripts/test_python.sh
+
+echo "== documentation: mkdocs build --strict, and every code block of README.md and docs/"
+bash scripts/test_docs.sh
 
 echo "== sanitizers: ASan + UBSan + LSan (all C++ tests), TSan (threaded suites)"
 bash scripts/test_sanitizers.sh
