@@ -52,7 +52,7 @@
 //     alloc_global(name, shape, dtype, init="empty") -> Buffer
 //     begin_for(var_name, min, extent, kind="serial", stages=0) -> Expr; end_for()
 //     begin_if(cond); begin_else(); end_if(); begin_while(cond); end_while()
-//     break_loop(); continue_loop()
+//     break_loop(); continue_loop(); sync_threads()
 //     store(buffer, indices, value); let(name, value) -> Expr; evaluate(value)
 //     copy(src, dst); gemm(a, b, c, trans_a=False, trans_b=False,
 //       clear_accum=False, policy=0); fill(dst, value);
@@ -333,6 +333,8 @@ void bind_ir_builder(nb::module_& m) {
       .def("break_loop", [](TileBuilder& b, nb::handle span) { b.break_loop(to_span(span)); },
            nb::arg("span").none() = nb::none())
       .def("continue_loop", [](TileBuilder& b, nb::handle span) { b.continue_loop(to_span(span)); },
+           nb::arg("span").none() = nb::none())
+      .def("sync_threads", [](TileBuilder& b, nb::handle span) { b.sync_threads(to_span(span)); },
            nb::arg("span").none() = nb::none())
       .def("store",
            [](TileBuilder& b, const Buffer& buf, nb::handle idx, nb::handle v, nb::handle span) {

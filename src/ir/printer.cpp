@@ -302,6 +302,10 @@ class Printer : public ExprFunctor<void>, public StmtFunctor<void> {
     line_start();
     out_ += "continue\n";
   }
+  void visit_sync(const SyncStmt*, const Stmt&) override {
+    line_start();
+    out_ += "T.sync_threads()\n";
+  }
   void visit_store(const StoreStmt* op, const Stmt&) override {
     line_start();
     out_ += buffer_name(op->buffer);

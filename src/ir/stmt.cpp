@@ -9,7 +9,7 @@ namespace tilejit::ir {
 const char* stmt_kind_name(StmtKind k) {
   static constexpr const char* kNames[] = {
       "Kernel", "Alloc", "Seq",  "For",  "If",     "While",     "Break", "Continue", "Store",
-      "Let",    "Evaluate", "Copy", "Gemm", "Fill", "Reduce", "AtomicAdd", "Print"};
+      "Let",    "Evaluate", "Sync", "Copy", "Gemm", "Fill", "Reduce", "AtomicAdd", "Print"};
   static_assert(std::size(kNames) == size_t(StmtKind::kPrint) + 1);
   return size_t(k) < std::size(kNames) ? kNames[size_t(k)] : "?";
 }

@@ -313,6 +313,12 @@ void TileBuilder::break_loop(Span span) {
   s.add(make_stmt<BreakStmt>(std::move(span)));
 }
 
+void TileBuilder::sync_threads(Span span) {
+  State& s = *state_;
+  s.check_in_kernel(span, "T.sync_threads");
+  s.add(make_stmt<SyncStmt>(std::move(span)));
+}
+
 void TileBuilder::continue_loop(Span span) {
   State& s = *state_;
   s.check_in_kernel(span, "continue");

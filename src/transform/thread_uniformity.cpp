@@ -48,6 +48,7 @@ const char* op_name(const Stmt& s) {
     case StmtKind::kReduce: return "a reduction";
     case StmtKind::kAtomicAdd: return "T.atomic_add";
     case StmtKind::kPrint: return "T.print";
+    case StmtKind::kSync: return "T.sync_threads";
     case StmtKind::kFor: return "a T.Parallel loop";
     default: return "a tile op";
   }
@@ -163,6 +164,7 @@ bool ThreadUniformity::collective(const Stmt& s) {
     void visit_reduce(const ir::ReduceOp*, const Stmt& s) override { tile(s); }
     void visit_atomic_add(const ir::AtomicAddOp*, const Stmt& s) override { tile(s); }
     void visit_print(const ir::PrintOp*, const Stmt&) override { found = true; }
+    void visit_sync(const ir::SyncStmt*, const Stmt&) override { found = true; }
   } f;
   f.visit(s);
   return f.found;
@@ -308,6 +310,7 @@ class UniformityAnalysis {
       }
       case StmtKind::kLet: v = variant(s.as<ir::LetStmt>()->value); break;
       case StmtKind::kEvaluate: v = variant(s.as<ir::EvaluateStmt>()->value); break;
+      case StmtKind::kSync: break;  // the block's (or the range's), never a thread's
       case StmtKind::kFor: {
         const auto* op = s.as<ir::ForStmt>();
         const bool body = classify(op->body);
@@ -409,9 +412,9 @@ class UniformityAnalysis {
       }
       default: break;
     }
-    if (ir::is_tile_op(s.kind()) && !ThreadUniformity::per_thread_op(s) && div != nullptr) {
-      reject(s, *div, where());
-    }
+    const bool block_op = (ir::is_tile_op(s.kind()) && !ThreadUniformity::per_thread_op(s)) ||
+                          s.kind() == StmtKind::kSync;
+    if (block_op && div != nullptr) reject(s, *div, where());
   }
 
   // The linear thread ids a condition admits, when they are one range.

@@ -259,6 +259,68 @@ def test_a_tile_op_under_another_thread_condition_is_an_error_at_the_if():
     assert "depends on the thread index and is not such a range" in msg, msg
 
 
+# --- T.sync_threads -------------------------------------------------------------
+
+def neighbours(n=128):
+    """Each thread reads its neighbours' values through shared memory and
+    through a global buffer; only the author's T.sync_threads orders the
+    global ones."""
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), G: T.Tensor((n,), "float32"),
+             B: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=n) as bx:
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((n,), "float32")
+            B[tx] = 0.0
+            for k in T.serial(3):
+                S[tx] = A[tx] + k
+                G[tx] = A[tx] * k
+                T.sync_threads()
+                B[tx] = B[tx] + S[(tx + 1) % n] + G[(tx + 5) % n]
+                T.sync_threads()
+    return main
+
+
+@needs_tile_cpu
+@on_targets
+def test_sync_threads_orders_shared_and_global_memory(target):
+    prog = neighbours()
+    assert prog.script().count("T.sync_threads()") == 2
+    a = np.arange(128, dtype=np.float32)
+    g, b = tilejit.compile(prog, out_idx=[1, 2], target=target)(to_target(target, a))
+    ref = sum(np.roll(a, -1) + k + np.roll(a, -5) * k for k in range(3))
+    np.testing.assert_allclose(as_numpy(b), ref)
+    np.testing.assert_allclose(as_numpy(g), a * 2)
+
+
+@needs_tile_cpu
+def test_sync_threads_every_thread_does_not_reach_is_an_error():
+    @T.prim_func
+    def odd(A: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding()
+            if tx % 2 == 1:
+                T.sync_threads()
+            A[tx] = 1.0
+
+    with pytest.raises(ValueError) as e:
+        tilejit.compile(odd, target="cpu")
+    msg = str(e.value)
+    assert ": if: T.sync_threads (line " in msg, msg
+    assert "depends on the thread index and is not such a range" in msg, msg
+
+    @T.prim_func
+    def in_parallel(A: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(128):
+                A[i] = 1.0
+                T.sync_threads()
+
+    with pytest.raises(ValueError, match=r"test_tile_threads\.py:\d+:\d+: T\.sync_threads: a "
+                                         r"barrier inside a T\.Parallel loop"):
+        tilejit.compile(in_parallel, target="cpu")
+
+
 # --- T.alloc_reducer ----------------------------------------------------------
 
 @needs_tile_cpu

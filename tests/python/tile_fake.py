@@ -177,6 +177,9 @@ class FakeBuilder:
     def continue_loop(self, span):
         self._emit("continue", "continue", span)
 
+    def sync_threads(self, span):
+        self._emit("sync_threads", "T.sync_threads()", span)
+
     def store(self, buf, indices, value, span):
         self._emit("store", f"{buf.name}[{', '.join(i.text for i in indices)}] = {value.text}",
                    span)

@@ -33,6 +33,7 @@ enum class StmtKind : uint8_t {
   kStore,
   kLet,
   kEvaluate,
+  kSync,
   // tile ops
   kCopy,
   kGemm,
@@ -195,6 +196,15 @@ struct EvaluateStmt : StmtNode {
   Expr value;
   EvaluateStmt(Expr v, Span s) : StmtNode(StmtKind::kEvaluate, std::move(s)), value(std::move(v)) {}
   TILEJIT_IR_STMT_CLASSOF(kEvaluate)
+};
+
+/// T.sync_threads(): a barrier of the block's threads (of a thread range's,
+/// under one): what every thread stored before it is seen by every thread
+/// after it, in shared and in global memory. A block-collective statement
+/// (Note [Thread semantics] in tilejit/transform/thread_uniformity.h).
+struct SyncStmt : StmtNode {
+  explicit SyncStmt(Span s) : StmtNode(StmtKind::kSync, std::move(s)) {}
+  TILEJIT_IR_STMT_CLASSOF(kSync)
 };
 
 // ---------------------------------------------------------------------------

@@ -99,6 +99,8 @@ class TileBuilder {
   void end_while(Span span = {});
   void break_loop(Span span = {});
   void continue_loop(Span span = {});
+  /// T.sync_threads(): a barrier of the block's threads (SyncStmt).
+  void sync_threads(Span span = {});
 
   // --- scalar statements
   void store(Buffer buffer, std::vector<Expr> indices, Expr value, Span span = {});

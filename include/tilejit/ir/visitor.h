@@ -78,6 +78,7 @@ class StmtFunctor {
       TILEJIT_IR_CASE(kStore, StoreStmt, visit_store)
       TILEJIT_IR_CASE(kLet, LetStmt, visit_let)
       TILEJIT_IR_CASE(kEvaluate, EvaluateStmt, visit_evaluate)
+      TILEJIT_IR_CASE(kSync, SyncStmt, visit_sync)
       TILEJIT_IR_CASE(kCopy, CopyOp, visit_copy)
       TILEJIT_IR_CASE(kGemm, GemmOp, visit_gemm)
       TILEJIT_IR_CASE(kFill, FillOp, visit_fill)
@@ -104,6 +105,7 @@ class StmtFunctor {
   TILEJIT_IR_DEFAULT(StoreStmt, visit_store)
   TILEJIT_IR_DEFAULT(LetStmt, visit_let)
   TILEJIT_IR_DEFAULT(EvaluateStmt, visit_evaluate)
+  TILEJIT_IR_DEFAULT(SyncStmt, visit_sync)
   TILEJIT_IR_DEFAULT(CopyOp, visit_copy)
   TILEJIT_IR_DEFAULT(GemmOp, visit_gemm)
   TILEJIT_IR_DEFAULT(FillOp, visit_fill)
@@ -147,6 +149,7 @@ class IRVisitor : public ExprFunctor<void>, public StmtFunctor<void> {
   void visit_while(const WhileStmt* op, const Stmt&) override;
   void visit_break(const BreakStmt*, const Stmt&) override {}
   void visit_continue(const ContinueStmt*, const Stmt&) override {}
+  void visit_sync(const SyncStmt*, const Stmt&) override {}
   void visit_store(const StoreStmt* op, const Stmt&) override;
   void visit_let(const LetStmt* op, const Stmt&) override;
   void visit_evaluate(const EvaluateStmt* op, const Stmt&) override;
@@ -191,6 +194,7 @@ class IRMutator : public ExprFunctor<Expr>, public StmtFunctor<Stmt> {
   Stmt visit_while(const WhileStmt* op, const Stmt& s) override;
   Stmt visit_break(const BreakStmt*, const Stmt& s) override { return s; }
   Stmt visit_continue(const ContinueStmt*, const Stmt& s) override { return s; }
+  Stmt visit_sync(const SyncStmt*, const Stmt& s) override { return s; }
   Stmt visit_store(const StoreStmt* op, const Stmt& s) override;
   Stmt visit_let(const LetStmt* op, const Stmt& s) override;
   Stmt visit_evaluate(const EvaluateStmt* op, const Stmt& s) override;

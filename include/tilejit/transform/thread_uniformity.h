@@ -12,7 +12,7 @@
 //    scalar atomic therefore adds once per thread, as TileLang's does;
 //  - the block-collective ops (T.copy, T.gemm, T.fill, the reductions and
 //    T.atomic_add of a region into a block-visible buffer, T.Parallel
-//    nests, T.print) are made by the block's threads together, or, under
+//    nests, T.print, T.sync_threads) are made by the block's threads together, or, under
 //    an `if` whose condition admits a contiguous range of thread ids
 //    (`tx < 128`, `tx >= 128`, `ty == 0` with tz of extent 1, ...), by
 //    exactly the threads of that range, with barriers over that group only.

@@ -76,8 +76,8 @@ from .ops import (Cast, GemmWarpPolicy, Parallel, Pipelined, abs, alloc_fragment
                   ceildiv, clear, copy, exp, exp2, fill, finalize_reducer, floordiv, floormod,
                   gemm, get_thread_binding, if_then_else, infinity, log, log2, max, min, ninf,
                   print, reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min,
-                  reduce_sum, rsqrt, Serial, serial, sigmoid, sqrt, tanh, unroll, use_swizzle,
-                  vectorized)
+                  reduce_sum, rsqrt, Serial, serial, sigmoid, sqrt, sync_threads, tanh, unroll,
+                  use_swizzle, vectorized)
 from .spans import error as _error
 from . import ascend_tile as tile
 from .ascend import (Scope, alloc_L0A, alloc_L0B, alloc_L0C, alloc_L1, alloc_ub, annotate_address,
@@ -101,7 +101,7 @@ __all__ = [
     "alloc_global", "finalize_reducer", "get_thread_binding",
     "serial", "Serial", "unroll", "vectorized", "use_swizzle", "Pipelined", "Parallel",
     "copy", "gemm", "GemmWarpPolicy", "fill", "clear", "reduce", "reduce_sum", "reduce_max",
-    "reduce_min", "reduce_abssum", "reduce_absmax", "atomic_add", "print",
+    "reduce_min", "reduce_abssum", "reduce_absmax", "atomic_add", "print", "sync_threads",
     "cast", "Cast", "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh",
     "sigmoid", "if_then_else", "infinity", "ninf", "ceildiv", "floordiv", "floormod",
     "use_builder", "const", "empty",

@@ -143,6 +143,9 @@ class CBuilder:
     def continue_loop(self, span):
         self._b.continue_loop(_span(span))
 
+    def sync_threads(self, span):
+        self._b.sync_threads(_span(span))
+
     def store(self, buf, indices, value, span):
         self._b.store(buf, indices, value, _span(span))
 

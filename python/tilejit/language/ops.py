@@ -358,6 +358,19 @@ def print(obj: Any, msg: str = "", warp_group_id: int = 0, warp_id: int = 0) -> 
         b.print(to_handle(tr, obj, what="value"), msg, span)
 
 
+def sync_threads() -> None:
+    """A barrier of the block's threads (of a thread range's, under one):
+    what every thread stored before it, in shared or global memory, is seen
+    by every thread after it. The compiler puts the barriers that shared
+    tiles need by itself; this one is the author's, as in TileLang. Every
+    thread of the group must reach it: under a thread-dependent condition
+    that is not a range of threads, or inside a T.Parallel loop, it is an
+    error at its line."""
+    span = user_span()
+    tr = current_tracer("T.sync_threads")
+    tr.tile("T.sync_threads", span).sync_threads(span)
+
+
 def use_swizzle(panel_size: int, order: str = "row", enable: bool = True) -> None:
     """Block rasterisation: the kernel's blocks take their (bx, by) in
     TileLang's order (panels of `panel_size` rows, or columns for

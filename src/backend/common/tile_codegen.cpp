@@ -385,6 +385,7 @@ void TileCodegen::emit_stmt(const ir::Stmt& s) {
     case ir::StmtKind::kEvaluate:
       line("(void)(" + expr(s.as<ir::EvaluateStmt>()->value) + ");");
       return;
+    case ir::StmtKind::kSync: emit_sync(s); return;
     case ir::StmtKind::kCopy:
     case ir::StmtKind::kGemm:
     case ir::StmtKind::kFill:
@@ -464,6 +465,12 @@ std::pair<ir::Region, ir::Region> resolve_pair(TileCodegen& cg, const ir::Region
   ir::Region ra = resolve(cg, a, nullptr, span, op);
   const std::vector<Expr> ea = extents_of(ra);
   return {ra, resolve(cg, b, &ea, span, op)};
+}
+
+void TileCodegen::sync_in_parallel(const ir::Stmt& s) {
+  fail(ErrorKind::kValueError, s.span(), "T.sync_threads",
+       "a barrier inside a T.Parallel loop, whose iterations are spread over the threads (not "
+       "every thread reaches it equally often); put it between the loops");
 }
 
 }  // namespace tilejit::backend

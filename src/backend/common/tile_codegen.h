@@ -181,6 +181,10 @@ class TileCodegen {
   virtual void emit_store(const ir::StoreStmt& op) = 0;
   /// T.copy, T.gemm, T.fill, T.reduce_*, T.atomic_add, T.print.
   virtual void emit_tile_op(const ir::Stmt& s) = 0;
+  /// T.sync_threads() (ir::SyncStmt); inside a T.Parallel nest it is an
+  /// error at its line (sync_in_parallel).
+  virtual void emit_sync(const ir::Stmt& s) = 0;
+  [[noreturn]] void sync_in_parallel(const ir::Stmt& s);
   /// The C++ of the end of a loop from `lo` over `extent` (a literal, or a
   /// fresh const int64_t declared here).
   std::string loop_end(const std::string& v, const ir::ForStmt& op, const std::string& lo);

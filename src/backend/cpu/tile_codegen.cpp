@@ -238,6 +238,15 @@ void CpuTileCodegen::emit_store(const ir::StoreStmt& op) {
   line(element(b, op.indices) + " = tilejit::cpu::convert<" + st + ">(" + expr(op.value) + ");");
 }
 
+// The statements before it ran on every thread of the group already (each
+// thread-dependent statement is its own loop over the threads, and a loop
+// or if that holds a T.sync_threads is collective, so its statements are
+// emitted one by one): nothing is left to wait for.
+void CpuTileCodegen::emit_sync(const ir::Stmt& s) {
+  if (parallel_depth_ > 0) sync_in_parallel(s);
+  line("// T.sync_threads(): every thread's statements before it have run");
+}
+
 void CpuTileCodegen::emit_tile_op(const ir::Stmt& s) {
   switch (s.kind()) {
     case ir::StmtKind::kCopy: backend::lower_copy(*this, *s.as<ir::CopyOp>()); return;

@@ -78,6 +78,7 @@ class CpuTileCodegen final : public backend::TileCodegen {
   void emit_for(const ir::ForStmt& op) override;
   void emit_store(const ir::StoreStmt& op) override;
   void emit_tile_op(const ir::Stmt& s) override;
+  void emit_sync(const ir::Stmt& s) override;
   bool emit_own(const ir::Stmt& s) override;
 
   /// `s` run by each thread of the group, in a loop of its own.

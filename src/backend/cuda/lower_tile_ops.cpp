@@ -25,6 +25,14 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 }  // namespace
 
+// The group's barrier, which also makes what the threads wrote to global
+// memory before it visible to the block's threads after it.
+void CudaTileCodegen::emit_sync(const ir::Stmt& s) {
+  if (parallel_depth_ > 0) sync_in_parallel(s);
+  line("// T.sync_threads()");
+  sync();
+}
+
 void CudaTileCodegen::emit_tile_op(const ir::Stmt& s) {
   // A thread's own op (Note [Thread semantics]): a scalar atomic, an op into
   // a local buffer, and in a T.Parallel nest T.atomic_add / T.print of one

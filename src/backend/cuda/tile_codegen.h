@@ -119,6 +119,7 @@ class CudaTileCodegen final : public backend::TileCodegen {
   void emit_for(const ir::ForStmt& op) override;
   void emit_store(const ir::StoreStmt& op) override;
   void emit_tile_op(const ir::Stmt& s) override;
+  void emit_sync(const ir::Stmt& s) override;
 
   void emit_block(const ir::Stmt& s) override;
   void before_stmt(const ir::Stmt& s) override;

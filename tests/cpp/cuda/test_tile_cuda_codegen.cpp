@@ -494,6 +494,34 @@ TEST_F(CudaTileCodegen, TileOpsUnderAThreadRangeRunOnTheRange) {
   EXPECT_EQ(src.find("__syncthreads"), std::string::npos) << src;  // nothing before or after
 }
 
+// T.sync_threads() is the group's barrier: the block's __syncthreads(), or
+// a thread range's named barrier under `if tx < 128`; it orders global
+// memory too, which no hazard of the tiles would.
+TEST_F(CudaTileCodegen, SyncThreadsIsTheGroupsBarrier) {
+  ir::TileBuilder b("exchange");
+  ir::Buffer A = b.tensor_param("A", {Expr(256)}, DataType::float32());
+  ir::Buffer G = b.tensor_param("G", {Expr(256)}, DataType::float32());
+  b.begin_kernel({Expr(1)}, {256});
+  const Expr tx = b.thread_binding(0);
+  b.store(G, {tx}, ir::load(A, {tx}));
+  b.sync_threads(ir::Span{"k.py", 6, 9});
+  b.store(A, {tx}, ir::load(G, {ir::floormod(tx + 1, Expr(256))}));
+  b.begin_if(tx < Expr(128));
+  b.store(G, {tx}, ir::load(A, {tx}));
+  b.sync_threads();
+  b.store(A, {tx}, ir::load(G, {ir::floormod(tx + 1, Expr(128))}));
+  b.end_if();
+  b.end_kernel();
+  const std::string src = compiles(b.finish()).generated.source;
+  const size_t range = src.find("if ((tx < 128)) {");
+  ASSERT_NE(range, std::string::npos) << src;
+  EXPECT_EQ(occurrences(src.substr(0, range), "// T.sync_threads()\n  __syncthreads();"), 1u) << src;
+  EXPECT_NE(src.substr(range).find("// T.sync_threads()\n    tilejit::cuda::group_barrier<1, 128, false>();"),
+            std::string::npos)
+      << src;
+  EXPECT_EQ(src.substr(range).find("__syncthreads"), std::string::npos) << src;
+}
+
 TEST_F(CudaTileCodegen, ATileOpUnderAnotherThreadConditionIsAnErrorAtTheIf) {
   ir::TileBuilder b("odd");
   ir::Buffer A = b.tensor_param("A", {Expr(64)}, DataType::float32());
