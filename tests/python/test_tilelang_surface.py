@@ -11,6 +11,7 @@ import tilejit
 import tilejit as tilelang
 import tilejit.language as T
 from support import add_one_kernel, raises_exact
+from test_tile_kernels import needs_tile_cpu
 
 
 def test_names_tilelang_programs_import():
@@ -346,3 +347,28 @@ def test_surface_argument_errors():
     kernel = scale_kernel(2.0, 4)
     with raises_exact(AssertionError, "scale: the kernel returned 1 outputs and the reference 2"):
         kernel.get_profiler().assert_allclose(lambda X: (X, X))
+
+
+@needs_tile_cpu
+def test_helpers_and_spellings_from_tilelangs_examples():
+    # T.get_block_binding, T.index_to_coordinates, T.clamp, T.cdiv, T.Unroll,
+    # T.Vectorized: what TileLang's examples write, with TileLang's meaning.
+    @T.prim_func
+    def main(A: T.Tensor((4, 6), "float32"), B: T.Tensor((4, 6), "float32")):
+        with T.Kernel(T.cdiv(24, 8), threads=1) as bx:
+            assert T.get_block_binding(0) is bx
+            for k in T.Unroll(8):
+                i, j = T.index_to_coordinates(T.get_block_binding() * 8 + k, (4, 6))
+                B[i, j] = T.clamp(A[i, j], -0.5, 0.5)
+            for v in T.Vectorized(1):
+                B[0, v] = B[0, v] + 0.0
+
+    a = np.linspace(-2, 2, 24, dtype=np.float32).reshape(4, 6)
+    b = tilejit.compile(main, out_idx=[1], target="cpu")(a)
+    np.testing.assert_array_equal(np.asarray(b), np.clip(a, -0.5, 0.5))
+    with pytest.raises(ValueError, match=r"T\.get_block_binding: dim 1, but the T\.Kernel at "
+                                         r".*has a grid of 1 dimension\(s\)"):
+        @T.prim_func
+        def wrong(A: T.Tensor((4,), "float32")):
+            with T.Kernel(4) as bx:
+                A[T.get_block_binding(1)] = 1.0

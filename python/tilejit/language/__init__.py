@@ -77,7 +77,8 @@ from .ops import (Cast, GemmWarpPolicy, Parallel, Pipelined, abs, alloc_fragment
                   gemm, get_thread_binding, if_then_else, infinity, log, log2, max, min, ninf,
                   print, reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min,
                   reduce_sum, rsqrt, Serial, serial, sigmoid, sqrt, sync_threads, tanh, unroll,
-                  use_swizzle, vectorized)
+                  use_swizzle, vectorized, Unroll, Vectorized, cdiv, clamp, get_block_binding,
+                  index_to_coordinates)
 from .spans import error as _error
 from . import ascend_tile as tile
 from .ascend import (Scope, alloc_L0A, alloc_L0B, alloc_L0C, alloc_L1, alloc_ub, annotate_address,
@@ -98,12 +99,13 @@ __all__ = [
     "float64", "float32", "float16", "bfloat16", "float", "double", "half", "int8", "int16",
     "int32", "int64", "uint8", "bool",
     "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_reducer",
-    "alloc_global", "finalize_reducer", "get_thread_binding",
-    "serial", "Serial", "unroll", "vectorized", "use_swizzle", "Pipelined", "Parallel",
+    "alloc_global", "finalize_reducer", "get_thread_binding", "get_block_binding",
+    "serial", "Serial", "unroll", "Unroll", "vectorized", "Vectorized", "use_swizzle", "Pipelined", "Parallel",
     "copy", "gemm", "GemmWarpPolicy", "fill", "clear", "reduce", "reduce_sum", "reduce_max",
     "reduce_min", "reduce_abssum", "reduce_absmax", "atomic_add", "print", "sync_threads",
     "cast", "Cast", "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh",
-    "sigmoid", "if_then_else", "infinity", "ninf", "ceildiv", "floordiv", "floormod",
+    "sigmoid", "clamp", "if_then_else", "infinity", "ninf", "ceildiv", "cdiv", "floordiv",
+    "floormod", "index_to_coordinates",
     "use_builder", "const", "empty",
     # TileLang-Ascend's dialect, emulated (ascend.py, ascend_tile.py).
     "tile", "alloc_L1", "alloc_L0A", "alloc_L0B", "alloc_L0C", "alloc_ub", "gemm_v0", "mma",
@@ -117,6 +119,6 @@ from .ops import atomic_add  # noqa: E402
 def __getattr__(name: str) -> Any:
     """A T.* name outside the supported set: an error naming it, at the
     author's line when it is used in a kernel."""
-    if name.startswith("__"):
+    if name.startswith("__") and name.endswith("__"):
         raise AttributeError(name)
     raise _error(AttributeError, f"T.{name} is not supported by tilejit's tile language")

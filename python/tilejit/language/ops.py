@@ -151,6 +151,10 @@ def vectorized(start: Any, stop: Any = None, *, annotations: Any = None) -> Loop
     return serial_range("T.vectorized", "vectorized", start, stop)
 
 
+Unroll = unroll  # TileLang's other spellings
+Vectorized = vectorized
+
+
 def Pipelined(start: Any, stop: Any = None, num_stages: int = 0, order: Any = None,  # noqa: N802
               stage: Any = None, sync: Any = None, group: Any = None,
               annotations: Any = None) -> LoopRange:
@@ -395,11 +399,31 @@ def use_swizzle(panel_size: int, order: str = "row", enable: bool = True) -> Non
 
 
 def get_thread_binding(dim: int = 0) -> Value:
-    """The thread index of dimension `dim` (0 on the CPU, where a block is
-    one thread)."""
+    """The thread's own index along dimension `dim` of the block (Note
+    [Thread semantics]: every statement runs on every thread, on both
+    targets)."""
     if not isinstance(dim, int) or not 0 <= dim <= 2:
         raise error(ValueError, f"T.get_thread_binding: dim must be 0, 1 or 2, got {dim!r}")
     return current_tracer("T.get_thread_binding").thread_binding(dim)
+
+
+def get_block_binding(dim: int = 0) -> Value:
+    """The block's index along dimension `dim` of the grid: the bx, by or bz
+    that `with T.Kernel(...) as ...` binds."""
+    if not isinstance(dim, int) or not 0 <= dim <= 2:
+        raise error(ValueError, f"T.get_block_binding: dim must be 0, 1 or 2, got {dim!r}")
+    return current_tracer("T.get_block_binding").block_binding(dim)
+
+
+def index_to_coordinates(index: Any, shape: Any) -> List[Any]:
+    """The coordinates of the flat (row-major) `index` in `shape`, as
+    TileLang's helper gives them: the last dimension fastest."""
+    coordinates = []
+    for extent in reversed(list(shape)):
+        coordinates.append(index % extent)
+        index = index // extent
+    coordinates.reverse()
+    return coordinates
 
 
 # --- scalar math -----------------------------------------------------------
@@ -421,9 +445,17 @@ def min(a: Any, b: Any) -> Any:  # noqa: A001
     return min_max("min", a, b)
 
 
+def clamp(value: Any, lo: Any, hi: Any) -> Any:
+    """value clamped into [lo, hi]: T.max(T.min(value, hi), lo), as TileLang's."""
+    return min_max("max", min_max("min", value, hi), lo)
+
+
 def ceildiv(a: Any, b: Any) -> Any:
     """ceil(a / b); an int when both are ints."""
     return int_op("ceildiv", a, b)
+
+
+cdiv = ceildiv  # TileLang's other spelling
 
 
 def floordiv(a: Any, b: Any) -> Any:

@@ -241,6 +241,17 @@ class Tracer:
         b = self.tile("T.get_thread_binding", span)
         return Value(b.thread_binding(dim, span))
 
+    def block_binding(self, dim: int) -> Value:
+        """bx, by or bz of the innermost T.Kernel (T.get_block_binding)."""
+        span = user_span()
+        self.tile("T.get_block_binding", span)
+        frame = next(f for f in reversed(self.frames) if isinstance(f, KernelFrame))
+        if dim >= len(frame.indices):
+            raise error(ValueError, f"T.get_block_binding: dim {dim}, but the T.Kernel at "
+                                    f"{span_text(frame.span)} has a grid of "
+                                    f"{len(frame.indices)} dimension(s)", span)
+        return frame.indices[dim]
+
     # --- phase 1 -----------------------------------------------------------
 
     def source(self, given: Dict[str, str]) -> None:
