@@ -10,6 +10,7 @@
 #include "backend/cuda/fragments.h"
 #include "tile/flash_attention.h"
 #include "tile/flash_decoding.h"
+#include "tile/tile_kernels.h"
 #include "tilejit/ir/tile_builder.h"
 #include "tilejit/ir/visitor.h"
 #include "tilejit/transform/layout_select.h"
@@ -241,6 +242,25 @@ TEST(Fragments, TilesNoGemmTouchesArePartitionedOverTheThreads) {
             "tilejit::cuda::PartTile<2, 64, 2, 64, 1>");
   // More than kMaxAccRegisters elements a thread: shared memory.
   EXPECT_TRUE(registers_of(softmax_rows(4, 8192, 128), 128).empty());
+}
+
+// The examples' norms keep every fragment in registers: RMSNorm's tiles of
+// 8 rows of 256 (32 threads a row) and softmax's 4 rows of 256.
+TEST(Fragments, TheExampleNormsKeepEveryFragmentInRegisters) {
+  for (const auto& [f, want] :
+       {std::pair{ex::rms_norm(256), std::string("tilejit::cuda::PartTile<8, 256, 4, 32, 8>")},
+        std::pair{ex::softmax(256), std::string("tilejit::cuda::PartTile<4, 256, 4, 32, 8>")}}) {
+    const ir::PrimFunc g = prepared(f);
+    const ir::KernelStmt& k = *g.tile()->kernels()[0];
+    const FragmentChoice choice = choose_fragments(k, 128);
+    EXPECT_TRUE(choice.kept_shared.empty()) << f.name << ": " << choice.kept_shared.size()
+                                            << " fragment(s) in shared memory";
+    const std::map<std::string, std::string> regs = registers_of(f, 128);
+    ASSERT_FALSE(regs.empty()) << f.name;
+    bool tile = false;
+    for (const auto& [name, type] : regs) tile = tile || type == want;
+    EXPECT_TRUE(tile) << f.name << ": no fragment is a " << want;
+  }
 }
 
 // Where a partitioned tile meets an mma accumulator in a T.Parallel nest,
