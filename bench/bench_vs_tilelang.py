@@ -265,10 +265,13 @@ def make_torch_attention(name, p, ins):
         k, v = (x.transpose(1, 2) for x in ins[1:])
         return lambda: sdpa(q, k, v, enable_gqa=True)
     if name == "sdpa_mla":
-        q = torch.cat([ins[0], ins[1]], dim=-1).unsqueeze(2)
+        # One kv head: the query heads are the queries of one head (b, 1, h,
+        # d), so nothing is expanded per head (enable_gqa over 128 heads of
+        # 8192 x 576 asked for 72 GiB).
+        q = torch.cat([ins[0], ins[1]], dim=-1).unsqueeze(1)
         k = torch.cat([ins[2], ins[3]], dim=-1).transpose(1, 2)
         v = ins[2].transpose(1, 2)
-        return lambda: sdpa(q, k, v, enable_gqa=True, scale=(q.shape[-1]) ** -0.5)
+        return lambda: sdpa(q, k, v, scale=(q.shape[-1]) ** -0.5)
     raise ValueError(name)
 
 
