@@ -354,8 +354,24 @@ std::string TileCodegen::loop_end(const std::string& v, const ir::ForStmt& op,
   return end;
 }
 
+// Note [Line directives]
+// A generated CUDA unit maps its kernel bodies' lines to the author's: before
+// the lines of a statement whose span is known, `#line L "file"` (again only
+// where the file:line changes), so that NVRTC's errors, ptxas's warnings and,
+// through -lineinfo, compute-sanitizer's and the profilers' reports name the
+// author's line. After a body, kLineRestoreMarker becomes the #line that
+// returns to the unit's own numbering, once the unit is assembled
+// (restore_line_numbers), where its physical line is known.
 void TileCodegen::emit_stmt(const ir::Stmt& s) {
   if (!s.defined()) return;
+  if (line_directives_ && s.kind() != ir::StmtKind::kSeq && s.span().line > 0 &&
+      !s.span().file.empty() &&
+      (s.span().line != directive_line_ || s.span().file != directive_file_)) {
+    directive_line_ = s.span().line;
+    directive_file_ = s.span().file;
+    ++lines_;
+    os_ << "#line " << directive_line_ << " " << c_string_literal(directive_file_) << "\n";
+  }
   if (s.kind() != ir::StmtKind::kSeq) {
     if (emit_own(s)) return;
     before_stmt(s);

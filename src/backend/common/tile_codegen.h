@@ -124,6 +124,9 @@ class TileCodegen {
   void line(const std::string& text);
   /// How many lines line() has written.
   int64_t lines_written() const { return lines_; }
+  /// The marker a target's assembler replaces by the #line that returns to
+  /// the generated unit (Note [Line directives]).
+  static constexpr const char* kLineRestoreMarker = "//@tilejit line restore";
   void indent() { depth_ += 1; }
   void dedent() { depth_ -= 1; }
 
@@ -176,6 +179,10 @@ class TileCodegen {
                            const std::vector<std::string>& args) const = 0;
 
  protected:
+  /// Note [Line directives]: each statement's lines are preceded by a #line
+  /// naming the author's file:line (CUDA: NVRTC's and ptxas's messages, and
+  /// -lineinfo's tools, name the user's line).
+  void use_line_directives() { line_directives_ = true; }
   virtual void emit_alloc(const ir::AllocStmt& op) = 0;
   virtual void emit_for(const ir::ForStmt& op) = 0;
   virtual void emit_store(const ir::StoreStmt& op) = 0;
@@ -200,6 +207,10 @@ class TileCodegen {
   int depth_ = 0;
   int base_levels_ = 0;
   int64_t lines_ = 0;
+  // Note [Line directives]: on for CUDA; the last (file, line) emitted.
+  bool line_directives_ = false;
+  std::string directive_file_;
+  int directive_line_ = 0;
   std::map<uint64_t, std::string> vars_;          // IR var id -> C++ name
   std::map<uint64_t, BufferAccess> buffers_;      // buffer id -> access
   std::map<std::string, int> used_names_;         // C++ names taken -> next suffix

@@ -68,6 +68,9 @@ std::string toolchain_key(const runtime::CompileOptions& options, Device device)
 std::string compile_source(const std::string& source, const std::string& kernel_name,
                            const runtime::CompileOptions& options, Device device);
 
+/// The unit's name in NVRTC's messages: the kernel name kept plain, ".cu".
+std::string program_name(const std::string& kernel_name);
+
 /// The architecture compile_source() compiles for: "sm_90a" (a cubin),
 /// "compute_120" (PTX), or what the flags name.
 std::string target_arch(const runtime::CompileOptions& options, Device device);

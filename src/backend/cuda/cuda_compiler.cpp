@@ -123,15 +123,6 @@ std::string join_flags(const std::vector<std::string>& flags) {
   return out;
 }
 
-// The program's name in NVRTC's messages: the kernel name kept plain.
-std::string program_name(const std::string& kernel_name) {
-  std::string stem;
-  for (char c : kernel_name) {
-    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') stem += c;
-  }
-  if (stem.empty()) stem = "kernel";
-  return stem.substr(0, 64) + ".cu";
-}
 
 std::string program_log(const NvrtcApi& api, nvrtcProgram prog) {
   size_t size = 0;
@@ -178,6 +169,15 @@ struct ProgramGuard {
 };
 
 }  // namespace
+
+std::string program_name(const std::string& kernel_name) {
+  std::string stem;
+  for (char c : kernel_name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') stem += c;
+  }
+  if (stem.empty()) stem = "kernel";
+  return stem.substr(0, 64) + ".cu";
+}
 
 std::string toolchain_key(const runtime::CompileOptions& options, Device device) {
   check_cuda_device(device, "toolchain_key");

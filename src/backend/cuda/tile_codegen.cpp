@@ -19,6 +19,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/common/cxx_source.h"
@@ -28,6 +29,7 @@
 #include "backend/cuda/cuda_backend_internal.h"
 #include "backend/cuda/smem_plan.h"
 #include "backend/cuda/tile_memory.h"
+#include "core/string_literal.h"
 #include "tilejit/core/error.h"
 #include "tilejit/ir/tile_builder.h"
 #include "tilejit/ir/visitor.h"
@@ -55,6 +57,7 @@ CudaTileCodegen::CudaTileCodegen(const ir::PrimFunc& func, const std::vector<std
       tiles_(std::move(tiles)),
       uniformity_(uniformity),
       group_{0, threads} {
+  use_line_directives();  // Note [Line directives]
   // Tiles whose byte ranges meet.
   std::vector<std::pair<uint64_t, std::pair<int64_t, int64_t>>> ranges;
   for (const auto& [id, offset] : tiles_.offsets) {
@@ -518,11 +521,34 @@ int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
      << "  [[maybe_unused]] constexpr int tilejit_nthreads = " << threads << ";\n"
      << "  [[maybe_unused]] const int64_t tilejit_tid = threadIdx.x;\n";
   for (const std::string& d : decls) os << "  " << d << "\n";
-  os << body.str() << "}\n";
+  os << body.str() << backend::TileCodegen::kLineRestoreMarker << "\n}\n";
   return cg.smem_bytes();
 }
 
 }  // namespace
+
+// Note [Line directives]: each restore marker becomes the #line of the
+// unit's own next line.
+static std::string restore_line_numbers(const std::string& source, const std::string& unit) {
+  std::string out;
+  out.reserve(source.size());
+  const std::string marker = backend::TileCodegen::kLineRestoreMarker;
+  int64_t line = 1;
+  for (size_t at = 0; at < source.size();) {
+    size_t end = source.find('\n', at);
+    if (end == std::string::npos) end = source.size();
+    const std::string_view text(source.data() + at, end - at);
+    if (text == marker) {
+      out += "#line " + std::to_string(line + 1) + " " + c_string_literal(unit);
+    } else {
+      out.append(text);
+    }
+    if (end < source.size()) out += '\n';
+    at = end + 1;
+    ++line;
+  }
+  return out;
+}
 
 runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& request) {
   const ir::PrimFunc f = backend::prepare_tile_func(request, transform::LayoutTarget::kCuda);
@@ -552,7 +578,8 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
     l.smem_bytes = uint32_t(emit_kernel_entry(os, f, symbols, k, l.entry, threads,
                                               request.debug_bounds, &diagnostics, &report));
   }
-  return {os.str(), backend::slot_abi(request, std::move(launches)), std::move(diagnostics),
+  return {restore_line_numbers(os.str(), program_name(f.name)),
+          backend::slot_abi(request, std::move(launches)), std::move(diagnostics),
           std::move(report)};
 }
 

@@ -3,6 +3,7 @@
 // run. Also the shape of what the lowering plans (shared memory, launches).
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -293,6 +294,36 @@ TEST_F(CudaTileCodegen, APipelinedCopyRecomputesARowComputedInTheLoop) {
     // The body's own store or let still reads iteration k's index.
     EXPECT_EQ(occurrences(body, "Idx(bx, k)"), 1u) << src;
   }
+}
+
+// Note [Line directives]: the statements' lines carry the author's
+// file:line, the unit's own numbering resumes after each body, and NVRTC's
+// message for an error in a statement's lines names the author's line.
+TEST_F(CudaTileCodegen, LineDirectivesNameTheAuthorsLines) {
+  const Lowered l = compiles(gather_rows(RowIndex::kConditional));
+  const std::string& src = l.generated.source;
+  const size_t at = src.find("#line 12 \"k.py\"\n");
+  ASSERT_NE(at, std::string::npos) << src;
+  // Every return to the unit names the unit's next physical line.
+  std::istringstream lines(src);
+  std::string text;
+  int physical = 0, restores = 0;
+  while (std::getline(lines, text)) {
+    ++physical;
+    const std::string back = "#line ";
+    if (text.rfind(back, 0) == 0 && text.find("\"gather_rows.cu\"") != std::string::npos) {
+      EXPECT_EQ(text, "#line " + std::to_string(physical + 1) + " \"gather_rows.cu\"") << src;
+      ++restores;
+    }
+  }
+  EXPECT_EQ(restores, 1) << src;
+  // A deliberate error in the lines of the statement at k.py:12.
+  std::string broken = src;
+  broken.insert(at + std::string("#line 12 \"k.py\"\n").size(), "int tilejit_broken = ;\n");
+  const std::string msg = error_message(
+      [&] { cuda_backend().compile(broken, l.func.name, {}, Device::cuda(0)); },
+      ErrorKind::kCompileError);
+  EXPECT_NE(msg.find("k.py(12): error: expected an expression"), std::string::npos) << msg;
 }
 
 // A row the prefetch cannot recompute leaves the copy synchronous in the
