@@ -229,13 +229,11 @@ bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
       if (from != nullptr && to != nullptr) {
         line("tilejit::cuda::acc_convert<" + from->type() + ">(" + src + ", " + dst + ");");
       } else if (from != nullptr) {
-        const char* fn = from->part() ? (from->rows() ? "part_rows_store<" : "part_store<")
-                                      : (from->rows() ? "rows_store<" : "acc_store<");
+        const char* fn = from->rows() ? "rows_store<" : from->part() ? "part_store<" : "acc_store<";
         line(std::string("tilejit::cuda::") + fn + from->type() + ">(" + src + ", " +
              backend::copy_side_rect(*this, *op, false) + ");");
       } else {
-        const char* fn = to->part() ? (to->rows() ? "part_rows_load<" : "part_load<")
-                                    : (to->rows() ? "rows_load<" : "acc_load<");
+        const char* fn = to->rows() ? "rows_load<" : to->part() ? "part_load<" : "acc_load<";
         line(std::string("tilejit::cuda::") + fn + to->type() + ">(" + dst + ", " +
              backend::copy_side_rect(*this, *op, true) + ");");
       }

@@ -29,7 +29,8 @@
 //   acc_convert<L>(src, dst)    register to register, another element type
 //   acc_store<L>(acc, dst)      every existing element of a Rect (copy.h)
 //   acc_load<L>(acc, src)       from a Rect, 0 where src has no element
-//   rows_store<R>(v, dst) / rows_load<R>(v, src)   a row vector (Rect row 0)
+//   rows_store<R>(v, dst) / rows_load<R>(v, src)   a row vector (Rect row 0),
+//     MmaRows or PartRows
 //   acc_reduce_rows<kind, L>(acc, dst, clear, scratch)   dst[M] over columns;
 //     scratch: WN * M floats of shared memory when WN > 1 (the warps of a
 //     row combine there), followed by the block barrier it needs.
@@ -151,9 +152,11 @@ __device__ __forceinline__ void acc_convert(const S* src, D* dst) {
   for (int r = 0; r < L::kCount; ++r) dst[r] = convert<D>(src[r]);
 }
 
+// Row vectors of either layout (MmaRows, or part_tile.h's PartRows): the
+// one thread of each row's holders that R::leader() names stores it.
 template <typename R, typename D>
 __device__ __forceinline__ void rows_store(const float* v, const Rect<D>& dst) {
-  if (thread_rank() % 4 != 0 || 0 < dst.r_lo || 0 >= dst.r_hi) return;
+  if (!R::leader() || 0 < dst.r_lo || 0 >= dst.r_hi) return;
 #pragma unroll
   for (int s = 0; s < R::kCount; ++s) {
     const int i = R::row(s);

@@ -19,7 +19,7 @@
 //
 // The ops (mma_acc.h's names dispatch here for these layouts):
 //   part_store<L>(acc, dst) / part_load<L>(acc, src)   a Rect (copy.h)
-//   part_rows_store<R>(v, dst) / part_rows_load<R>(v, src)
+//   rows_store<R>(v, dst) / rows_load<R>(v, src)   mma_acc.h's, for both
 //   part_reduce_rows<kind, L>(acc, dst, clear, scratch)      into memory
 //   part_reduce_rows_to<kind, L>(acc, rows, clear, scratch)  into registers
 // A row's TC threads combine through warp shuffles; where TC > 32 its
@@ -185,27 +185,6 @@ __device__ __forceinline__ void part_load(E* acc, const Rect<S>& src) {
     const int i = L::row(r), j = L::col(r);
     const bool has = i >= src.r_lo && i < src.r_hi && j >= src.c_lo && j < src.c_hi;
     acc[r] = convert<E>(has ? convert<float>(src.base[src.origin + int64_t(i) * src.stride + j]) : 0.f);
-  }
-}
-
-// Row 0 of the Rect; one thread of each thread row stores.
-template <typename R, typename D>
-__device__ __forceinline__ void part_rows_store(const float* v, const Rect<D>& dst) {
-  if (thread_rank() % R::kTC != 0 || 0 < dst.r_lo || 0 >= dst.r_hi) return;
-#pragma unroll
-  for (int s = 0; s < R::kCount; ++s) {
-    const int i = R::row(s);
-    if (i >= dst.c_lo && i < dst.c_hi) dst.base[dst.origin + i] = convert<D>(v[s]);
-  }
-}
-
-template <typename R, typename S>
-__device__ __forceinline__ void part_rows_load(float* v, const Rect<S>& src) {
-  const bool row = 0 >= src.r_lo && 0 < src.r_hi;
-#pragma unroll
-  for (int s = 0; s < R::kCount; ++s) {
-    const int i = R::row(s);
-    v[s] = row && i >= src.c_lo && i < src.c_hi ? convert<float>(src.base[src.origin + i]) : 0.f;
   }
 }
 
