@@ -3,7 +3,6 @@
 #include "backend/cuda/fragments.h"
 
 #include <algorithm>
-#include <optional>
 #include <cstdlib>
 #include <utility>
 #include <set>
@@ -319,26 +318,6 @@ std::vector<std::pair<int, int>> grids(int warps, int policy, int64_t m, int64_t
   return out;
 }
 
-// The partitioned layout of an m x n tile over `threads` threads (Note
-// [Partitioned fragments]), or none.
-std::optional<AccLayout> part_layout(int64_t m, int64_t n, int threads) {
-  for (int v : {8, 4, 2, 1}) {
-    if (n % v != 0) continue;
-    const int64_t runs = n / v;
-    int tc = 1;
-    while (tc * 2 <= threads && threads % (tc * 2) == 0 && runs % (tc * 2) == 0) tc *= 2;
-    const int tr = threads / tc;
-    if (m % tr != 0) continue;
-    AccLayout layout{m, n};
-    layout.tr = tr;
-    layout.tc = tc;
-    layout.v = v;
-    if (layout.registers() > kMaxAccRegisters) return std::nullopt;
-    return layout;
-  }
-  return std::nullopt;
-}
-
 // Row vectors (Note [Register accumulators]): the rows of the accumulators
 // they meet (reductions into them, 2-D nests over both), agreed on through
 // copies and 1-D nests; a 1-D nest over a row vector in registers is a loop
@@ -420,21 +399,6 @@ void choose_rows(const Uses& uses, std::map<uint64_t, AccLayout>& regs) {
 }
 
 }  // namespace
-
-std::string AccLayout::type() const {
-  if (part()) {
-    if (rows()) {
-      return "tilejit::cuda::PartRows<" + std::to_string(m) + ", " + std::to_string(tr) + ", " +
-             std::to_string(tc) + ">";
-    }
-    return "tilejit::cuda::PartTile<" + std::to_string(m) + ", " + std::to_string(n) + ", " +
-           std::to_string(tr) + ", " + std::to_string(tc) + ", " + std::to_string(v) + ">";
-  }
-  if (rows()) return "tilejit::cuda::MmaRows<" + std::to_string(m) + ", " + std::to_string(wm) + ">";
-  return "tilejit::cuda::MmaAcc<" + std::to_string(m) + ", " + std::to_string(n) + ", " +
-         std::to_string(wm) + ", " + std::to_string(wn) +
-         (m_real > 0 ? ", " + std::to_string(m_real) : std::string()) + ">";
-}
 
 std::vector<const ir::ForStmt*> parallel_nest(const ir::ForStmt& op) {
   std::vector<const ir::ForStmt*> nest{&op};

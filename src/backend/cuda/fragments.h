@@ -79,6 +79,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -144,6 +145,10 @@ struct FragmentChoice {
   /// it, at its line, and why (for the lowering report).
   std::map<uint64_t, runtime::Diagnostic> kept_shared;
 };
+
+/// The partitioned layout of an m x n tile over `threads` threads (Note
+/// [Partitioned fragments]), or none (part_layout.cpp).
+std::optional<AccLayout> part_layout(int64_t m, int64_t n, int threads);
 
 /// The choice for the kernel `kernel`, run with `threads` threads.
 /// `in_groups`: buffers that ops of a thread range (Note [Thread
