@@ -2,13 +2,16 @@
 """Registers, spills and shared memory of generated CUDA units, from NVRTC's
 ptxas report, without a GPU:
 
-    python3 scripts/nvrtc_resources.py unit.cu [unit.cu ...]
+    python3 scripts/nvrtc_resources.py [--ptx] unit.cu [unit.cu ...]
 
 Each unit (as tilejit's CUDA backend writes it: `Kernel.get_kernel_source()`,
 or the test dumps) is compiled for sm_90a with the device headers of
-device/cuda and the toolkit's include directory, as the backend compiles it.
+device/cuda and the toolkit's include directory, as the backend compiles it. With --ptx, each unit's PTX is also written
+beside it (unit.ptx), with a count of its memory instructions by width (what
+NVVM vectorised: ld.shared.v4 against ld.shared.u16, and so on).
 """
 import ctypes
+import re
 import os
 import sys
 from pathlib import Path
@@ -26,7 +29,7 @@ def nvrtc():
     return ctypes.CDLL("libnvrtc.so")
 
 
-def report(lib, path):
+def report(lib, path, ptx=False):
     src = Path(path).read_bytes()
     prog = ctypes.c_void_p()
     if lib.nvrtcCreateProgram(ctypes.byref(prog), src, path.encode(), 0, None, None):
@@ -46,12 +49,34 @@ def report(lib, path):
     print(f"{path}: {'ok' if rc == 0 else 'FAILED'}")
     for ln in lines:
         print("  " + ln.strip())
+    if ptx and rc == 0:
+        write_ptx(prog, path)
+
+
+def write_ptx(prog, path):
+    lib = nvrtc()
+    size = ctypes.c_size_t()
+    lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
+    buf = ctypes.create_string_buffer(size.value)
+    lib.nvrtcGetPTX(prog, buf)
+    text = buf.value.decode(errors="replace")
+    out = Path(path).with_suffix(".ptx")
+    out.write_text(text)
+    counts = {}
+    for m in re.finditer(r"\b((?:ld|st|cp\.async)\.[a-z0-9.:]+)", text):
+        op = re.sub(r"\.L2::\w+|\.(?:ca|cg|cs|lu|cv|nc|relaxed|gpu|sys)\b", "", m.group(1))
+        counts[op] = counts.get(op, 0) + 1
+    print(f"  ptx: {out}")
+    for op, n in sorted(counts.items()):
+        print(f"    {op}: {n}")
 
 
 def main():
     lib = nvrtc()
-    for path in sys.argv[1:]:
-        report(lib, path)
+    args = sys.argv[1:]
+    ptx = "--ptx" in args
+    for path in (a for a in args if a != "--ptx"):
+        report(lib, path, ptx)
 
 
 if __name__ == "__main__":
