@@ -273,6 +273,14 @@ std::string TileCodegen::checked_index(const BufferAccess& b, size_t dim,
 }
 
 std::string TileCodegen::element(const BufferAccess& b, const std::vector<ir::Expr>& indices) {
+  for (const RunElement& r : run_elements_) {
+    if (r.access != b.name || r.indices.size() != indices.size()) continue;
+    bool same = true;
+    for (size_t d = 0; same && d < indices.size(); ++d) {
+      same = ir::structural_equal(r.indices[d], indices[d]);
+    }
+    if (same) return r.array + "[" + r.lane + "]";
+  }
   if (!b.global) return tile_element(b, indices);
   std::string out = b.name + "(";
   for (size_t d = 0; d < indices.size(); ++d) out += (d ? ", " : "") + expr(indices[d]);

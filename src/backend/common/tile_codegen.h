@@ -196,6 +196,16 @@ class TileCodegen {
   /// fresh const int64_t declared here).
   std::string loop_end(const std::string& v, const ir::ForStmt& op, const std::string& lo);
 
+  /// An access a target serves from a register array while it emits a
+  /// loop's body (CUDA: Note [Vectorised runs]): element() of the buffer
+  /// whose C++ name is `access` at `indices` prints `array[lane]`.
+  struct RunElement {
+    std::string access;
+    std::vector<ir::Expr> indices;
+    std::string array, lane;
+  };
+  std::vector<RunElement> run_elements_;
+
  private:
   /// `index` (C++) of dimension `dim` of tile `b` through the target's
   /// checked_index (Note [Debug bounds]).

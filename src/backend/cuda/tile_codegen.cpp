@@ -228,6 +228,12 @@ void CudaTileCodegen::emit_parallel_nest(const ir::ForStmt& op) {
   }
   if (layout != nullptr) {
     enter(accessed.reads, accessed.writes);
+    if (layout->part() && !layout->rows() && layout->v > 1) {
+      if (auto staged = plan_run(nest.back()->body, nest[1]->var, true); !staged.empty()) {
+        emit_register_runs(nest, *layout, staged);
+        return;
+      }
+    }
     line("#pragma unroll");
     line("for (int tilejit_r = 0; tilejit_r < " + str(layout->registers()) + "; ++tilejit_r) {");
     indent();
@@ -363,8 +369,43 @@ void CudaTileCodegen::emit_for(const ir::ForStmt& op) {
     emit_pipelined(op, p->second);
     return;
   }
+  // Note [Vectorised runs]: a T.vectorized loop of constant extent; its
+  // writes are staged only in a thread's own code (at block level a store
+  // to memory is thread 0's).
+  std::vector<StagedAccess> staged;
+  std::vector<std::string> arrays;
+  const int64_t lanes = op.extent.is_const() ? op.extent.int_value() : 0;
+  std::string lo = expr(op.min);
+  if (op.for_kind == ir::ForKind::kVectorized && lanes >= 2 && lanes <= 64) {
+    staged = plan_run(op.body, op.var, own_code());
+  }
+  if (!staged.empty()) {
+    if (!own_code()) {
+      // The staged reads happen here, before the loop: after any barrier
+      // they need. No staged buffer is written in the loop.
+      std::set<uint64_t> reads;
+      for (const StagedAccess& s : staged) reads.insert(s.buffer.id());
+      enter(visible(reads), {});
+    }
+    lo = "(" + lo + ")";
+    const std::string lane = fresh("tilejit_lane");
+    arrays = begin_run(staged, op.var, lanes, lo, lane, false);
+    line("#pragma unroll");
+    line("for (int " + lane + " = 0; " + lane + " < " + std::to_string(lanes) + "; ++" + lane +
+         ") {");
+    indent();
+    line("const int64_t " + var_name(op.var) + " = " + lo + " + " + lane + ";");
+    if (own_code()) {
+      emit_stmt(op.body);
+    } else {
+      emit_body(op.body, /*back_edge=*/true);
+    }
+    dedent();
+    line("}");
+    end_run(staged, arrays, op.var, lanes, lo, false);
+    return;
+  }
   const std::string v = var_name(op.var);
-  const std::string lo = expr(op.min);
   const std::string end = loop_end(v, op, lo);
   switch (op.for_kind) {
     case ir::ForKind::kUnroll:

@@ -3,6 +3,8 @@
 //   tile_codegen.cpp     the unit, the entries, allocations, loops, stores
 //   barriers.cpp         the barriers, loop and branch bodies, thread
 //                        ranges and a thread's own statements
+//   emit_runs.cpp        the runs of consecutive elements whose accesses
+//                        move as vectors (Note [Vectorised runs])
 //   lower_tile_ops.cpp   the tile ops: the shared lowering's calls of the
 //                        CUDA tile library (device/cuda/tilejit/cuda/*.h,
 //                        the CPU library's names and meaning), the register
@@ -68,6 +70,7 @@
 #include "backend/cuda/fragments.h"
 #include "backend/cuda/pipeline.h"
 #include "backend/cuda/smem_plan.h"
+#include "backend/cuda/vector_runs.h"
 #include "tilejit/ir/prim_func.h"
 #include "tilejit/ir/stmt.h"
 #include "tilejit/runtime/backend.h"
@@ -141,6 +144,27 @@ class CudaTileCodegen final : public backend::TileCodegen {
   /// next iteration) only where what is pending meets them again.
   void emit_body(const ir::Stmt& body, bool back_edge);
   void emit_parallel_nest(const ir::ForStmt& op);
+  /// Note [Vectorised runs] (emit_runs.cpp). The accesses of `body` that a
+  /// run over `lane` stages, writes too when `stage_writes`; none under
+  /// debug bounds.
+  std::vector<StagedAccess> plan_run(const ir::Stmt& body, const ir::Expr& lane,
+                                     bool stage_writes);
+  /// Declares and reads the arrays of `staged` (`lane` printing as `first`,
+  /// the run's first element, a multiple of v when `first_aligned`) and
+  /// serves their accesses from them at `lane_text` until end_run; returns
+  /// the arrays' names.
+  std::vector<std::string> begin_run(const std::vector<StagedAccess>& staged, const ir::Expr& lane,
+                                     int64_t v, const std::string& first,
+                                     const std::string& lane_text, bool first_aligned);
+  /// Writes back the written arrays; the accesses go to memory again.
+  void end_run(const std::vector<StagedAccess>& staged, const std::vector<std::string>& arrays,
+               const ir::Expr& lane, int64_t v, const std::string& first, bool first_aligned);
+  /// load_run's and store_run's template arguments for `s`.
+  std::string run_args(const StagedAccess& s, const ir::Expr& lane, int64_t v, bool first_aligned);
+  /// A 2-D register loop over a partitioned tile as runs of its V columns
+  /// (`staged`: plan_run's accesses, not empty).
+  void emit_register_runs(const std::vector<const ir::ForStmt*>& nest, const AccLayout& layout,
+                          const std::vector<StagedAccess>& staged);
   /// Note [Reductions in a T.Parallel nest]: the atomic that stores `op`
   /// when it folds a value into an element that other iterations of the
   /// nest fold into too (an element whose indices leave out one of the

@@ -12,3 +12,4 @@
 #include "tilejit/cuda/rasterize.h"
 #include "tilejit/cuda/reduce.h"
 #include "tilejit/cuda/tile.h"
+#include "tilejit/cuda/vector_run.h"
