@@ -43,13 +43,22 @@ def to_target(target, array):
         return array
     import numpy as np
     import torch
-    return torch.from_numpy(np.ascontiguousarray(array)).cuda()
+    array = np.ascontiguousarray(array)
+    if array.dtype.name == "bfloat16":  # ml_dtypes': torch takes its bits
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16).cuda()
+    return torch.from_numpy(array).cuda()
 
 
 def as_numpy(x):
     """A kernel's output as numpy."""
     import numpy as np
-    return x.cpu().numpy() if hasattr(x, "cpu") else np.asarray(x)
+    if not hasattr(x, "cpu"):
+        return np.asarray(x)
+    import torch
+    if x.dtype == torch.bfloat16:
+        import ml_dtypes
+        return x.cpu().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return x.cpu().numpy()
 
 
 @contextlib.contextmanager
