@@ -72,7 +72,9 @@
 //    dim=0) into one element) is part_reduce_rows_to of that tile, its one
 //    row folded per thread, over the warp by shuffles and across warps in
 //    the row reductions' scratch (two barriers, as any row spanning warps),
-//    the result in every thread;
+//    the result in every thread, the same bits in each (each shuffle step
+//    combines the same two values, commutatively, and every thread folds
+//    the warps' values in one order), as a replicated result needs;
 //  - replicated, Replicated<N> (N <= kMaxReplicated): a fragment whose every
 //    element access is at constant indices and, inside T.Parallel nests, a
 //    read (TileLang's `lse[0] = ...` at block level, `max_x[0]` in a nest).
