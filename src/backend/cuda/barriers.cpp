@@ -77,6 +77,19 @@ void CudaTileCodegen::emit_block(const ir::Stmt& s) {
 void CudaTileCodegen::emit_body(const ir::Stmt& body, bool back_edge) {
   Accessed all;
   all.visit(body);
+  // The row reductions' scratch (id 0, emit_tile_op) is no buffer of the
+  // IR: a reduction through it in a loop meets the next iteration's.
+  struct Scratch : ir::IRVisitor {
+    const CudaTileCodegen* cg = nullptr;
+    bool found = false;
+    void visit_reduce(const ir::ReduceOp* op, const ir::Stmt&) override {
+      const AccLayout* l = cg->register_layout(op->src.buffer);
+      found = found || (l != nullptr && l->scratch_floats() > 0);
+    }
+  } scratch;
+  scratch.cg = this;
+  scratch.visit(body);
+  if (scratch.found) all.writes.insert(0);
   const std::set<uint64_t> r = visible(all.reads), w = visible(all.writes);
   if (pending_meets(r, w)) sync();
   const std::set<uint64_t> pre_r = read_since_, pre_w = written_since_;

@@ -17,6 +17,11 @@ namespace {
 using ir::Expr;
 
 bool is_16bit_float(DataType t) { return t == DataType::bfloat16() || t == DataType::float16(); }
+bool is_reduced_float(DataType t) { return t == DataType::float32() || is_16bit_float(t); }
+// The element types of 1-D register fragments (Note [1-D and replicated fragments]).
+bool is_vector_dtype(DataType t) {
+  return t.lanes == 1 && (is_reduced_float(t) || (t.is_int() && t.bits >= 8 && t.bits <= 64));
+}
 
 // The region spans all of its buffer.
 bool is_whole(const ir::Region& r) {
@@ -54,11 +59,19 @@ struct Nest {
 // (Note [Register accumulators]).
 class Uses : public ir::IRVisitor {
  public:
-  // 2-D float32 or 16-bit fragments, and 1-D float32 ones, of constant shape.
+  // 2-D float32 or 16-bit fragments, and 1-D float32, 16-bit or integer
+  // ones, of constant shape.
   std::map<uint64_t, ir::Buffer> candidates;
   std::set<uint64_t> out;  // disqualified
   // The first op that disqualified each (the lowering report's forced_by).
   std::map<uint64_t, runtime::Diagnostic> why;
+  // 1-D candidates that cannot be replicated (Note [1-D and replicated
+  // fragments]), with the first op that said so; and those an element of
+  // which is accessed at a constant index (which want to be).
+  std::set<uint64_t> repl_out, at_constant;
+  std::map<uint64_t, runtime::Diagnostic> repl_why;
+  // Whole reductions of a 1-D candidate into one element: (src, dst).
+  std::vector<std::pair<uint64_t, ir::Buffer>> whole_reductions;
   std::map<uint64_t, std::vector<const ir::GemmOp*>> as_c, as_a;
   std::vector<const ir::GemmOp*> all_gemms;
   // Whole-buffer copies between two candidates (src, dst), and row
@@ -72,10 +85,22 @@ class Uses : public ir::IRVisitor {
 
  private:
   bool is_candidate(const ir::Buffer& b) const { return candidates.count(b.id()) != 0; }
+  // Out of every register layout.
   void drop(const ir::Buffer& b, const char* reason) {
+    drop_tiled(b, reason);
+    drop_repl(b, reason);
+  }
+  // Out of the tile, row-vector and 1-D partitioned layouts.
+  void drop_tiled(const ir::Buffer& b, const char* reason) {
     if (!is_candidate(b)) return;
     out.insert(b.id());
     why.emplace(b.id(), runtime::Diagnostic{op_, span_, "shared", reason});
+  }
+  // Out of the replicated layout.
+  void drop_repl(const ir::Buffer& b, const char* reason) {
+    if (!is_candidate(b) || b.rank() != 1) return;
+    repl_out.insert(b.id());
+    repl_why.emplace(b.id(), runtime::Diagnostic{op_, span_, "shared", reason});
   }
   // The op whose use of a fragment is being judged, at its line.
   void at(std::string op, const ir::Span& span) {
@@ -88,7 +113,7 @@ class Uses : public ir::IRVisitor {
     const bool tile = b.rank() == 2 && (b.dtype() == DataType::float32() ||
                                         is_16bit_float(b.dtype())) &&
                       dim(b, 0) > 0 && dim(b, 1) > 0;
-    const bool rows = b.rank() == 1 && b.dtype() == DataType::float32() && dim(b, 0) > 0;
+    const bool rows = b.rank() == 1 && is_vector_dtype(b.dtype()) && dim(b, 0) > 0;
     if (tile || rows) candidates.emplace(b.id(), b);
   }
 
@@ -98,18 +123,29 @@ class Uses : public ir::IRVisitor {
     if (in_nest_) (store ? nests.back().stored : nests.back().loaded).insert(b.id());
     if (in_nest_ && store && b.scope() == ir::Scope::kLocal) nests.back().local.insert(b.id());
     if (!is_candidate(b)) return;
+    // Replicated: constant indices, and no store in a nest.
+    bool constant = true;
+    for (const Expr& i : indices) constant = constant && i.is_const();
+    if (!constant) {
+      drop_repl(b, in_nest_ ? "an element accessed at an index of a T.Parallel nest"
+                            : "an element accessed at an index that is not a constant");
+    } else if (in_nest_ && store) {
+      drop_repl(b, "an element stored in a T.Parallel nest");
+    }
+    if (constant && b.rank() == 1) at_constant.insert(b.id());
     // Row vectors are stored only in 1-D nests (a register loop over rows).
     const size_t depth = nest_vars_.size();
     const size_t want = b.rank() == 2 ? 2 : (store ? 1 : std::min<size_t>(depth, 2));
     if (depth == 0 || depth != want || indices.size() != size_t(b.rank())) {
-      drop(b, depth == 0 ? "an element accessed outside a T.Parallel nest over constant extents"
-                         : "an element accessed in a T.Parallel nest of another rank");
+      drop_tiled(b, depth == 0 ? "an element accessed outside a T.Parallel nest over constant "
+                                 "extents"
+                               : "an element accessed in a T.Parallel nest of another rank");
       return;
     }
     for (size_t d = 0; d < indices.size(); ++d) {
       if (!indices[d].is_var() || indices[d].var_id() != nest_vars_[d] ||
           nest_extents_[d] != dim(b, d)) {
-        drop(b, "an element accessed at other indices than the T.Parallel nest's");
+        drop_tiled(b, "an element accessed at other indices than the T.Parallel nest's");
         return;
       }
     }
@@ -210,7 +246,10 @@ class Uses : public ir::IRVisitor {
       if (!range.extent.is_const()) return false;
       if (range.extent.int_value() != 1) big.push_back(range.extent.int_value());
     }
-    const std::vector<int64_t> want = m == 1 ? std::vector<int64_t>{n} : std::vector<int64_t>{m, n};
+    // One element: every extent is 1.
+    const std::vector<int64_t> want = m == 1 && n == 1 ? std::vector<int64_t>{}
+                                      : m == 1         ? std::vector<int64_t>{n}
+                                                       : std::vector<int64_t>{m, n};
     const ir::Range& last = r.ranges.back();
     return big == want && last.extent.is_const() && last.extent.int_value() == n;
   }
@@ -244,11 +283,27 @@ class Uses : public ir::IRVisitor {
     const ir::Buffer& dst = op->dst.buffer;
     const bool rows = op->dim == 1 && is_whole(op->dst) && dst.rank() == 1 &&
                       is_candidate(src) && src.rank() == 2;
-    if (!rows) {
-      at(std::string("T.reduce_") + ir::reduce_kind_name(op->reduce_kind), s.span());
-      drop(src, "a reduction other than a whole tile's rows (dim=1) into a row vector");
-      drop(dst, "a reduction other than a whole tile's rows (dim=1) into a row vector");
+    // Note [1-D and replicated fragments]: a 1-D tile into one element.
+    int64_t dst_elements = 1;
+    for (size_t d = 0; d < size_t(dst.rank()); ++d) dst_elements *= dim(dst, d);
+    const bool whole = src.rank() == 1 && is_candidate(src) && is_whole(op->src) &&
+                       is_whole(op->dst) && dst_elements == 1;
+    at(std::string("T.reduce_") + ir::reduce_kind_name(op->reduce_kind), s.span());
+    if (whole) {
+      whole_reductions.emplace_back(src.id(), dst);
+      drop_repl(src, "reduced as a whole (a 1-D tile over the threads)");
+      drop_tiled(dst, "the result of a 1-D tile's reduction, which registers hold replicated");
+      if (!is_reduced_float(dst.dtype()) || dst.scope() == ir::Scope::kLocal) {
+        drop(src, "reduced into a thread's local buffer or into neither float32 nor a 16-bit "
+                  "float");
+      }
+    } else if (!rows) {
+      drop(src, "a reduction other than a whole tile's rows (dim=1) into a row vector, or a "
+                "whole 1-D tile into one element");
+      drop(dst, "a reduction other than a whole tile's rows (dim=1) into a row vector, or a "
+                "whole 1-D tile into one element");
     } else {
+      drop_repl(dst, "the rows of a tile reduced into it");
       // An mma layout reduces float32 alone (Note [Partitioned fragments]).
       if (src.dtype() != DataType::float32()) reduced_16.insert(src.id());
       if (is_candidate(dst)) reductions.emplace_back(src.id(), dst.id());
@@ -322,26 +377,33 @@ std::vector<std::pair<int, int>> grids(int warps, int policy, int64_t m, int64_t
 // they meet (reductions into them, 2-D nests over both), agreed on through
 // copies and 1-D nests; a 1-D nest over a row vector in registers is a loop
 // over the thread's rows, so all it stores must be such row vectors.
-void choose_rows(const Uses& uses, std::map<uint64_t, AccLayout>& regs) {
+// `vectors`: the 1-D fragments choose_vectors placed or kept from them.
+void choose_rows(const Uses& uses, std::map<uint64_t, AccLayout>& regs,
+                 const std::set<uint64_t>& vectors) {
   std::map<uint64_t, AccLayout> want;
-  std::set<uint64_t> out;
+  std::set<uint64_t> out = vectors;
   for (const auto& [id, b] : uses.candidates) {
     if (b.rank() == 1 && uses.out.count(id)) out.insert(id);
   }
   auto tile_layout = [&](uint64_t id) -> const AccLayout* {
     auto it = regs.find(id);
-    return it == regs.end() ? nullptr : &it->second;
+    return it == regs.end() || it->second.flat || it->second.repl ? nullptr : &it->second;
   };
   auto require = [&](uint64_t id, const AccLayout* tile) {
     if (out.count(id)) return;
-    if (tile == nullptr || tile->wn != 1 || tile->m != dim(uses.candidates.at(id), 0)) {
+    // An mma layout's row vectors hold float32 (its reductions' type).
+    if (tile == nullptr || tile->wn != 1 || tile->m != dim(uses.candidates.at(id), 0) ||
+        (!tile->part() && uses.candidates.at(id).dtype() != DataType::float32())) {
       out.insert(id);
       return;
     }
     auto [it, fresh] = want.emplace(id, tile->row_layout());
     if (!fresh && !(it->second == tile->row_layout())) out.insert(id);
   };
-  for (const auto& [src, dst] : uses.reductions) require(dst, tile_layout(src));
+  for (const auto& [src, dst] : uses.reductions) {
+    if (!is_reduced_float(uses.candidates.at(dst).dtype())) out.insert(dst);
+    require(dst, tile_layout(src));
+  }
   for (const Nest& nest : uses.nests) {
     if (nest.depth == 1 || nest.rows.empty()) continue;
     const AccLayout* tile = nullptr;
@@ -398,6 +460,97 @@ void choose_rows(const Uses& uses, std::map<uint64_t, AccLayout>& regs) {
   }
 }
 
+// Note [1-D and replicated fragments]: the 1-D fragments that no tile's
+// rows involve, replicated or partitioned. Returns the 1-D fragments that
+// choose_rows is to leave alone; `why` gets what kept one of them from
+// registers where no op of Uses said it.
+std::set<uint64_t> choose_vectors(const Uses& uses, int threads,
+                                  std::map<uint64_t, AccLayout>& regs,
+                                  std::map<uint64_t, runtime::Diagnostic>& why) {
+  // The row vectors' fragments: reduced into from a tile's rows, read in a
+  // 2-D nest, and those they meet in copies and 1-D nests.
+  std::set<uint64_t> involved;
+  for (const auto& [src, dst] : uses.reductions) involved.insert(dst);
+  for (const Nest& nest : uses.nests) {
+    if (nest.depth == 2) involved.insert(nest.rows.begin(), nest.rows.end());
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    auto join = [&](const std::set<uint64_t>& ids) {
+      bool any = false;
+      for (uint64_t id : ids) any = any || involved.count(id);
+      if (!any) return;
+      for (uint64_t id : ids) changed = involved.insert(id).second || changed;
+    };
+    for (const auto& [src, dst] : uses.links) {
+      if (uses.is_rows(src)) join({src, dst});
+    }
+    for (const Nest& nest : uses.nests) {
+      if (nest.depth == 1) join(nest.rows);
+    }
+  }
+  std::map<uint64_t, AccLayout> want;
+  std::set<uint64_t> mine;  // the whole reductions' sources, and what is placed here
+  for (const auto& [src, dst] : uses.whole_reductions) mine.insert(src);
+  for (const auto& [id, b] : uses.candidates) {
+    if (b.rank() != 1 || involved.count(id)) continue;
+    const int64_t n = dim(b, 0);
+    if (!uses.repl_out.count(id) && n <= kMaxReplicated) {
+      AccLayout l{n, 0};
+      l.repl = true;
+      want.emplace(id, l);
+      continue;
+    }
+    if (uses.out.count(id)) continue;
+    if (std::optional<AccLayout> l = part_layout(1, n, threads)) {
+      l->flat = true;
+      want.emplace(id, *l);
+    } else {
+      why.emplace(id, runtime::Diagnostic{
+                          "T.alloc_fragment", b->span, "shared",
+                          "no partitioned layout of " + std::to_string(n) + " elements over " +
+                              std::to_string(threads) +
+                              " threads (runs of 8, 4, 2 or 1 elements that the threads divide "
+                              "evenly, at most " +
+                              std::to_string(kMaxAccRegisters) + " a thread)"});
+    }
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    auto drop = [&](uint64_t id, const ir::Span& span, const std::string& op,
+                    const std::string& reason) {
+      if (want.erase(id) == 0) return;
+      why.emplace(id, runtime::Diagnostic{op, span, "shared", reason});
+      changed = true;
+    };
+    // A copy between two of them is register to register in one layout;
+    // to or from one in shared memory, it loads or stores.
+    for (const auto& [src, dst] : uses.links) {
+      auto x = want.find(src), y = want.find(dst);
+      if (x == want.end() || y == want.end() || x->second.repl == y->second.repl) continue;
+      const ir::Span span = uses.candidates.at(dst)->span;
+      drop(src, span, "T.copy", "a copy between a replicated and a partitioned fragment");
+      drop(dst, span, "T.copy", "a copy between a replicated and a partitioned fragment");
+    }
+    // A whole reduction into registers reads its tile from registers.
+    for (const auto& [src, dst] : uses.whole_reductions) {
+      auto x = want.find(src);
+      if (want.count(dst.id()) && (x == want.end() || !x->second.flat)) {
+        drop(dst.id(), dst->span, "T.alloc_fragment",
+             "the result of a reduction of a 1-D fragment kept in shared memory");
+      }
+    }
+  }
+  for (const auto& [id, l] : want) {
+    regs.emplace(id, l);
+    mine.insert(id);
+  }
+  for (const auto& [id, b] : uses.candidates) {
+    if (b.rank() == 1 && !involved.count(id)) mine.insert(id);
+  }
+  return mine;
+}
+
 }  // namespace
 
 std::vector<const ir::ForStmt*> parallel_nest(const ir::ForStmt& op) {
@@ -419,17 +572,24 @@ std::vector<const ir::ForStmt*> parallel_nest(const ir::ForStmt& op) {
 // the lowering report: the first op that disqualified it, or what no op
 // decided (its dtype or rank, the block's threads, the gemm's shape).
 static void explain_shared(const Uses& uses, int threads, const std::set<uint64_t>& in_groups,
-                    FragmentChoice& choice) {
+                           const std::map<uint64_t, runtime::Diagnostic>& vector_why,
+                           FragmentChoice& choice) {
   for (const ir::Buffer& b : uses.fragments) {
     if (choice.registers.count(b.id())) continue;
     runtime::Diagnostic d{"T.alloc_fragment", b->span, "shared", ""};
     if (!uses.candidates.count(b.id())) {
       d.reason = "no register layout for a fragment of this dtype, rank or shape (2-D float32 "
-                 "or 16-bit, or 1-D float32, of constant shape)";
+                 "or 16-bit, or 1-D float32, 16-bit or integer, of constant shape)";
     } else if (in_groups.count(b.id())) {
       d.reason = "used by the ops of a range of the block's threads";
     } else if (threads % 32 != 0) {
       d.reason = std::to_string(threads) + " threads per block, not whole warps";
+    } else if (auto r = uses.repl_why.find(b.id());
+               r != uses.repl_why.end() && uses.at_constant.count(b.id())) {
+      // Accessed at constant indices: why it is not replicated.
+      d = r->second;
+    } else if (auto v = vector_why.find(b.id()); v != vector_why.end()) {
+      d = v->second;
     } else if (auto w = uses.why.find(b.id()); w != uses.why.end()) {
       d = w->second;
     } else if (auto c = uses.as_c.find(b.id()); c != uses.as_c.end()) {
@@ -446,9 +606,11 @@ static void explain_shared(const Uses& uses, int threads, const std::set<uint64_
 
 // Note [Register accumulators].
 static FragmentChoice choose_registers(Uses& uses, int threads,
-                                       const std::set<uint64_t>& in_groups) {
+                                       const std::set<uint64_t>& in_groups,
+                                       std::map<uint64_t, runtime::Diagnostic>& vector_why) {
   // A register layout spreads a tile over the whole block's warps.
   uses.out.insert(in_groups.begin(), in_groups.end());
+  uses.repl_out.insert(in_groups.begin(), in_groups.end());
   FragmentChoice choice;
   if (threads % 32 != 0) return choice;
   const int warps = threads / 32;
@@ -540,7 +702,7 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
       if (in_regs(id) && !is_part(id)) drop(id);
     }
   }
-  choose_rows(uses, regs);
+  choose_rows(uses, regs, choose_vectors(uses, threads, regs, vector_why));
   for (const ir::GemmOp* op : uses.all_gemms) {
     auto c = regs.find(op->c.buffer.id());
     if (c != regs.end() && c->second.m_real > 0 && !in_regs(op->a.buffer.id())) {
@@ -565,8 +727,9 @@ FragmentChoice choose_fragments(const ir::KernelStmt& kernel, int threads,
                                 const std::set<uint64_t>& in_groups) {
   Uses uses;
   uses.visit(kernel.body);
-  FragmentChoice choice = choose_registers(uses, threads, in_groups);
-  explain_shared(uses, threads, in_groups, choice);
+  std::map<uint64_t, runtime::Diagnostic> vector_why;
+  FragmentChoice choice = choose_registers(uses, threads, in_groups, vector_why);
+  explain_shared(uses, threads, in_groups, vector_why, choice);
   return choice;
 }
 

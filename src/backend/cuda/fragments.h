@@ -59,6 +59,41 @@
 // Where a partitioned tile meets an mma tile (a copy, a nest), the mma tile
 // keeps its layout and the partitioned one goes back to shared memory.
 //
+// Note [1-D and replicated fragments]
+// A 1-D fragment that no tile's rows involve (it is not reduced into from
+// a tile's rows, not read in a 2-D nest, and meets no such row vector
+// through copies or 1-D nests) lives in registers in one of two layouts:
+//  - partitioned, a 1 x N PartTile (part_layout(1, N, threads)): the block's
+//    threads each hold runs of V consecutive elements, so a T.Parallel(N)
+//    nest over it is a register loop whose index is each register's column
+//    (`flat` below; unlike a row vector, whose nests index rows). Every
+//    iteration runs once, on the thread that holds its element, so the
+//    nest may store anywhere. Its whole reduction (T.reduce_*(x, out,
+//    dim=0) into one element) is part_reduce_rows_to of that tile, its one
+//    row folded per thread, over the warp by shuffles and across warps in
+//    the row reductions' scratch (two barriers, as any row spanning warps),
+//    the result in every thread, the same bits in each (each shuffle step
+//    combines the same two values, commutatively, and every thread folds
+//    the warps' values in one order), as a replicated result needs;
+//  - replicated, Replicated<N> (N <= kMaxReplicated): a fragment whose every
+//    element access is at constant indices and, inside T.Parallel nests, a
+//    read (TileLang's `lse[0] = ...` at block level, `max_x[0]` in a nest).
+//    Every thread holds every element: code outside T.Parallel nests is
+//    uniform (Note [CUDA lowering of tile IR]), so each thread computes the
+//    same values, and a read anywhere is a plain register read, with no
+//    barrier. It is printed as a thread's local array: every thread stores
+//    its own copy at block level. To memory, its elements go through
+//    rows_store, whose one storing thread (thread 0) is what a store of a
+//    shared fragment's element at block level does too; every thread storing
+//    the same value would be as correct, but costs the block threads x
+//    N stores of one address. Values that are not uniform (an element stored
+//    from a thread-dependent expression at block level, which races in
+//    shared memory) are outside what the program means, as before.
+// Fragments of 16-bit floats and integers qualify as float32 ones do; a
+// reduction takes float or 16-bit elements into a float or 16-bit result
+// (the CPU's too run in float). What one rule refuses keeps the fragment in
+// shared memory with the reason (kept_shared).
+//
 // Note [Short accumulators]
 // A decoding kernel's gemm has as many rows as query heads share a kv head,
 // often fewer than the 16 of an mma tile (1 for multi-head attention). Its
@@ -89,6 +124,8 @@
 namespace tilejit::cuda {
 
 inline constexpr int64_t kMaxAccRegisters = 128;
+/// Elements of a replicated fragment (Note [1-D and replicated fragments]).
+inline constexpr int64_t kMaxReplicated = 16;
 /// Elements added to each row of a padded gemm operand.
 inline constexpr int64_t kOperandPad = 8;
 
@@ -96,7 +133,9 @@ inline constexpr int64_t kOperandPad = 8;
 /// operand over a WM x WN warp grid, or (n == 0) a row vector of the rows of
 /// such a tile with WN = 1 (Note [Register accumulators]); or, where tc > 0,
 /// a tile spread over TR x TC threads in runs of V columns, or its row
-/// vector (Note [Partitioned fragments]).
+/// vector (Note [Partitioned fragments]); a 1-D fragment as the one row of
+/// such a tile (`flat`), or m elements every thread holds (`repl`, n = 0)
+/// (Note [1-D and replicated fragments]).
 struct AccLayout {
   int64_t m = 0, n = 0;
   int wm = 1, wn = 1;
@@ -105,15 +144,21 @@ struct AccLayout {
   int64_t m_real = 0;
   /// A partitioned fragment: thread rows, threads per row, run length.
   int tr = 0, tc = 0, v = 0;
-  bool rows() const { return n == 0; }
+  /// A 1-D fragment: a 1 x n partitioned tile indexed by its column.
+  bool flat = false;
+  /// Replicated: every thread holds all m elements.
+  bool repl = false;
+  bool rows() const { return n == 0 && !repl; }
   bool part() const { return tc > 0; }
   int64_t buffer_rows() const { return m_real > 0 ? m_real : m; }
   /// The device type: "tilejit::cuda::MmaAcc<M, N, WM, WN>",
   /// "tilejit::cuda::MmaRows<M, WM>", "tilejit::cuda::PartTile<M, N, TR,
-  /// TC, V>" or "tilejit::cuda::PartRows<M, TR, TC>".
+  /// TC, V>", "tilejit::cuda::PartRows<M, TR, TC>" or
+  /// "tilejit::cuda::Replicated<M>".
   std::string type() const;
   /// Elements per thread.
   int64_t registers() const {
+    if (repl) return m;
     if (part()) return rows() ? m / tr : (m / tr) * (n / tc);
     return rows() ? m / (8 * int64_t(wm)) : m * n / (32 * int64_t(wm) * wn);
   }

@@ -229,11 +229,15 @@ bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
       if (from != nullptr && to != nullptr) {
         line("tilejit::cuda::acc_convert<" + from->type() + ">(" + src + ", " + dst + ");");
       } else if (from != nullptr) {
-        const char* fn = from->rows() ? "rows_store<" : from->part() ? "part_store<" : "acc_store<";
+        const char* fn = from->rows() || from->repl ? "rows_store<"
+                         : from->part()              ? "part_store<"
+                                                     : "acc_store<";
         line(std::string("tilejit::cuda::") + fn + from->type() + ">(" + src + ", " +
              backend::copy_side_rect(*this, *op, false) + ");");
       } else {
-        const char* fn = to->rows() ? "rows_load<" : to->part() ? "part_load<" : "acc_load<";
+        const char* fn = to->rows() || to->repl ? "rows_load<"
+                         : to->part()            ? "part_load<"
+                                                 : "acc_load<";
         line(std::string("tilejit::cuda::") + fn + to->type() + ">(" + dst + ", " +
              backend::copy_side_rect(*this, *op, true) + ");");
       }
@@ -248,7 +252,8 @@ bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
       const std::string kind = std::string("tilejit::cuda::ReduceKind::") + kKinds[int(op->reduce_kind)];
       const std::string clear = op->clear ? "true" : "false";
       line(std::string("// T.reduce_") + ir::reduce_kind_name(op->reduce_kind) + "(" +
-           ir::to_string(op->src) + ", " + ir::to_string(op->dst) + ", dim=1)");
+           ir::to_string(op->src) + ", " + ir::to_string(op->dst) + ", dim=" + str(op->dim) +
+           ")");
       std::string scratch = "nullptr";
       if (l->scratch_floats() > 0) {
         // One scratch for every row reduction of the kernel (each is

@@ -8,6 +8,7 @@
 namespace tilejit::cuda {
 
 std::string AccLayout::type() const {
+  if (repl) return "tilejit::cuda::Replicated<" + std::to_string(m) + ">";
   if (part()) {
     if (rows()) {
       return "tilejit::cuda::PartRows<" + std::to_string(m) + ", " + std::to_string(tr) + ", " +

@@ -120,7 +120,9 @@ void CudaTileCodegen::emit_alloc(const ir::AllocStmt& op) {
   backend::BufferAccess a = tile_access(op, &elements);
   if (b.scope() == ir::Scope::kLocal) a.layout = "local";
   if (const AccLayout* reg = register_layout(b)) {
-    a.layout = "mma";
+    // Note [1-D and replicated fragments]: a replicated fragment is each
+    // thread's own array, stored by every thread.
+    a.layout = reg->repl ? "local" : "mma";
     line(std::string(st) + " " + a.name + "[" + str(reg->registers()) +
          "];  // fragment in registers: " + reg->type());
     set_access(b, std::move(a));
@@ -208,7 +210,7 @@ std::string CudaTileCodegen::tile_element(const backend::BufferAccess& a,
   }
   TILEJIT_ICHECK(at_indices)
       << func().name << ": register fragment " << a.name << " accessed outside its register loop";
-  if (indices.size() == 1 && !reg_layout_->rows()) {
+  if (indices.size() == 1 && !reg_layout_->rows() && !reg_layout_->flat) {
     return a.name + "[" + reg_layout_->type() + "::row_slot(tilejit_r)]";
   }
   return a.name + "[tilejit_r]";
@@ -224,7 +226,10 @@ void CudaTileCodegen::emit_parallel_nest(const ir::ForStmt& op) {
   const AccLayout* layout = nullptr;
   for (uint64_t id : accessed.ids) {
     const AccLayout* l = register_layout_of(id);
-    if (l != nullptr && (l->rows() == (nest.size() == 1)) && layout == nullptr) layout = l;
+    if (l != nullptr && !l->repl && ((l->rows() || l->flat) == (nest.size() == 1)) &&
+        layout == nullptr) {
+      layout = l;
+    }
   }
   if (layout != nullptr) {
     enter(accessed.reads, accessed.writes);
@@ -237,11 +242,13 @@ void CudaTileCodegen::emit_parallel_nest(const ir::ForStmt& op) {
     line("#pragma unroll");
     line("for (int tilejit_r = 0; tilejit_r < " + str(layout->registers()) + "; ++tilejit_r) {");
     indent();
-    line("const int64_t " + var_name(nest[0]->var) + " = " + layout->type() + "::row(tilejit_r);");
+    // A 1-D fragment's index is its column (Note [1-D and replicated fragments]).
+    line("const int64_t " + var_name(nest[0]->var) + " = " + layout->type() +
+         (layout->flat ? "::col(tilejit_r);" : "::row(tilejit_r);"));
     // Note [Short accumulators]: the rows only registers have.
     if (layout->m_real > 0) line("if (" + var_name(nest[0]->var) + " >= " + str(layout->m_real) + ") continue;");
     reg_vars_ = {nest[0]->var.var_id()};
-    if (!layout->rows()) {
+    if (!layout->rows() && !layout->flat) {
       line("const int64_t " + var_name(nest[1]->var) + " = " + layout->type() +
            "::col(tilejit_r);");
       reg_vars_.push_back(nest[1]->var.var_id());

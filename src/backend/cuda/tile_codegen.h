@@ -21,9 +21,10 @@
 // Every thread runs the body's statements in order: outside T.Parallel
 // loops the code is uniform, the same for every thread of the block.
 //  - Shared and fragment buffers live in the block's dynamic shared memory
-//    (but for the gemm accumulators kept in registers: Note [Register
-//    accumulators] in fragments.h, where a T.Parallel nest over one is a
-//    loop over the thread's registers), one buffer in which tiles whose
+//    (but for the fragments kept in registers: Note [Register
+//    accumulators], Note [Partitioned fragments] and Note [1-D and
+//    replicated fragments] in fragments.h, where a T.Parallel nest over one
+//    is a loop over the thread's registers), one buffer in which tiles whose
 //    lifetimes cannot overlap share bytes (Note [Shared-memory liveness] in
 //    smem_plan.h), each at a 128-byte boundary. The total is the
 //    launch's shared memory in the KernelAbi, and the module raises the

@@ -298,5 +298,85 @@ TEST(Fragments, AnMmaTileWinsANestOverAPartitionedOne) {
                 {"other", "tilejit::cuda::PartTile<64, 64, 16, 8, 8>"}}));
 }
 
+// Note [1-D and replicated fragments]: TileLang's online softmax. The 1-D
+// tiles are one row of a partitioned tile over the threads, the
+// one-element fragments (written at block level, read in the nests)
+// every thread's own; a whole reduction goes from one to the other.
+ir::PrimFunc online_softmax(int64_t bn, int threads) {
+  ir::TileBuilder b("online_softmax");
+  const DataType h = DataType::float16(), f32 = DataType::float32();
+  const Buffer X = b.tensor_param("X", {Expr(4), Expr(bn * 2)}, h);
+  const Buffer Y = b.tensor_param("Y", {Expr(4), Expr(bn * 2)}, h);
+  const Expr bx = b.begin_kernel({Expr(4)}, {threads})[0];
+  const Buffer x = b.alloc("x", {bn}, h, Scope::kFragment);
+  const Buffer y = b.alloc("y", {bn}, h, Scope::kFragment);
+  const Buffer lse = b.alloc("lse", {1}, f32, Scope::kFragment);
+  const Buffer max_x = b.alloc("max_x", {1}, h, Scope::kFragment);
+  const Buffer exp_x = b.alloc("exp_x", {bn}, f32, Scope::kFragment);
+  const Buffer sum_exp_x = b.alloc("sum_exp_x", {1}, f32, Scope::kFragment);
+  auto exp2 = [](Expr e) { return ir::call_intrinsic(ir::Intrinsic::kExp2, {e}); };
+  auto f = [&](Expr e) { return ir::cast(f32, e); };
+  // Row bx, columns [k * bn, (k + 1) * bn) of X or Y.
+  auto chunk = [&](const Buffer& t, Expr k) {
+    return ir::Region{t, {ir::Range{bx, Expr(1)}, ir::Range{k * bn, Expr(bn)}}};
+  };
+  b.fill(whole(lse), Expr(-1e30));
+  {
+    const Expr k = b.begin_for("k", 0, 2, ForKind::kSerial);
+    b.copy(chunk(X, k), whole(x));
+    b.reduce(ir::ReduceKind::kMax, whole(x), whole(max_x), 0);
+    const Expr j = b.begin_for("j", 0, bn, ForKind::kParallel);
+    b.store(exp_x, {j}, exp2(f(ir::load(x, {j})) - f(ir::load(max_x, {Expr(0)}))));
+    b.end_for();
+    b.reduce(ir::ReduceKind::kSum, whole(exp_x), whole(sum_exp_x), 0);
+    const Expr m = f(ir::load(max_x, {Expr(0)}));
+    b.store(lse, {Expr(0)},
+            m + ir::call_intrinsic(ir::Intrinsic::kLog2,
+                                   {exp2(ir::load(lse, {Expr(0)}) - m) +
+                                    ir::load(sum_exp_x, {Expr(0)})}));
+    b.end_for();
+  }
+  {
+    const Expr k = b.begin_for("k", 0, 2, ForKind::kSerial);
+    b.copy(chunk(X, k), whole(x));
+    const Expr j = b.begin_for("j", 0, bn, ForKind::kParallel);
+    b.store(y, {j}, ir::cast(h, exp2(f(ir::load(x, {j})) - ir::load(lse, {Expr(0)}))));
+    b.end_for();
+    b.copy(whole(y), chunk(Y, k));
+    b.end_for();
+  }
+  b.end_kernel();
+  return b.finish();
+}
+
+TEST(Fragments, OneDimensionalTilesArePartitionedAndOneElementFragmentsReplicated) {
+  const std::string tile = "tilejit::cuda::PartTile<1, 8192, 1, 128, 8>";
+  const std::string one = "tilejit::cuda::Replicated<1>";
+  EXPECT_EQ(registers_of(online_softmax(8192, 128), 128),
+            (std::map<std::string, std::string>{{"x", tile},
+                                                {"y", tile},
+                                                {"exp_x", tile},
+                                                {"lse", one},
+                                                {"max_x", one},
+                                                {"sum_exp_x", one}}));
+  // 512 over 256 threads: runs of 2; over 32: one warp, runs of 8.
+  EXPECT_EQ(registers_of(online_softmax(512, 256), 256).at("x"),
+            "tilejit::cuda::PartTile<1, 512, 1, 256, 2>");
+  EXPECT_EQ(registers_of(online_softmax(512, 32), 32).at("x"),
+            "tilejit::cuda::PartTile<1, 512, 1, 32, 8>");
+  // 64 elements over 128 threads: no partitioned layout; the whole
+  // reductions' results then stay with their tiles in shared memory.
+  const ir::PrimFunc g = prepared(online_softmax(64, 128));
+  const FragmentChoice choice = choose_fragments(*g.tile()->kernels()[0], 128);
+  EXPECT_EQ(registers_of(online_softmax(64, 128), 128),
+            (std::map<std::string, std::string>{{"lse", one}}));
+  ASSERT_EQ(choice.kept_shared.size(), 5u);
+  for (const auto& [id, d] : choice.kept_shared) {
+    EXPECT_TRUE(d.reason.rfind("no partitioned layout of 64 elements over 128 threads", 0) == 0 ||
+                d.reason == "the result of a reduction of a 1-D fragment kept in shared memory")
+        << d.reason;
+  }
+}
+
 }  // namespace
 }  // namespace tilejit::cuda::testing

@@ -30,7 +30,7 @@
 //   acc_store<L>(acc, dst)      every existing element of a Rect (copy.h)
 //   acc_load<L>(acc, src)       from a Rect, 0 where src has no element
 //   rows_store<R>(v, dst) / rows_load<R>(v, src)   a row vector (Rect row 0),
-//     MmaRows or PartRows
+//     MmaRows, PartRows or Replicated
 //   acc_reduce_rows<kind, L>(acc, dst, clear, scratch)   dst[M] over columns;
 //     scratch: WN * M floats of shared memory when WN > 1 (the warps of a
 //     row combine there), followed by the block barrier it needs.
@@ -152,10 +152,11 @@ __device__ __forceinline__ void acc_convert(const S* src, D* dst) {
   for (int r = 0; r < L::kCount; ++r) dst[r] = convert<D>(src[r]);
 }
 
-// Row vectors of either layout (MmaRows, or part_tile.h's PartRows): the
-// one thread of each row's holders that R::leader() names stores it.
-template <typename R, typename D>
-__device__ __forceinline__ void rows_store(const float* v, const Rect<D>& dst) {
+// Row vectors of either layout (MmaRows, or part_tile.h's PartRows), and
+// part_tile.h's Replicated fragments, of any element type: the one thread
+// of each row's holders that R::leader() names stores it.
+template <typename R, typename E, typename D>
+__device__ __forceinline__ void rows_store(const E* v, const Rect<D>& dst) {
   if (!R::leader() || 0 < dst.r_lo || 0 >= dst.r_hi) return;
 #pragma unroll
   for (int s = 0; s < R::kCount; ++s) {
@@ -164,13 +165,13 @@ __device__ __forceinline__ void rows_store(const float* v, const Rect<D>& dst) {
   }
 }
 
-template <typename R, typename S>
-__device__ __forceinline__ void rows_load(float* v, const Rect<S>& src) {
+template <typename R, typename E, typename S>
+__device__ __forceinline__ void rows_load(E* v, const Rect<S>& src) {
   const bool row = 0 >= src.r_lo && 0 < src.r_hi;
 #pragma unroll
   for (int s = 0; s < R::kCount; ++s) {
     const int i = R::row(s);
-    v[s] = row && i >= src.c_lo && i < src.c_hi ? convert<float>(src.base[src.origin + i]) : 0.f;
+    v[s] = row && i >= src.c_lo && i < src.c_hi ? convert<E>(src.base[src.origin + i]) : convert<E>(0);
   }
 }
 

@@ -17,11 +17,19 @@
 // thread holds row(s) = s * TR + t / TC (row_slot(r) of the tile's
 // register r), so the TC threads of a thread row hold the same rows.
 //
+// A 1-D fragment of N elements is the one row of a PartTile<1, N, 1, TC, V>
+// with TC the block's threads (fragments.h, Note [1-D and replicated
+// fragments]): register r holds element col(r); reduced whole, it gives
+// the PartRows<1, 1, TC> that every thread holds, or a Replicated<1>.
+// Replicated<N>: N elements that every thread holds, slot s element s, a
+// row vector to rows_store (thread 0 stores) and rows_load.
+//
 // The ops (mma_acc.h's names dispatch here for these layouts):
 //   part_store<L>(acc, dst) / part_load<L>(acc, src)   a Rect (copy.h)
 //   rows_store<R>(v, dst) / rows_load<R>(v, src)   mma_acc.h's, for both
 //   part_reduce_rows<kind, L>(acc, dst, clear, scratch)      into memory
 //   part_reduce_rows_to<kind, L>(acc, rows, clear, scratch)  into registers
+//     (rows of any element type: each row is combined in float)
 // A row's TC threads combine through warp shuffles; where TC > 32 its
 // warps meet in `scratch` (M * TC / 32 floats of shared memory) between two
 // block barriers: the one inside, and the one the lowering puts before the
@@ -59,6 +67,13 @@ struct PartRows {
   __device__ __forceinline__ static int row(int s) { return s * TR + thread_rank() / TC; }
   // The one of a row's threads that stores it to memory.
   __device__ __forceinline__ static bool leader() { return thread_rank() % TC == 0; }
+};
+
+template <int N>
+struct Replicated {
+  static constexpr int kM = N, kCount = N;
+  __device__ __forceinline__ static int row(int s) { return s; }
+  __device__ __forceinline__ static bool leader() { return thread_rank() == 0; }
 };
 
 namespace part_detail {
@@ -201,14 +216,14 @@ __device__ __forceinline__ void part_reduce_rows(const E* acc, D* dst, bool clea
   }
 }
 
-template <ReduceKind kKind, typename L, typename E>
-__device__ __forceinline__ void part_reduce_rows_to(const E* acc, float* rows, bool clear,
+template <ReduceKind kKind, typename L, typename E, typename R>
+__device__ __forceinline__ void part_reduce_rows_to(const E* acc, R* rows, bool clear,
                                                     float* scratch) {
   float v[L::kM / L::kTR];
   part_detail::row_values<kKind, L>(acc, v, scratch);
 #pragma unroll
   for (int li = 0; li < L::kM / L::kTR; ++li) {
-    rows[li] = clear ? v[li] : reduce_detail::combine<kKind>(rows[li], v[li]);
+    rows[li] = convert<R>(clear ? v[li] : reduce_detail::combine<kKind>(convert<float>(rows[li]), v[li]));
   }
 }
 
