@@ -85,18 +85,23 @@ void CudaTileCodegen::emit_register_runs(const std::vector<const ir::ForStmt*>& 
   line("for (int tilejit_run = 0; tilejit_run < " + std::to_string(layout.registers() / layout.v) +
        "; ++tilejit_run) {");
   indent();
-  line("const int64_t " + var_name(nest[0]->var) + " = " + type + "::row(tilejit_run * " + v +
-       ");");
+  // A 1-D tile's nest has its column alone (Note [1-D and replicated
+  // fragments]).
+  if (!layout.flat) {
+    line("const int64_t " + var_name(nest[0]->var) + " = " + type + "::row(tilejit_run * " + v +
+         ");");
+  }
   const std::string first = fresh("tilejit_c");
   line("const int64_t " + first + " = " + type + "::col(tilejit_run * " + v + ");");
-  const ir::Expr& lane = nest[1]->var;
+  const ir::Expr& lane = nest.back()->var;
   const std::vector<std::string> arrays = begin_run(staged, lane, layout.v, first, "tilejit_v", true);
   line("#pragma unroll");
   line("for (int tilejit_v = 0; tilejit_v < " + v + "; ++tilejit_v) {");
   indent();
   line("const int tilejit_r = tilejit_run * " + v + " + tilejit_v;");
   line("const int64_t " + var_name(lane) + " = " + first + " + tilejit_v;");
-  reg_vars_ = {nest[0]->var.var_id(), lane.var_id()};
+  reg_vars_ = {nest[0]->var.var_id()};
+  if (!layout.flat) reg_vars_.push_back(lane.var_id());
   reg_layout_ = &layout;
   parallel_depth_ += 1;
   emit_stmt(nest.back()->body);

@@ -234,7 +234,8 @@ void CudaTileCodegen::emit_parallel_nest(const ir::ForStmt& op) {
   if (layout != nullptr) {
     enter(accessed.reads, accessed.writes);
     if (layout->part() && !layout->rows() && layout->v > 1) {
-      if (auto staged = plan_run(nest.back()->body, nest[1]->var, true); !staged.empty()) {
+      const ir::Expr& lane = nest.back()->var;  // a tile's column, a 1-D tile's index
+      if (auto staged = plan_run(nest.back()->body, lane, true); !staged.empty()) {
         emit_register_runs(nest, *layout, staged);
         return;
       }
