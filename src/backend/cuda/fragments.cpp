@@ -211,6 +211,9 @@ class Uses : public ir::IRVisitor {
       if (range.extent.int_value() != 1) big.push_back(range.extent.int_value());
     }
     const std::vector<int64_t> want = m == 1 ? std::vector<int64_t>{n} : std::vector<int64_t>{m, n};
+    // A row vector may also be a strided column (rows_store / rows_load
+    // take either).
+    if (m == 1) return big == want;
     const ir::Range& last = r.ranges.back();
     return big == want && last.extent.is_const() && last.extent.int_value() == n;
   }
@@ -289,8 +292,9 @@ bool mma_gemm(const ir::GemmOp& g, const AccLayout& layout, const AccLayout* a_l
   const int64_t k = g.trans_a ? dim(a, 0) : dim(a, 1);
   const int64_t m = g.trans_a ? dim(a, 1) : dim(a, 0);
   const int64_t n = g.trans_b ? dim(b, 0) : dim(b, 1);
+  // A in registers: the C's warp rows, each of its WN warps holding the whole row's A.
   if (a_layout != nullptr &&
-      !(layout.wn == 1 && *a_layout == AccLayout{m, k, layout.wm, 1} && !g.trans_a)) {
+      !(*a_layout == AccLayout{m, k, layout.wm, 1, 0, 0, 0, 0, layout.wn} && !g.trans_a)) {
     return false;
   }
   // Short accumulators read 16 rows of an untransposed A (Note [Short accumulators]).
@@ -334,7 +338,7 @@ void choose_rows(const Uses& uses, std::map<uint64_t, AccLayout>& regs) {
   };
   auto require = [&](uint64_t id, const AccLayout* tile) {
     if (out.count(id)) return;
-    if (tile == nullptr || tile->wn != 1 || tile->m != dim(uses.candidates.at(id), 0)) {
+    if (tile == nullptr || tile->m != dim(uses.candidates.at(id), 0)) {
       out.insert(id);
       return;
     }
@@ -463,7 +467,7 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
     const int64_t m = std::max<int64_t>(rows, 16);
     for (auto [wm, wn] : grids(warps, g.front()->policy, m, n)) {
       AccLayout layout{m, n, wm, wn, rows < 16 ? rows : 0};
-      if (m % (16 * wm) != 0 || n % (16 * wn) != 0) continue;
+      if (m % (16 * wm) != 0 || n % (8 * wn) != 0) continue;
       if (layout.registers() > kMaxAccRegisters) break;
       bool ok = true;
       for (const ir::GemmOp* op : g) ok = ok && mma_gemm(*op, layout, nullptr);
@@ -477,8 +481,8 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
     const ir::Buffer& buffer = uses.candidates.at(id);
     if (uses.out.count(id) || uses.as_c.count(id)) continue;
     auto c = regs.find(g.front()->c.buffer.id());
-    if (c == regs.end() || c->second.wn != 1 || c->second.m_real != 0) continue;
-    const AccLayout layout{dim(buffer, 0), dim(buffer, 1), c->second.wm, 1};
+    if (c == regs.end() || c->second.m_real != 0) continue;
+    const AccLayout layout{dim(buffer, 0), dim(buffer, 1), c->second.wm, 1, 0, 0, 0, 0, c->second.wn};
     if (layout.m % (16 * layout.wm) != 0 || layout.n % 16 != 0 ||
         layout.registers() > kMaxAccRegisters) {
       continue;
