@@ -177,13 +177,14 @@ std::string element(const Side& s, const std::vector<std::string>& pos) {
 // The Rect (copy.h) of `s` at leading iteration indices `lead`, over its
 // last one or two iteration dimensions (rows, cols).
 std::string rect(const TileCodegen& cg, const Side& s, const std::vector<std::string>& lead,
-                 bool constant) {
+                 bool constant, bool column = false) {
   const size_t q = s.iter_dims.size();
   std::vector<std::string> it = lead;
   while (it.size() < q) it.push_back("0");
   const std::vector<std::string> pos = position(s, it);
-  const int col = q >= 1 ? s.iter_dims[q - 1] : -1;
-  const int row = q >= 2 ? s.iter_dims[q - 2] : -1;
+  // `column`: the one iteration dimension is the Rect's rows (a strided vector).
+  const int col = column ? -1 : q >= 1 ? s.iter_dims[q - 1] : -1;
+  const int row = column ? s.iter_dims[0] : q >= 2 ? s.iter_dims[q - 2] : -1;
   const std::string type = cg.lib() + "::Rect<" + (constant ? "const " : "") + s.type + ">";
   const std::string origin = offset_of(s, pos);
   const std::string stride = row >= 0 ? s.strides[size_t(row)] : "0";
@@ -273,15 +274,17 @@ void elementwise(TileCodegen& cg, const std::vector<int64_t>& shape, const Side&
 
 }  // namespace
 
-std::string copy_side_rect(TileCodegen& cg, const ir::CopyOp& op, bool source) {
+std::string copy_side_rect(TileCodegen& cg, const ir::CopyOp& op, bool source, bool* column) {
   const std::string name = "T.copy";
   const auto [src_r, dst_r] = resolve_pair(cg, op.src, op.dst, op.span, name);
   const Side side = make_side(cg, source ? src_r : dst_r, op.span, name,
                               source ? "source" : "destination");
-  TILEJIT_ICHECK(rect_path({&side}) && side.iter_dims.size() <= 2)
+  const bool strided = column != nullptr && side.iter_dims.size() == 1 && !rect_path({&side});
+  if (column != nullptr) *column = strided;
+  TILEJIT_ICHECK(strided || (rect_path({&side}) && side.iter_dims.size() <= 2))
       << cg.func().name << ": T.copy: " << ir::to_string(source ? op.src : op.dst)
       << " is not a rectangle";
-  return rect(cg, side, {}, source);
+  return rect(cg, side, {}, source, strided);
 }
 
 void lower_copy(TileCodegen& cg, const ir::CopyOp& op) {

@@ -251,7 +251,9 @@ void lower_atomic_add(TileCodegen& cg, const ir::AtomicAddOp& op);
 void lower_print(TileCodegen& cg, const ir::PrintOp& op);
 /// The library's Rect (copy.h) of one side of a copy whose iteration shape
 /// is at most 2-D with contiguous rows: `source` the (const) source, else
-/// the destination.
-std::string copy_side_rect(TileCodegen& cg, const ir::CopyOp& op, bool source);
+/// the destination. Given `column`, a 1-D side that is strided is taken too,
+/// as the Rect's column 0 (its rows the vector), and *column says which.
+std::string copy_side_rect(TileCodegen& cg, const ir::CopyOp& op, bool source,
+                           bool* column = nullptr);
 
 }  // namespace tilejit::backend

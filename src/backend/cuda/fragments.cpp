@@ -57,6 +57,15 @@ struct Nest {
 
 // Every use of the kernel's fragments, and the candidates' disqualification
 // (Note [Register accumulators]).
+// The A operand in registers of a gemm into an accumulator over wm x wr
+// warps: an m x k tile over wm warp rows, held alike by the wr warps of
+// each.
+AccLayout operand_layout(int64_t m, int64_t k, int wm, int wr) {
+  AccLayout l{m, k, wm, 1};
+  l.wr = wr;
+  return l;
+}
+
 class Uses : public ir::IRVisitor {
  public:
   // 2-D float32 or 16-bit fragments, and 1-D float32, 16-bit or integer
@@ -78,6 +87,9 @@ class Uses : public ir::IRVisitor {
   // reductions of a candidate into a row candidate (src, dst).
   std::vector<std::pair<uint64_t, uint64_t>> links, reductions;
   std::set<uint64_t> reduced_16;  // 16-bit tiles reduced over their rows
+  // 1-D candidates copied to or from a strided column: a row vector's
+  // layout alone takes that.
+  std::set<uint64_t> strided;
   std::vector<Nest> nests;
   std::vector<ir::Buffer> fragments;  // every fragment, in program order
 
@@ -222,12 +234,15 @@ class Uses : public ir::IRVisitor {
       for (const auto& [self, other] : {std::pair{&op->src, &op->dst}, std::pair{&op->dst, &op->src}}) {
         if (!is_candidate(self->buffer)) continue;
         const ir::Buffer& b = self->buffer;
+        bool column = false;
         if (other->buffer.scope() == ir::Scope::kLocal ||
-            !rectangle(*other, b.rank() == 2 ? dim(b, 0) : 1, dim(b, b.rank() - 1))) {
+            !rectangle(*other, b.rank() == 2 ? dim(b, 0) : 1, dim(b, b.rank() - 1), &column)) {
           drop(b, other->buffer.scope() == ir::Scope::kLocal
                       ? "a copy to or from a thread's local buffer"
                       : "a copy to or from a region that is not a row-major rectangle of its "
                         "shape");
+        } else if (column) {
+          strided.insert(b.id());
         }
       }
     }
@@ -235,8 +250,8 @@ class Uses : public ir::IRVisitor {
   }
 
   // `r`'s extents other than 1 are exactly (m, n) (or n where m is 1), n in
-  // its last dimension.
-  static bool rectangle(const ir::Region& r, int64_t m, int64_t n) {
+  // its last dimension; or, *strided set, n where m is 1 in another one.
+  static bool rectangle(const ir::Region& r, int64_t m, int64_t n, bool* strided) {
     if (r.is_whole()) {
       if (m == 1 && r.buffer.rank() == 1) return dim(r.buffer, 0) == n;
       return r.buffer.rank() == 2 && dim(r.buffer, 0) == m && dim(r.buffer, 1) == n;
@@ -251,7 +266,14 @@ class Uses : public ir::IRVisitor {
                                       : m == 1         ? std::vector<int64_t>{n}
                                                        : std::vector<int64_t>{m, n};
     const ir::Range& last = r.ranges.back();
-    return big == want && last.extent.is_const() && last.extent.int_value() == n;
+    const bool row = last.extent.is_const() && last.extent.int_value() == n;
+    // A vector may also be a strided column, which a row vector's layout
+    // takes (rows_store / rows_load) and no other.
+    if (m == 1 && n > 1 && big == want && !row) {
+      *strided = true;
+      return true;
+    }
+    return big == want && row;
   }
   void visit_gemm(const ir::GemmOp* op, const ir::Stmt& s) override {
     if (in_nest_) nests.back().tile_ops = true;
@@ -344,8 +366,9 @@ bool mma_gemm(const ir::GemmOp& g, const AccLayout& layout, const AccLayout* a_l
   const int64_t k = g.trans_a ? dim(a, 0) : dim(a, 1);
   const int64_t m = g.trans_a ? dim(a, 1) : dim(a, 0);
   const int64_t n = g.trans_b ? dim(b, 0) : dim(b, 1);
+  // A in registers: the C's warp rows, each of its WN warps holding the whole row's A.
   if (a_layout != nullptr &&
-      !(layout.wn == 1 && *a_layout == AccLayout{m, k, layout.wm, 1} && !g.trans_a)) {
+      !(*a_layout == operand_layout(m, k, layout.wm, layout.wn) && !g.trans_a)) {
     return false;
   }
   // Short accumulators read 16 rows of an untransposed A (Note [Short accumulators]).
@@ -392,7 +415,7 @@ void choose_rows(const Uses& uses, std::map<uint64_t, AccLayout>& regs,
   auto require = [&](uint64_t id, const AccLayout* tile) {
     if (out.count(id)) return;
     // An mma layout's row vectors hold float32 (its reductions' type).
-    if (tile == nullptr || tile->wn != 1 || tile->m != dim(uses.candidates.at(id), 0) ||
+    if (tile == nullptr || tile->m != dim(uses.candidates.at(id), 0) ||
         (!tile->part() && uses.candidates.at(id).dtype() != DataType::float32())) {
       out.insert(id);
       return;
@@ -495,6 +518,12 @@ std::set<uint64_t> choose_vectors(const Uses& uses, int threads,
   for (const auto& [id, b] : uses.candidates) {
     if (b.rank() != 1 || involved.count(id)) continue;
     const int64_t n = dim(b, 0);
+    if (uses.strided.count(id)) {
+      why.emplace(id, runtime::Diagnostic{"T.alloc_fragment", b->span, "shared",
+                                          "a copy to or from a strided column, which only the "
+                                          "row vector of a tile's rows takes"});
+      continue;
+    }
     if (!uses.repl_out.count(id) && n <= kMaxReplicated) {
       AccLayout l{n, 0};
       l.repl = true;
@@ -625,7 +654,7 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
     const int64_t m = std::max<int64_t>(rows, 16);
     for (auto [wm, wn] : grids(warps, g.front()->policy, m, n)) {
       AccLayout layout{m, n, wm, wn, rows < 16 ? rows : 0};
-      if (m % (16 * wm) != 0 || n % (16 * wn) != 0) continue;
+      if (m % (16 * wm) != 0 || n % (8 * wn) != 0) continue;
       if (layout.registers() > kMaxAccRegisters) break;
       bool ok = true;
       for (const ir::GemmOp* op : g) ok = ok && mma_gemm(*op, layout, nullptr);
@@ -639,8 +668,8 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
     const ir::Buffer& buffer = uses.candidates.at(id);
     if (uses.out.count(id) || uses.as_c.count(id)) continue;
     auto c = regs.find(g.front()->c.buffer.id());
-    if (c == regs.end() || c->second.wn != 1 || c->second.m_real != 0) continue;
-    const AccLayout layout{dim(buffer, 0), dim(buffer, 1), c->second.wm, 1};
+    if (c == regs.end() || c->second.m_real != 0) continue;
+    const AccLayout layout = operand_layout(dim(buffer, 0), dim(buffer, 1), c->second.wm, c->second.wn);
     if (layout.m % (16 * layout.wm) != 0 || layout.n % 16 != 0 ||
         layout.registers() > kMaxAccRegisters) {
       continue;

@@ -15,17 +15,25 @@
 //    memory between the K steps. The warp grid (WM x WN = threads / 32)
 //    follows the first gemm's policy: FullRow puts every warp on its own
 //    rows, FullCol on its own columns, Square splits both as evenly as the
-//    shape allows; where that grid does not divide the shape, the others are
-//    tried;
-//  - operands, MmaAcc<M, K, WM, 1> of 16-bit elements: a 2-D bfloat16 or
-//    float16 fragment that is the (untransposed) A of gemms whose C is an
-//    accumulator in registers with warps on rows only (WN = 1) and M rows:
+//    shape allows; where that grid does not divide the shape (warp tiles of
+//    16-row by 8-column mma tiles), the others are tried;
+//  - operands, MmaAcc<M, K, WM, 1, M, WN> of 16-bit elements: a 2-D
+//    bfloat16 or float16 fragment that is the (untransposed) A of gemms
+//    whose C is an accumulator in registers of M rows over WM x WN warps:
 //    its registers are then already the mma's A fragments (flash
-//    attention's probabilities, cast from the scores, never touch memory);
-//  - row vectors, MmaRows<M, WM>: a 1-D float32 fragment of M elements (the
-//    online softmax's maxima and sums) whose uses line up with the rows of
-//    such an accumulator with WN = 1: the four threads of a quad that hold a
-//    row's elements each hold its value.
+//    attention's probabilities, cast from the scores, never touch memory).
+//    With WN > 1 (FullCol, as MLA decoding has it) each of the WN warps of
+//    a warp row holds that row's whole A (WR = WN); a copy of a whole
+//    16-bit shared tile into it is one ldmatrix per 16 x 16 block;
+//  - row vectors, MmaRows<M, WM, WN>: a 1-D float32 fragment of M elements
+//    (the online softmax's maxima and sums) whose uses line up with the
+//    rows of such an accumulator: the four threads of a quad, in each of
+//    the WN warps of a warp row, that hold a row's elements each hold its
+//    value. A row reduction with WN > 1 combines a quad by shuffles, then
+//    the WN warps in the shared scratch (scratch_floats), and every holder
+//    takes the result; a loop over the rows runs on every holder, and a
+//    store from it to memory, or a copy of the vector to memory (a row of
+//    a tile, or a strided column), is one holder's (leader()).
 // Every use must be one the registers can serve: a whole-buffer T.fill; a
 // whole-buffer T.copy to or from memory the block can reach, or to or from
 // another register fragment of the same layout; a whole-buffer row
@@ -131,7 +139,7 @@ inline constexpr int64_t kOperandPad = 8;
 
 /// Where a register fragment's elements are: an M x N accumulator or
 /// operand over a WM x WN warp grid, or (n == 0) a row vector of the rows of
-/// such a tile with WN = 1 (Note [Register accumulators]); or, where tc > 0,
+/// such a tile (Note [Register accumulators]); or, where tc > 0,
 /// a tile spread over TR x TC threads in runs of V columns, or its row
 /// vector (Note [Partitioned fragments]); a 1-D fragment as the one row of
 /// such a tile (`flat`), or m elements every thread holds (`repl`, n = 0)
@@ -148,12 +156,16 @@ struct AccLayout {
   bool flat = false;
   /// Replicated: every thread holds all m elements.
   bool repl = false;
+  /// Warps that hold each warp tile alike: a row vector of an accumulator
+  /// with WN = wr warps on a warp row, or the A operand in registers of a
+  /// gemm into one (each of them holds the row's whole A).
+  int wr = 1;
   bool rows() const { return n == 0 && !repl; }
   bool part() const { return tc > 0; }
   int64_t buffer_rows() const { return m_real > 0 ? m_real : m; }
-  /// The device type: "tilejit::cuda::MmaAcc<M, N, WM, WN>",
-  /// "tilejit::cuda::MmaRows<M, WM>", "tilejit::cuda::PartTile<M, N, TR,
-  /// TC, V>", "tilejit::cuda::PartRows<M, TR, TC>" or
+  /// The device type: "tilejit::cuda::MmaAcc<M, N, WM, WN[, MR[, WR]]>",
+  /// "tilejit::cuda::MmaRows<M, WM[, WR]>", "tilejit::cuda::PartTile<M, N,
+  /// TR, TC, V>", "tilejit::cuda::PartRows<M, TR, TC>" or
   /// "tilejit::cuda::Replicated<M>".
   std::string type() const;
   /// Elements per thread.
@@ -162,16 +174,23 @@ struct AccLayout {
     if (part()) return rows() ? m / tr : (m / tr) * (n / tc);
     return rows() ? m / (8 * int64_t(wm)) : m * n / (32 * int64_t(wm) * wn);
   }
-  /// The row vector of this tile's rows (WN must be 1).
+  /// The row vector of this tile's rows: held alike by the WN warps of a
+  /// warp row.
   AccLayout row_layout() const {
-    if (part()) return {m, 0, 1, 1, 0, tr, tc, 0};
-    return {m, 0, wm, 1};
+    AccLayout r{m, 0, part() ? 1 : wm, 1};
+    if (part()) {
+      r.tr = tr;
+      r.tc = tc;
+    } else {
+      r.wr = wn;
+    }
+    return r;
   }
   /// Floats of shared memory a row reduction of this tile combines its
   /// warps in (0: none, the warp shuffles suffice).
   int64_t scratch_floats() const {
     if (part()) return tc > 32 ? m * (tc / 32) : 0;
-    return wn > 1 ? m * wn : 0;
+    return wn > 1 && !rows() ? m * wn : 0;
   }
   bool operator==(const AccLayout&) const = default;
 };

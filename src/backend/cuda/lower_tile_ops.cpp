@@ -182,6 +182,31 @@ void CudaTileCodegen::emit_pipelined(const ir::ForStmt& op,
   sync();
 }
 
+// The copy of a whole 16-bit shared tile into an A operand in registers
+// of the same dtype, whose rows ldmatrix can read (16-byte aligned).
+bool CudaTileCodegen::operand_from_shared(const ir::CopyOp& op, const AccLayout& to) {
+  const ir::Buffer& src = op.src.buffer;
+  if (to.part() || to.rows() || to.wn != 1 || to.m_real != 0 || to.n % 16 != 0 ||
+      src.scope() != ir::Scope::kShared || src.dtype() != op.dst.buffer.dtype() ||
+      src.dtype().bytes() != 2 || src.rank() != 2 || !src.shape()[0].is_const() ||
+      src.shape()[0].int_value() != to.m || !src.shape()[1].is_const() ||
+      src.shape()[1].int_value() != to.n) {
+    return false;
+  }
+  if (!op.src.is_whole()) {
+    if (op.src.ranges.size() != 2) return false;
+    for (size_t d = 0; d < 2; ++d) {
+      const ir::Range& r = op.src.ranges[d];
+      if (!r.min.is_const() || r.min.int_value() != 0 || !r.extent.is_const() ||
+          r.extent.int_value() != src.shape()[d].int_value()) {
+        return false;
+      }
+    }
+  }
+  const backend::BufferAccess& a = access(src, op.span, "T.copy");
+  return a.static_shape.size() == 2 && a.static_shape[1] % 8 == 0 && !staged_.count(src.id());
+}
+
 bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
   static const char* const kKinds[] = {"kSum", "kMax", "kMin", "kAbsSum", "kAbsMax"};
   switch (s.kind()) {
@@ -228,16 +253,29 @@ bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
       const std::string dst = access(op->dst.buffer, s.span(), "T.copy").name;
       if (from != nullptr && to != nullptr) {
         line("tilejit::cuda::acc_convert<" + from->type() + ">(" + src + ", " + dst + ");");
+      } else if (from != nullptr && from->rows()) {
+        // A row vector: row 0 of the Rect, or a strided column of it.
+        bool column = false;
+        const std::string rect = backend::copy_side_rect(*this, *op, false, &column);
+        line("tilejit::cuda::rows_store<" + from->type() + (column ? ", true" : "") + ">(" + src +
+             ", " + rect + ");");
       } else if (from != nullptr) {
-        const char* fn = from->rows() || from->repl ? "rows_store<"
-                         : from->part()              ? "part_store<"
-                                                     : "acc_store<";
+        const char* fn = from->repl ? "rows_store<" : from->part() ? "part_store<" : "acc_store<";
         line(std::string("tilejit::cuda::") + fn + from->type() + ">(" + src + ", " +
              backend::copy_side_rect(*this, *op, false) + ");");
+      } else if (to->rows()) {
+        bool column = false;
+        const std::string rect = backend::copy_side_rect(*this, *op, true, &column);
+        line("tilejit::cuda::rows_load<" + to->type() + (column ? ", true" : "") + ">(" + dst +
+             ", " + rect + ");");
+      } else if (operand_from_shared(*op, *to)) {
+        // A whole shared tile into a 16-bit A operand: ldmatrix gives the
+        // registers as the gemm takes them.
+        const backend::BufferAccess& a = access(op->src.buffer, s.span(), "T.copy");
+        line("tilejit::cuda::acc_load_shared<" + to->type() + ", " + str(a.static_shape[1]) +
+             ">(" + dst + ", " + a.data + ");");
       } else {
-        const char* fn = to->rows() || to->repl ? "rows_load<"
-                         : to->part()            ? "part_load<"
-                                                 : "acc_load<";
+        const char* fn = to->repl ? "rows_load<" : to->part() ? "part_load<" : "acc_load<";
         line(std::string("tilejit::cuda::") + fn + to->type() + ">(" + dst + ", " +
              backend::copy_side_rect(*this, *op, true) + ");");
       }
@@ -266,7 +304,7 @@ bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
       const std::string prefix = l->part() ? "tilejit::cuda::part_" : "tilejit::cuda::acc_";
       if (register_layout(op->dst.buffer) != nullptr) {
         line(prefix + "reduce_rows_to<" + kind + ", " + l->type() + ">(" + src + ", " + dst.name +
-             ", " + clear + (l->part() ? ", " + scratch : std::string()) + ");");
+             ", " + clear + ", " + scratch + ");");
         return true;
       }
       line(prefix + "reduce_rows<" + kind + ", " + l->type() + ">(" + src + ", " + dst.data + ", " +

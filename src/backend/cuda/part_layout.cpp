@@ -17,10 +17,12 @@ std::string AccLayout::type() const {
     return "tilejit::cuda::PartTile<" + std::to_string(m) + ", " + std::to_string(n) + ", " +
            std::to_string(tr) + ", " + std::to_string(tc) + ", " + std::to_string(v) + ">";
   }
-  if (rows()) return "tilejit::cuda::MmaRows<" + std::to_string(m) + ", " + std::to_string(wm) + ">";
+  const std::string rep = wr > 1 ? ", " + std::to_string(wr) : std::string();
+  if (rows()) return "tilejit::cuda::MmaRows<" + std::to_string(m) + ", " + std::to_string(wm) + rep + ">";
   return "tilejit::cuda::MmaAcc<" + std::to_string(m) + ", " + std::to_string(n) + ", " +
          std::to_string(wm) + ", " + std::to_string(wn) +
-         (m_real > 0 ? ", " + std::to_string(m_real) : std::string()) + ">";
+         (m_real > 0 || wr > 1 ? ", " + std::to_string(m_real > 0 ? m_real : m) : std::string()) +
+         rep + ">";
 }
 
 // The partitioned layout of an m x n tile over `threads` threads (Note

@@ -188,6 +188,7 @@ class CudaTileCodegen final : public backend::TileCodegen {
   /// A tile op with an operand in registers (Note [Register accumulators]);
   /// false when it has none.
   bool emit_register_op(const ir::Stmt& s);
+  bool operand_from_shared(const ir::CopyOp& op, const AccLayout& to);
   const AccLayout* register_layout(const ir::Buffer& b) const;
   const AccLayout* register_layout_of(uint64_t id) const;
   /// Bytes of shared memory at a new 128-byte boundary; returns the offset.

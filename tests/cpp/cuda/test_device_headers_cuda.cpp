@@ -109,6 +109,40 @@ TEST(CudaDeviceHeaders, WarpMmaBuildsForEveryStepCount) {
   EXPECT_EQ(nvrtc_errors(unit), "");
 }
 
+// FullCol accumulators (fragments.h, Note [Register accumulators]): warp
+// tiles of one 8-column mma tile (ldmatrix .x2 for B, NT odd), the A
+// operand in registers held alike by the WN warps of a warp row (WR = WN)
+// and loaded from shared memory by ldmatrix, under both B orientations.
+TEST(CudaDeviceHeaders, FullColAccumulatorsAndReplicatedOperandsBuild) {
+  TILEJIT_SKIP_WITHOUT_NVRTC();
+  const std::string unit = R"(#include "tilejit/cuda/prelude.h"
+#include "tilejit/cuda/mma_acc.h"
+using namespace tilejit::cuda;
+using S = MmaAcc<64, 64, 1, 8>;            // 8 columns a warp
+using P = MmaAcc<64, 64, 1, 1, 64, 8>;     // its rows' A, in every warp of the row
+using O = MmaAcc<64, 256, 1, 8>;
+extern "C" __global__ void k(const tilejit::float16* a, float* y) {
+  __shared__ __align__(128) tilejit::float16 q[64 * 72], kv[64 * 72], s[64 * 72];
+  for (int i = threadIdx.x; i < 64 * 72; i += blockDim.x) q[i] = kv[i] = s[i] = a[i];
+  __syncthreads();
+  float acc[S::kCount] = {}, out[O::kCount] = {};
+  acc_gemm<S, 64, false, true, 72, 72>(acc, q, kv, false);
+  acc_gemm<S, 64, false, false, 72, 72>(acc, q, kv, false);
+  tilejit::float16 p[P::kCount];
+  acc_load_shared<P, 72>(p, s);
+  acc_gemm_rs<O, 64, false, 72>(out, p, kv, true);
+  acc_gemm_rs<S, 64, true, 72>(acc, p, kv, false);
+  acc_store<O>(out, Rect<float>{y, 0, 256, 0, 64, 0, 256});
+  acc_store<S>(acc, Rect<float>{y, 64 * 256, 64, 0, 64, 0, 64});
+}
+)";
+  std::string ptx;
+  ASSERT_EQ(nvrtc_errors(unit, &ptx), "");
+  EXPECT_NE(ptx.find("ldmatrix.sync.aligned.m8n8.x2.shared.b16"), std::string::npos);
+  EXPECT_NE(ptx.find("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16"), std::string::npos);
+  EXPECT_EQ(ptx.find(".local"), std::string::npos) << "registers went to local memory";
+}
+
 // Note [NaN in max and min]: every max and min the library combines floats
 // with is max.NaN / min.NaN, which keep a NaN, never max.f32 / min.f32
 // (fmaxf), which drop it: the reductions of tiles in memory in both
@@ -134,6 +168,10 @@ extern "C" __global__ void k(const float* x, const tilejit::bfloat16* h, float* 
   float rows[MmaRows<64, 4>::kCount];
   acc_reduce_rows_to<ReduceKind::kAbsMax, Rows>(acc, rows, true);
   y[208 + threadIdx.x] = tilejit::maximum<float>(rows[0], x[1]) + tilejit::minimum<float>(rows[1], x[2]);
+  // WN = 2: the warps of a warp row meet in scratch and each holds the rows.
+  float rows2[MmaRows<64, 2, 2>::kCount];
+  acc_reduce_rows_to<ReduceKind::kMax, Square>(acc, rows2, false, scratch);
+  rows_store<MmaRows<64, 2, 2>, true>(rows2, Rect<float>{y, 400, 3, 0, 64, 0, 1});
 }
 )";
   std::string ptx;

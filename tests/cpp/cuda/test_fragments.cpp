@@ -71,11 +71,17 @@ TEST(Fragments, FlashAttentionKeepsEveryFragmentInRegisters) {
   EXPECT_EQ(registers_of(ex::flash_attention(cfg), 256), want);
 }
 
-// The probabilities are the second gemm's A only where its accumulator
-// has warps on rows alone (WN = 1): 4 warps on a 64 x 64 tile under the
-// Square policy split columns too, and then P and the row vectors (which
-// need a quad per row) stay in shared memory.
-TEST(Fragments, OperandsAndRowsNeedWarpsOnRowsOnly) {
+// The maxima are a row vector in registers whatever the warp grid: 4 warps
+// on a 64 x 64 tile under the Square policy split columns too (2 x 2), and
+// then each of the 2 warps of a warp row holds the row's maxima (WR = 2);
+// FullCol puts the 4 warps on columns of 16 (and 8 of 8 columns on a
+// 64 x 64 tile). The probabilities, copied from the accumulator and the
+// second gemm's A, are in registers where the warps own whole rows
+// (FullRow); with WN > 1 a warp holds a slice of each row but the gemm
+// needs whole rows of A, which no register-to-register copy gives, so they
+// stay in shared memory (tests/python/test_tile_fullcol.py: through a
+// shared tile and acc_load_shared, they are in registers).
+TEST(Fragments, OperandsAndRowsOfAnyWarpGrid) {
   auto program = [](int policy) {
     ir::TileBuilder b("pv");
     const DataType bf = DataType::bfloat16(), f32 = DataType::float32();
@@ -109,8 +115,15 @@ TEST(Fragments, OperandsAndRowsNeedWarpsOnRowsOnly) {
   EXPECT_EQ(registers_of(program(/*FullRow*/ 1), 128), full_row);
   const std::map<std::string, std::string> square = {
       {"acc", "tilejit::cuda::MmaAcc<64, 64, 2, 2>"},
-      {"out", "tilejit::cuda::MmaAcc<64, 64, 2, 2>"}};
+      {"out", "tilejit::cuda::MmaAcc<64, 64, 2, 2>"},
+      {"m", "tilejit::cuda::MmaRows<64, 2, 2>"}};
   EXPECT_EQ(registers_of(program(/*Square*/ 0), 128), square);
+  const std::map<std::string, std::string> full_col = {
+      {"acc", "tilejit::cuda::MmaAcc<64, 64, 1, 4>"},
+      {"out", "tilejit::cuda::MmaAcc<64, 64, 1, 4>"},
+      {"m", "tilejit::cuda::MmaRows<64, 1, 4>"}};
+  EXPECT_EQ(registers_of(program(/*FullCol*/ 2), 128), full_col);
+  EXPECT_EQ(registers_of(program(/*FullCol*/ 2), 256).at("m"), "tilejit::cuda::MmaRows<64, 1, 8>");
 }
 
 // A T.Parallel loop over a row vector runs each thread's own rows, four

@@ -7,7 +7,7 @@
 // eight rows down (PTX ISA, "Matrix Fragments for mma.m16n8k16").
 //
 // warp_mma<MT, NT, TA, TB, LDA, LDB, K>(acc, a, b, m0, n0): acc[MT][NT]
-// (16 x 8 tiles, NT even) += the (MT * 16) x (NT * 8) block at (m0, n0) of
+// (16 x 8 tiles) += the (MT * 16) x (NT * 8) block at (m0, n0) of
 // op(A) * op(B) over K (a multiple of 16). `a` and `b` point at the operands' element
 // (0, 0); TA / TB say the operand is stored transposed (A as K x M, B as
 // N x K), LDA / LDB are the stored row lengths. Every row address
@@ -81,23 +81,43 @@ __device__ __forceinline__ void load_b(unsigned (&r)[4], const T* b, int k0, int
   }
 }
 
+/// The B fragment of the one 16 x 8 block of op(B) at (k0, n0): r[0], r[1]
+/// (ldmatrix .x2, whose addresses lanes 0-15 give; the others repeat them).
+template <bool TB, int LDB, typename T>
+__device__ __forceinline__ void load_b_one(unsigned (&r)[4], const T* b, int k0, int n0) {
+  const int lane = thread_rank() % 16;
+  const T* p = TB ? b + (n0 + lane % 8) * LDB + k0 + (lane / 8) * 8
+                  : b + (k0 + lane % 8 + (lane / 8) * 8) * LDB + n0;
+  if constexpr (TB) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(mma_detail::smem_addr(p)));
+  } else {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(mma_detail::smem_addr(p)));
+  }
+}
+
 namespace mma_detail {
 
 // One k16 step of warp_mma: the A fragments of its MT row blocks and the B
-// fragments of its NT / 2 pairs of column blocks, ...
+// fragments of its (NT + 1) / 2 pairs of column blocks (the last one alone
+// where NT is odd), ...
 template <int MT, int NT, bool TA, bool TB, int LDA, int LDB, typename T>
-__device__ __forceinline__ void load_step(unsigned (&af)[MT][4], unsigned (&bf)[NT / 2][4],
+__device__ __forceinline__ void load_step(unsigned (&af)[MT][4], unsigned (&bf)[(NT + 1) / 2][4],
                                           const T* a, const T* b, int m0, int n0, int k0) {
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) load_a<TA, LDA>(af[mt], a, m0 + mt * 16, k0);
 #pragma unroll
   for (int np = 0; np < NT / 2; ++np) load_b<TB, LDB>(bf[np], b, k0, n0 + np * 16);
+  if constexpr (NT % 2 == 1) load_b_one<TB, LDB>(bf[NT / 2], b, k0, n0 + (NT - 1) * 8);
 }
 
 // ... and its MT x NT mma.sync on them.
 template <int MT, int NT, typename T>
 __device__ __forceinline__ void mma_step(float (&acc)[MT][NT][4], const unsigned (&af)[MT][4],
-                                         const unsigned (&bf)[NT / 2][4]) {
+                                         const unsigned (&bf)[(NT + 1) / 2][4]) {
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
@@ -126,13 +146,12 @@ __device__ __forceinline__ void mma_step(float (&acc)[MT][NT][4], const unsigned
 template <int MT, int NT, bool TA, bool TB, int LDA, int LDB, int K, typename T>
 __device__ __forceinline__ void warp_mma(float (&acc)[MT][NT][4], const T* a, const T* b, int m0,
                                          int n0) {
-  static_assert(NT % 2 == 0, "warp_mma takes pairs of 8-column tiles");
   static_assert(K % 16 == 0 && K > 0, "warp_mma takes whole k16 steps");
   using mma_detail::load_step;
   using mma_detail::mma_step;
   constexpr int kSteps = K / 16;
   unsigned af0[MT][4], af1[MT][4];
-  unsigned bf0[NT / 2][4], bf1[NT / 2][4];
+  unsigned bf0[(NT + 1) / 2][4], bf1[(NT + 1) / 2][4];
   load_step<MT, NT, TA, TB, LDA, LDB>(af0, bf0, a, b, m0, n0, 0);
   // Steps s (in buffer 0) and s + 1 (loaded into buffer 1 here); buffer 0
   // then takes step s + 2 where there is one.

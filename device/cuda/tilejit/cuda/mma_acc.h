@@ -2,8 +2,9 @@
 // [Register accumulators]): each thread holds kCount elements, laid out as
 // mma.sync leaves its accumulators.
 //
-// MmaAcc<M, N, WM, WN>: an M x N tile over the block's warps as a WM x WN
-// grid (warp w at row w / WN, column w % WN), each owning an (M / WM) x
+// MmaAcc<M, N, WM, WN, MR = M, WR = 1>: an M x N tile over the block's warps
+// as a WM x WN grid of warp tiles, each held by WR warps alike (warp w at
+// row w / (WN * WR), column (w / WR) % WN), each owning an (M / WM) x
 // (N / WN) tile of 16 x 8 mma tiles. Register r of a thread holds element
 // (row(r), col(r)):
 //   r = (mt * NT + nt) * 4 + q   (mt, nt: the mma tile in the warp's tile)
@@ -11,17 +12,20 @@
 //   col = wn * WARP_N + nt * 8 + (lane % 4) * 2 + q % 2
 // The elements are float (an accumulator) or 16-bit (an operand: with
 // WN = 1, the registers of two neighbouring 16 x 8 tiles are the mma's A
-// fragment of a 16 x 16 block, so a gemm takes them as they are).
+// fragment of a 16 x 16 block, so a gemm takes them as they are). WR > 1 is
+// the A operand of a gemm whose accumulator has WN = WR warps on a warp
+// row: each of them holds the row's whole A.
 // MmaAcc<16, N, 1, WN, MR>: an accumulator of MR < 16 rows, whose other
 // rows only registers hold; every op here skips them.
-// MmaRows<M, WM>: a vector of the M rows of such a tile with WN = 1; slot s
-// of a thread holds row(s) = w * WARP_M + (s / 2) * 16 + lane / 4 +
-// (s % 2) * 8, the rows of its accumulator registers (row_slot(r)), so the
-// four threads of a quad hold the same rows.
+// MmaRows<M, WM, WR = 1>: a vector of the M rows of such a tile over WM x WR
+// warps (the accumulator's WM x WN); slot s of a thread holds row(s) =
+// (w / WR) * WARP_M + (s / 2) * 16 + lane / 4 + (s % 2) * 8, the rows of
+// its accumulator registers (row_slot(r)), so the four threads of a quad
+// and the WR warps of a warp row hold the same rows.
 //
 // A T.Parallel loop over such a fragment is a loop over r (the lowering's
 // "register loop"), and each op below is one thread's part of a tile op;
-// none synchronises the block but acc_reduce_rows into memory with WN > 1.
+// none synchronises the block but the row reductions with WN > 1.
 //
 //   acc_gemm<L, K, TA, TB, LDA, LDB>(acc, a, b, clear)   acc (+)= op(A) op(B)
 //   acc_gemm_rs<L, K, TB, LDB>(acc, a_regs, b, clear)    A from registers
@@ -29,12 +33,17 @@
 //   acc_convert<L>(src, dst)    register to register, another element type
 //   acc_store<L>(acc, dst)      every existing element of a Rect (copy.h)
 //   acc_load<L>(acc, src)       from a Rect, 0 where src has no element
+//   acc_load_shared<L, LD>(acc, src)   a 16-bit operand from a whole shared
+//     tile of row length LD, through ldmatrix
 //   rows_store<R>(v, dst) / rows_load<R>(v, src)   a row vector (Rect row 0),
-//     MmaRows, PartRows or Replicated
+//     MmaRows, PartRows or Replicated; rows_store<R, true> /
+//     rows_load<R, true>: a strided one (Rect column 0, row i at origin +
+//     i * stride)
 //   acc_reduce_rows<kind, L>(acc, dst, clear, scratch)   dst[M] over columns;
 //     scratch: WN * M floats of shared memory when WN > 1 (the warps of a
 //     row combine there), followed by the block barrier it needs.
-//   acc_reduce_rows_to<kind, L>(acc, rows, clear)   into a row vector
+//   acc_reduce_rows_to<kind, L>(acc, rows, clear, scratch)   into a row
+//     vector; with WN > 1 the same scratch, and every holder gets the row.
 #pragma once
 
 #include "tilejit/cuda/copy.h"
@@ -44,39 +53,45 @@
 
 namespace tilejit::cuda {
 
-template <int M, int N, int WM, int WN, int MR = M>
+template <int M, int N, int WM, int WN, int MR = M, int WR = 1>
 struct MmaAcc {
-  static constexpr int kM = M, kN = N, kWM = WM, kWN = WN;
+  static constexpr int kM = M, kN = N, kWM = WM, kWN = WN, kWR = WR;
   static constexpr int kMR = MR;  // the tile's rows; those past them only registers hold
   static constexpr int kWarpM = M / WM, kWarpN = N / WN;
   static constexpr int MT = kWarpM / 16, NT = kWarpN / 8;
   static constexpr int kCount = MT * NT * 4;
-  static_assert(M % (16 * WM) == 0 && N % (16 * WN) == 0, "warp tiles of whole 16 x 16 blocks");
+  static_assert(M % (16 * WM) == 0 && N % (8 * WN) == 0, "warp tiles of whole 16 x 8 tiles");
 
   __device__ __forceinline__ static int warp() { return thread_rank() / 32; }
   __device__ __forceinline__ static int lane() { return thread_rank() % 32; }
-  __device__ __forceinline__ static int row0() { return (warp() / WN) * kWarpM; }
-  __device__ __forceinline__ static int col0() { return (warp() % WN) * kWarpN; }
+  __device__ __forceinline__ static int row0() { return (warp() / (WN * WR)) * kWarpM; }
+  __device__ __forceinline__ static int col0() { return ((warp() / WR) % WN) * kWarpN; }
+  // The one of a warp tile's WR warps that stores it to memory.
+  __device__ __forceinline__ static bool holder() { return WR == 1 || warp() % WR == 0; }
   __device__ __forceinline__ static int row(int r) {
     return row0() + (r / (NT * 4)) * 16 + lane() / 4 + ((r % 4) / 2) * 8;
   }
   __device__ __forceinline__ static int col(int r) {
     return col0() + ((r / 4) % NT) * 8 + (lane() % 4) * 2 + r % 2;
   }
-  /// The MmaRows slot of register r's row (WN = 1).
+  /// The MmaRows slot of register r's row.
   __host__ __device__ static constexpr int row_slot(int r) { return (r / (NT * 4)) * 2 + (r % 4) / 2; }
 };
 
-template <int M, int WM>
+template <int M, int WM, int WR = 1>
 struct MmaRows {
-  static constexpr int kM = M, kWM = WM, kWarpM = M / WM, MT = kWarpM / 16;
+  static constexpr int kM = M, kWM = WM, kWR = WR, kWarpM = M / WM, MT = kWarpM / 16;
   static constexpr int kCount = MT * 2;
   static_assert(M % (16 * WM) == 0, "warp tiles of whole 16-row blocks");
   __device__ __forceinline__ static int row(int s) {
-    return (thread_rank() / 32) * kWarpM + (s / 2) * 16 + (thread_rank() % 32) / 4 + (s % 2) * 8;
+    return (thread_rank() / (32 * WR)) * kWarpM + (s / 2) * 16 + (thread_rank() % 32) / 4 +
+           (s % 2) * 8;
   }
-  // The one of a row's four threads (a quad) that stores it to memory.
-  __device__ __forceinline__ static bool leader() { return thread_rank() % 4 == 0; }
+  // The one of a row's 4 * WR holders (a quad in each of WR warps) that
+  // stores it to memory.
+  __device__ __forceinline__ static bool leader() {
+    return thread_rank() % 4 == 0 && (WR == 1 || (thread_rank() / 32) % WR == 0);
+  }
 };
 
 namespace mma_detail {
@@ -87,6 +102,19 @@ __device__ __forceinline__ unsigned pack16(T lo, T hi) {
     return unsigned(__bfloat16_as_ushort(lo)) | (unsigned(__bfloat16_as_ushort(hi)) << 16);
   } else {
     return unsigned(__half_as_ushort(lo)) | (unsigned(__half_as_ushort(hi)) << 16);
+  }
+}
+
+// pack16's inverse: t[0] the low half of u, t[1] the high one (by value: a
+// pointer cast would put the registers in local memory).
+template <typename T>
+__device__ __forceinline__ void unpack16(unsigned u, T* t) {
+  if constexpr (is_same_v<T, tilejit::bfloat16>) {
+    t[0] = __ushort_as_bfloat16((unsigned short)(u & 0xffffu));
+    t[1] = __ushort_as_bfloat16((unsigned short)(u >> 16));
+  } else {
+    t[0] = __ushort_as_half((unsigned short)(u & 0xffffu));
+    t[1] = __ushort_as_half((unsigned short)(u >> 16));
   }
 }
 
@@ -102,14 +130,15 @@ __device__ __forceinline__ void acc_gemm(float* acc, const T* a, const T* b, boo
   warp_mma<L::MT, L::NT, TA, TB, LDA, LDB, K>(tiles, a, b, L::row0(), L::col0());
 }
 
-// A from registers (an MmaAcc<M, K, WM, 1> of T, the C's rows and warps):
+// A from registers (an MmaAcc<M, K, WM, 1, M, WN> of T, the C's rows and
+// warps; each of a warp row's WN warps holds its whole A):
 // the registers of tiles 2k and 2k + 1 of each 16-row block are the A
 // fragment of its k-th 16 x 16 block (PTX ISA, "Matrix Fragments for
 // mma.m16n8k16": a0 / a1 the first tile's rows g / g + 8, a2 / a3 the
 // second's). Unrolled: the registers are named by constants.
 template <typename L, int K, bool TB, int LDB, typename T>
 __device__ __forceinline__ void acc_gemm_rs(float* acc, const T* a, const T* b, bool clear) {
-  static_assert(L::kWN == 1 && K % 16 == 0, "A from registers takes warps on rows only");
+  static_assert(K % 16 == 0, "A from registers takes whole k16 steps");
   constexpr int KT = K / 8;  // A's 8-column tiles per 16-row block
   float(&tiles)[L::MT][L::NT][4] = *reinterpret_cast<float(*)[L::MT][L::NT][4]>(acc);
   if (clear) {
@@ -130,11 +159,19 @@ __device__ __forceinline__ void acc_gemm_rs(float* acc, const T* a, const T* b, 
 #pragma unroll
     for (int np = 0; np < L::NT / 2; ++np) {
       unsigned bf[4];
-      load_b<TB, LDB>(bf, b, kk * 16, np * 16);
+      load_b<TB, LDB>(bf, b, kk * 16, L::col0() + np * 16);
 #pragma unroll
       for (int mt = 0; mt < L::MT; ++mt) {
         mma_detail::mma_16816<T>(tiles[mt][2 * np], af[mt], bf[0], bf[1]);
         mma_detail::mma_16816<T>(tiles[mt][2 * np + 1], af[mt], bf[2], bf[3]);
+      }
+    }
+    if constexpr (L::NT % 2 == 1) {
+      unsigned bf[4];
+      load_b_one<TB, LDB>(bf, b, kk * 16, L::col0() + (L::NT - 1) * 8);
+#pragma unroll
+      for (int mt = 0; mt < L::MT; ++mt) {
+        mma_detail::mma_16816<T>(tiles[mt][L::NT - 1], af[mt], bf[0], bf[1]);
       }
     }
   }
@@ -154,29 +191,45 @@ __device__ __forceinline__ void acc_convert(const S* src, D* dst) {
 
 // Row vectors of either layout (MmaRows, or part_tile.h's PartRows), and
 // part_tile.h's Replicated fragments, of any element type: the one thread
-// of each row's holders that R::leader() names stores it.
-template <typename R, typename E, typename D>
+// of each row's holders that R::leader() names stores it. The vector is row
+// 0 of the Rect or, kColumn, its column 0 (a strided region: element i at
+// origin + i * stride).
+namespace mma_detail {
+
+template <bool kColumn, typename T>
+__device__ __forceinline__ bool rows_has(const Rect<T>& m, int i) {
+  return kColumn ? 0 >= m.c_lo && 0 < m.c_hi && i >= m.r_lo && i < m.r_hi
+                 : 0 >= m.r_lo && 0 < m.r_hi && i >= m.c_lo && i < m.c_hi;
+}
+
+}  // namespace mma_detail
+
+template <typename R, bool kColumn = false, typename E, typename D>
 __device__ __forceinline__ void rows_store(const E* v, const Rect<D>& dst) {
-  if (!R::leader() || 0 < dst.r_lo || 0 >= dst.r_hi) return;
+  if (!R::leader()) return;
 #pragma unroll
   for (int s = 0; s < R::kCount; ++s) {
     const int i = R::row(s);
-    if (i >= dst.c_lo && i < dst.c_hi) dst.base[dst.origin + i] = convert<D>(v[s]);
+    if (mma_detail::rows_has<kColumn>(dst, i)) {
+      dst.base[dst.origin + (kColumn ? int64_t(i) * dst.stride : int64_t(i))] = convert<D>(v[s]);
+    }
   }
 }
 
-template <typename R, typename E, typename S>
+template <typename R, bool kColumn = false, typename E, typename S>
 __device__ __forceinline__ void rows_load(E* v, const Rect<S>& src) {
-  const bool row = 0 >= src.r_lo && 0 < src.r_hi;
 #pragma unroll
   for (int s = 0; s < R::kCount; ++s) {
     const int i = R::row(s);
-    v[s] = row && i >= src.c_lo && i < src.c_hi ? convert<E>(src.base[src.origin + i]) : convert<E>(0);
+    v[s] = mma_detail::rows_has<kColumn>(src, i)
+               ? convert<E>(src.base[src.origin + (kColumn ? int64_t(i) * src.stride : int64_t(i))])
+               : convert<E>(0);
   }
 }
 
 template <typename L, typename E, typename D>
 __device__ __forceinline__ void acc_store(const E* acc, const Rect<D>& dst) {
+  if (!L::holder()) return;
 #pragma unroll
   for (int r = 0; r < L::kCount; ++r) {
     const int i = L::row(r), j = L::col(r);
@@ -192,6 +245,25 @@ __device__ __forceinline__ void acc_load(E* acc, const Rect<S>& src) {
     const int i = L::row(r), j = L::col(r);
     const bool has = i < L::kMR && i >= src.r_lo && i < src.r_hi && j >= src.c_lo && j < src.c_hi;
     acc[r] = convert<E>(has ? convert<float>(src.base[src.origin + int64_t(i) * src.stride + j]) : 0.f);
+  }
+}
+
+// A 16-bit operand (WN = 1) from the whole shared tile `src` of row length
+// LD (a multiple of 8, 16-byte aligned rows): the ldmatrix of each 16 x 16
+// block is the A fragment acc_gemm_rs unpacks, so it lands as it is.
+template <typename L, int LD, typename T>
+__device__ __forceinline__ void acc_load_shared(T* acc, const T* src) {
+  static_assert(L::kWN == 1 && L::NT % 2 == 0 && L::kMR == L::kM, "whole 16 x 16 blocks");
+#pragma unroll
+  for (int mt = 0; mt < L::MT; ++mt) {
+#pragma unroll
+    for (int kk = 0; kk < L::NT / 2; ++kk) {
+      unsigned r[4];
+      load_a<false, LD>(r, src, L::row0() + mt * 16, kk * 16);
+      T* t = acc + (mt * L::NT + 2 * kk) * 4;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) mma_detail::unpack16(r[q], t + 2 * q);
+    }
   }
 }
 
@@ -222,6 +294,7 @@ template <ReduceKind kKind, typename L, typename D>
 __device__ __forceinline__ void acc_reduce_rows(const float* acc, D* dst, bool clear,
                                                 float* scratch) {
   using reduce_detail::combine;
+  static_assert(L::kWR == 1, "an accumulator's warps each hold their own columns");
 #pragma unroll
   for (int mt = 0; mt < L::MT; ++mt) {
 #pragma unroll
@@ -250,18 +323,40 @@ __device__ __forceinline__ void acc_reduce_rows(const float* acc, D* dst, bool c
   }
 }
 
+// With WN > 1 the quads' values meet in scratch (WN * M floats), between
+// the barrier inside and the one the lowering puts before the scratch is
+// written again; every warp of the row then reads all WN of them.
 template <ReduceKind kKind, typename L>
-__device__ __forceinline__ void acc_reduce_rows_to(const float* acc, float* rows, bool clear) {
-  static_assert(L::kWN == 1, "a row vector in registers takes warps on rows only");
+__device__ __forceinline__ void acc_reduce_rows_to(const float* acc, float* rows, bool clear,
+                                                   float* scratch = nullptr) {
+  using reduce_detail::combine;
+  static_assert(L::kWR == 1, "an accumulator's warps each hold their own columns");
+  float v[L::MT * 2];
 #pragma unroll
   for (int mt = 0; mt < L::MT; ++mt) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const float v = mma_detail::row_value<kKind, L>(acc, mt, h);
-      float& slot = rows[mt * 2 + h];
-      slot = clear ? v : reduce_detail::combine<kKind>(slot, v);
+    for (int h = 0; h < 2; ++h) v[mt * 2 + h] = mma_detail::row_value<kKind, L>(acc, mt, h);
+  }
+  if constexpr (L::kWN > 1) {
+    const int wn = L::warp() % L::kWN;
+    if (L::lane() % 4 == 0) {
+#pragma unroll
+      for (int s = 0; s < L::MT * 2; ++s) {
+        scratch[wn * L::kM + L::row0() + (s / 2) * 16 + L::lane() / 4 + (s % 2) * 8] = v[s];
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int s = 0; s < L::MT * 2; ++s) {
+      const int row = L::row0() + (s / 2) * 16 + L::lane() / 4 + (s % 2) * 8;
+      float x = scratch[row];
+#pragma unroll
+      for (int w = 1; w < L::kWN; ++w) x = combine<kKind>(x, scratch[w * L::kM + row]);
+      v[s] = x;
     }
   }
+#pragma unroll
+  for (int s = 0; s < L::MT * 2; ++s) rows[s] = clear ? v[s] : combine<kKind>(rows[s], v[s]);
 }
 
 }  // namespace tilejit::cuda
