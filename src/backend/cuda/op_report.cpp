@@ -73,28 +73,78 @@ Diagnostic copy_record(const ir::CopyOp& op, const FragmentChoice& choice, int t
                "): elements are converted one by one";
     return d;
   }
-  if (dt.bytes() != 2 && dt.bytes() != 4) {
-    d.reason = str(dt.bytes()) + "-byte elements: 16-byte chunks take 2- or 4-byte ones";
+  // copy.h's vectors: the widest of 16, 8, 4 bytes whose element count
+  // divides the tile's row and whose vectors per row the threads split into
+  // whole columns (vectors_fit); at run time, narrower where a side's first
+  // address or row stride is aligned to less.
+  const int64_t bytes = dt.bytes(), cols = columns(dst.empty() ? src : dst);
+  if (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8) {
+    d.reason = str(bytes) + "-byte elements: vectors take 1-, 2-, 4- or 8-byte ones";
     return d;
   }
-  const int64_t cols = columns(dst.empty() ? src : dst), vec = 16 / dt.bytes();
-  if (cols < 0 || cols % vec != 0) {
-    d.reason = "an unaligned row: " + (cols < 0 ? std::string("a symbolic number of") : str(cols)) +
-               " elements per row is not a whole number of 16-byte chunks of " + str(vec);
+  auto divides = [&](int64_t width) {
+    return width >= bytes && cols > 0 && cols % (width / bytes) == 0;
+  };
+  auto fits = [&](int64_t width) {
+    if (!divides(width)) return false;
+    const int64_t per_row = cols / (width / bytes);
+    return threads % per_row == 0 || per_row % threads == 0;
+  };
+  const std::string split_no_row = str(threads) + " threads split no row of " + str(cols) +
+                                   " elements into whole columns of ";
+  int64_t width = fits(16) ? 16 : fits(8) ? 8 : fits(4) ? 4 : 0;
+  if (width == 0) {
+    d.reason = divides(4) || divides(8) || divides(16)
+                   ? split_no_row + "16-, 8- or 4-byte vectors"
+                   : "an unaligned row: " +
+                         (cols < 0 ? std::string("a symbolic number of") : str(cols)) +
+                         " elements per row is not a whole number of 4-byte vectors";
     return d;
   }
+  std::string why;  // why narrower than 16 bytes
+  if (width < 16) {
+    why = str(cols) + " elements per row is not a whole number of 16-byte vectors";
+    if (divides(16)) why = split_no_row + "16-byte vectors";
+  }
+  // A global tensor's row of a constant length narrows the vectors of every
+  // copy that steps through its rows (a row of 1004 halves: 8 bytes).
+  for (const ir::Region* side : {&op.src, &op.dst}) {
+    const ir::Buffer& b = side->buffer;
+    if (b.scope() != ir::Scope::kGlobal || b.shape().size() < 2) continue;
+    const Expr& last = b.shape().back();
+    if (!last.is_const()) continue;
+    const int64_t row_bytes = last.int_value() * bytes;
+    if (row_bytes % width == 0) continue;
+    width = width == 16 && row_bytes % 8 == 0 && fits(8) ? 8
+            : row_bytes % 4 == 0 && fits(4)                ? 4
+                                                           : 0;
+    int64_t unaligned = width == 0 ? 4 : 2 * width;  // the narrowest width the row breaks
+    while (row_bytes % unaligned == 0) unaligned *= 2;
+    why = "a row of " + b.name() + " is " + str(last.int_value()) + " elements (" +
+          str(row_bytes) + " bytes), not a multiple of " + str(unaligned) + " bytes";
+    if (width == 0) {
+      d.reason = "an unaligned row: " + why;
+      if (row_bytes % 4 == 0) d.reason += ", and " + split_no_row + "narrower vectors";
+      return d;
+    }
+  }
+  const std::string named = width < 16 ? str(width) + "-byte vectors: " + why : "";
   const ir::Scope ds = op.dst.buffer.scope();
   const bool async = op.src.buffer.scope() == ir::Scope::kGlobal &&
                      (ds == ir::Scope::kShared || ds == ir::Scope::kFragment);
+  auto join = [&](const std::string& more) {
+    return named.empty() ? more : more.empty() ? named : named + "; " + more;
+  };
   if (async && threads > 1) {
     d.path = "cp_async";
+    d.reason = join("");
     return d;
   }
   d.path = "vector";
-  d.reason = threads == 1 ? "a thread's own copy: cp.async serves the block's copies"
-             : async      ? ""
-                          : "16-byte chunks through registers: cp.async moves global memory "
-                            "into shared memory only";
+  d.reason = join(threads == 1 ? "a thread's own copy: cp.async serves the block's copies"
+                  : async      ? ""
+                               : "vectors through registers: cp.async moves global memory "
+                                 "into shared memory only");
   return d;
 }
 
