@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "backend/cuda/tile_codegen.h"
@@ -66,18 +68,53 @@ int64_t planned_shared_bytes(const ir::KernelStmt& kernel, const FragmentChoice&
   return align128(plan_tiles(kernel, choice, pipelines).total) + scratch_bytes(choice);
 }
 
+// Note [Fitting the stages]
+// Stages that do not fit in the block's shared memory are cut: first every
+// ring deeper than two stages loses one (the prefetch distance shrinks for
+// all copies alike), and once every ring has two, the smallest ring goes
+// (its copy becomes a synchronous one in each iteration) before a larger
+// one, since a large tile's prefetch hides the most latency per byte of
+// shared memory. TileLang's MLA decoding shows why: its K and V tiles'
+// second stage fits beside the queries' tiles once the small rotary tile's
+// does not, where dropping every stage would leave the loop unpipelined.
+// Each copy that loses its prefetch says so in the lowering report.
 void fit_pipelines(const ir::KernelStmt& kernel, const FragmentChoice& choice,
                    PipelinePlan& plan) {
+  std::map<uint64_t, const ir::CopyOp*> copy_of;
+  for (const auto& [loop, copies] : plan.loops) {
+    for (const ir::CopyOp* c : copies) copy_of[c->dst.buffer.id()] = c;
+  }
+  auto ring_bytes = [&](uint64_t id) {
+    const ir::Buffer& b = copy_of.at(id)->dst.buffer;
+    return tile_elements(b, choice) * b.dtype().bytes();
+  };
+  std::vector<uint64_t> dropped;
   while (!plan.stages.empty() && planned_shared_bytes(kernel, choice, plan) > kMaxSharedBytes) {
-    for (auto& [id, s] : plan.stages) s -= 1;
-    for (auto it = plan.stages.begin(); it != plan.stages.end();) {
-      it = it->second < 2 ? plan.stages.erase(it) : std::next(it);
+    int deepest = 0;
+    for (const auto& [id, s] : plan.stages) deepest = std::max(deepest, s);
+    if (deepest > 2) {
+      for (auto& [id, s] : plan.stages) s = std::max(2, s - 1);
+      continue;
     }
-    for (auto it = plan.loops.begin(); it != plan.loops.end();) {
-      std::vector<const ir::CopyOp*>& copies = it->second;
-      std::erase_if(copies, [&](const ir::CopyOp* c) { return !plan.stages.count(c->dst.buffer.id()); });
-      it = copies.empty() ? plan.loops.erase(it) : std::next(it);
+    uint64_t smallest = plan.stages.begin()->first;
+    for (const auto& [id, s] : plan.stages) {
+      if (ring_bytes(id) < ring_bytes(smallest)) smallest = id;
     }
+    plan.stages.erase(smallest);
+    dropped.push_back(smallest);
+  }
+  for (auto it = plan.loops.begin(); it != plan.loops.end();) {
+    std::vector<const ir::CopyOp*>& copies = it->second;
+    std::erase_if(copies, [&](const ir::CopyOp* c) { return !plan.stages.count(c->dst.buffer.id()); });
+    it = copies.empty() ? plan.loops.erase(it) : std::next(it);
+  }
+  for (uint64_t id : dropped) {
+    const ir::CopyOp* c = copy_of.at(id);
+    plan.diagnostics.push_back(
+        {"T.copy", c->span, "not pipelined, copied synchronously in each iteration",
+         "its stages (" + std::to_string(ring_bytes(id)) + " bytes each) did not fit in the " +
+             std::to_string(kMaxSharedBytes) +
+             " bytes of shared memory beside the larger tiles' (Note [Fitting the stages])"});
   }
 }
 

@@ -29,7 +29,8 @@ SmemPlan plan_tiles(const ir::KernelStmt& kernel, const FragmentChoice& choice,
 int64_t planned_shared_bytes(const ir::KernelStmt& kernel, const FragmentChoice& choice,
                              const PipelinePlan& pipelines);
 
-/// Fewer stages (down to none) where the tiles would not fit with them.
+/// Fewer stages (down to none) where the tiles would not fit with them
+/// (Note [Fitting the stages] in tile_memory.cpp).
 void fit_pipelines(const ir::KernelStmt& kernel, const FragmentChoice& choice,
                    PipelinePlan& plan);
 

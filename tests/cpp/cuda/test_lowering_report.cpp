@@ -10,6 +10,7 @@
 #include "cuda/cuda_test_util.h"
 #include "tile/flash_attention.h"
 #include "tile/tile_kernels.h"
+#include "tilejit/ir/tile_builder.h"
 #include "tilejit/transform/verify.h"
 #include "tilejit/transform/workspace_plan.h"
 
@@ -136,6 +137,52 @@ TEST(CudaLoweringReport, AFragmentKeptInSharedMemoryNamesTheOp) {
         << b.forced_by.reason;
   }
   EXPECT_TRUE(found);
+}
+
+// Note [Fitting the stages]: when two stages of every prefetched tile do
+// not fit, the smallest ring goes first and the loop stays pipelined (MLA
+// decoding's shape: a large K/V tile, a small rotary one, large query tiles
+// live across the loop); the copy that lost its prefetch says why.
+TEST(CudaLoweringReport, TheSmallestStageGoesFirstWhenStagesDoNotFit) {
+  ir::TileBuilder b("fit");
+  const DataType f16 = DataType::float16(), f32 = DataType::float32();
+  const ir::Buffer Q = b.tensor_param("Q", {Expr(64), Expr(512)}, f16);
+  const ir::Buffer X = b.tensor_param("X", {Expr(64), Expr(160)}, f16);
+  const ir::Buffer KV = b.tensor_param("KV", {Expr(512), Expr(512)}, f16);
+  const ir::Buffer KP = b.tensor_param("KP", {Expr(512), Expr(64)}, f16);
+  const ir::Buffer O = b.tensor_param("O", {Expr(64), Expr(64)}, f32);
+  b.begin_kernel({Expr(1)}, {128});
+  const ir::Buffer Q_s = b.alloc("Q_s", {64, 512}, f16, ir::Scope::kShared);
+  const ir::Buffer X_s = b.alloc("X_s", {64, 160}, f16, ir::Scope::kShared);
+  const ir::Buffer KV_s = b.alloc("KV_s", {64, 512}, f16, ir::Scope::kShared);
+  const ir::Buffer KP_s = b.alloc("KP_s", {64, 64}, f16, ir::Scope::kShared);
+  b.copy(ir::whole(Q), ir::whole(Q_s));
+  b.copy(ir::whole(X), ir::whole(X_s));
+  const Expr k = b.begin_for("k", 0, 8, ir::ForKind::kPipelined, 2);
+  b.copy(ir::region(KV, {{k * 64, Expr(64)}, {Expr(0), Expr(512)}}), ir::whole(KV_s));
+  b.copy(ir::region(KP, {{k * 64, Expr(64)}, {Expr(0), Expr(64)}}), ir::whole(KP_s));
+  const Expr i = b.begin_for("i", 0, 64, ir::ForKind::kParallel);
+  const Expr j = b.begin_for("j", 0, 64, ir::ForKind::kParallel);
+  b.store(O, {i, j},
+          ir::load(O, {i, j}) +
+              ir::cast(f32, ir::load(KV_s, {i, j}) + ir::load(KP_s, {i, j}) +
+                                ir::load(Q_s, {i, j}) + ir::load(X_s, {i, j})));
+  b.end_for();
+  b.end_for();
+  b.end_for();
+  b.end_kernel();
+  const runtime::LoweringReport r = report_of(b.finish());
+  const auto pipelined = ops(r, "T.Pipelined");
+  ASSERT_EQ(pipelined.size(), 1u);
+  EXPECT_EQ(pipelined[0]->path, "pipelined, 2 stages");
+  const auto copies = ops(r, "T.copy");
+  ASSERT_EQ(copies.size(), 4u);
+  EXPECT_EQ(copies[2]->path, "cp_async") << copies[2]->reason;
+  EXPECT_EQ(copies[2]->reason, "");
+  EXPECT_NE(copies[3]->reason.find("its stages (8192 bytes each) did not fit"), std::string::npos)
+      << copies[3]->path << ": " << copies[3]->reason;
+  EXPECT_EQ(buffer(r, "KV_s").bytes, 2 * 64 * 512 * 2);
+  EXPECT_EQ(buffer(r, "KP_s").bytes, 64 * 64 * 2);
 }
 
 }  // namespace
