@@ -216,11 +216,18 @@ def test_the_tiles_of_a_1000_cube_gemm_take_cp_async():
 
 
 @needs_cuda_target
-@pytest.mark.parametrize("K, width, unaligned", [(1004, 8, 16), (1002, 4, 8)])
-def test_a_row_of_fewer_aligned_bytes_names_its_vectors(K, width, unaligned):
-    assert _copies(gemm(1000, 1000, K, 128, 128, 32, "float16"))[0] == (
-        "cp_async", f"{width}-byte vectors: a row of A is {K} elements ({2 * K} bytes), "
-                    f"not a multiple of {unaligned} bytes")
+def test_a_row_of_8_aligned_bytes_names_its_vectors():
+    assert _copies(gemm(1000, 1000, 1004, 128, 128, 32, "float16"))[0] == (
+        "cp_async", "8-byte vectors: a row of A is 1004 elements (2008 bytes), "
+                    "not a multiple of 16 bytes")
+
+
+@needs_cuda_target
+def test_a_row_aligned_to_less_goes_element_by_element():
+    # copy.h narrows 16-byte vectors to 8 bytes and no further.
+    assert _copies(gemm(1000, 1000, 1002, 128, 128, 32, "float16"))[0] == (
+        "elementwise", "an unaligned row: a row of A is 1002 elements (2004 bytes), "
+                       "not a multiple of 8 bytes")
 
 
 @needs_cuda_target

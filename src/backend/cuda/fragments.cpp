@@ -633,6 +633,32 @@ static void explain_shared(const Uses& uses, int threads, const std::set<uint64_
   }
 }
 
+// Note [Register budget] (fragments.h).
+static void fit_register_budget(const Uses& uses, int threads, std::map<uint64_t, AccLayout>& regs,
+                                std::map<uint64_t, runtime::Diagnostic>& why) {
+  const int64_t budget = register_budget(threads);
+  int64_t total = 0;
+  for (const auto& [id, l] : regs) total += l.words(uses.candidates.at(id).dtype().bytes());
+  if (total <= budget) return;
+  std::vector<uint64_t> alike;  // held alike by the warps of a warp row
+  for (const auto& [id, l] : regs) {
+    if (l.wr > 1) alike.push_back(id);
+  }
+  for (uint64_t id : alike) {
+    const bool operand = !regs.at(id).rows();
+    regs.erase(id);
+    why.emplace(id, runtime::Diagnostic{
+                        "T.alloc_fragment", uses.candidates.at(id)->span, "shared",
+                        "the kernel's register fragments would take " + std::to_string(total) +
+                            " registers a thread, past the " + std::to_string(budget) +
+                            " that leave room for its addresses and the gemms' fragments at " +
+                            std::to_string(threads) + " threads; " +
+                            (operand ? "a gemm's A that several warps would hold alike"
+                                     : "a row vector that several warps would hold alike") +
+                            " is kept in shared memory (Note [Register budget])"});
+  }
+}
+
 // Note [Register accumulators].
 static FragmentChoice choose_registers(Uses& uses, int threads,
                                        const std::set<uint64_t>& in_groups,
@@ -732,6 +758,7 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
     }
   }
   choose_rows(uses, regs, choose_vectors(uses, threads, regs, vector_why));
+  fit_register_budget(uses, threads, regs, vector_why);
   for (const ir::GemmOp* op : uses.all_gemms) {
     auto c = regs.find(op->c.buffer.id());
     if (c != regs.end() && c->second.m_real > 0 && !in_regs(op->a.buffer.id())) {

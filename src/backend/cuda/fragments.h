@@ -120,6 +120,7 @@
 // access goes through the padded row length, so nothing else changes.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -168,6 +169,8 @@ struct AccLayout {
   /// TR, TC, V>", "tilejit::cuda::PartRows<M, TR, TC>" or
   /// "tilejit::cuda::Replicated<M>".
   std::string type() const;
+  /// 32-bit registers per thread for elements of `bytes` bytes.
+  int64_t words(int64_t bytes) const { return (registers() * bytes + 3) / 4; }
   /// Elements per thread.
   int64_t registers() const {
     if (repl) return m;
@@ -194,6 +197,27 @@ struct AccLayout {
   }
   bool operator==(const AccLayout&) const = default;
 };
+
+// Note [Register budget]
+// The register fragments of a kernel are live together in its main loop,
+// beside the addresses, the gemms' ldmatrix fragments and the temporaries:
+// past 255 registers a thread ptxas spills, and local memory in a main loop
+// costs more than the registers saved. TileLang's MLA decoding on 8 warps
+// under FullCol shows it: 128 registers for the output accumulator, 64 for
+// the probabilities that every warp of a warp row holds whole, 40 for the
+// row vectors, 16 for the scores: 248, which spilled 460 bytes and ran
+// 1.6x slower than with the last two kinds in shared memory. Where the
+// register fragments take more than register_budget(threads) 32-bit
+// registers a thread, the fragments that several warps hold alike (WR > 1:
+// A operands and row vectors of accumulators split over columns) are kept
+// in shared memory, as they were before such layouts existed; the lowering
+// report names the budget at each. (TileLang's Hopper lowering holds the
+// same program in 16 registers of A per thread through wgmma, which reads B
+// from shared memory: the CUDA backend's part 2.)
+inline int64_t register_budget(int threads) {
+  const int64_t per_thread = threads > 0 ? std::min<int64_t>(255, 65536 / threads) : 255;
+  return per_thread - 56;
+}
 
 struct FragmentChoice {
   /// Buffer id -> its register layout (Note [Register accumulators]); the

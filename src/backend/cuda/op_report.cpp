@@ -115,16 +115,15 @@ Diagnostic copy_record(const ir::CopyOp& op, const FragmentChoice& choice, int t
     if (!last.is_const()) continue;
     const int64_t row_bytes = last.int_value() * bytes;
     if (row_bytes % width == 0) continue;
-    width = width == 16 && row_bytes % 8 == 0 && fits(8) ? 8
-            : row_bytes % 4 == 0 && fits(4)                ? 4
-                                                           : 0;
+    // copy.h narrows 16-byte vectors to 8 bytes, and no further.
+    width = width == 16 && row_bytes % 8 == 0 && fits(8) ? 8 : 0;
     int64_t unaligned = width == 0 ? 4 : 2 * width;  // the narrowest width the row breaks
     while (row_bytes % unaligned == 0) unaligned *= 2;
     why = "a row of " + b.name() + " is " + str(last.int_value()) + " elements (" +
           str(row_bytes) + " bytes), not a multiple of " + str(unaligned) + " bytes";
     if (width == 0) {
       d.reason = "an unaligned row: " + why;
-      if (row_bytes % 4 == 0) d.reason += ", and " + split_no_row + "narrower vectors";
+      if (row_bytes % 8 == 0 && !fits(8)) d.reason += ", and " + split_no_row + "8-byte vectors";
       return d;
     }
   }

@@ -114,7 +114,7 @@ void fit_pipelines(const ir::KernelStmt& kernel, const FragmentChoice& choice,
         {"T.copy", c->span, "not pipelined, copied synchronously in each iteration",
          "its stages (" + std::to_string(ring_bytes(id)) + " bytes each) did not fit in the " +
              std::to_string(kMaxSharedBytes) +
-             " bytes of shared memory beside the larger tiles' (Note [Fitting the stages])"});
+             " bytes of shared memory with the other tiles (Note [Fitting the stages])"});
   }
 }
 

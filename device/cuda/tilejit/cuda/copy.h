@@ -19,8 +19,9 @@
 //     shared memory, src in global memory, as the lowering knows) moves
 //     them through cp.async, zero-filling what src lacks, which the next
 //     barrier() waits for, or the pipeline's async_wait_group (tile.h).
-//     Other copies (types that differ, rows of no aligned 4-byte vector)
-//     go element by element.
+//     Other copies (types that differ, rows of no aligned 4-byte vector, or
+//     rows whose alignment is less than the tile's shape allows, but for
+//     16 narrowed to 8 bytes) go element by element.
 //   fill<ROWS, COLS>(dst, value): every existing element of dst = value.
 #pragma once
 
@@ -87,6 +88,19 @@ __device__ __forceinline__ void cp_async(void* dst, const void* src, int src_byt
   }
 }
 
+// BYTES from global `src` to shared `dst`, all of them read.
+template <int BYTES>
+__device__ __forceinline__ void cp_async_whole(void* dst, const void* src) {
+  const unsigned d = unsigned(__cvta_generic_to_shared(dst));
+  if constexpr (BYTES == 16) {
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\n" ::"r"(d), "l"(src)
+                 : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(d), "l"(src), "n"(BYTES)
+                 : "memory");
+  }
+}
+
 // Whether copy_vectors<BYTES> serves a ROWS x COLS copy by THREADS threads
 // of T: whole elements per vector, whole vectors per row, and threads that
 // split into whole columns of vectors (THREADS a multiple of the vectors per
@@ -99,11 +113,14 @@ inline constexpr bool vectors_fit =
      (COLS / (BYTES / int(sizeof(T)))) % THREADS == 0);
 
 // Calls f(r, out, in) for the rows r0, r0 + STEP, ... below ROWS, `out`
-// and `in` at each row's first element.
-template <int ROWS, int STEP, typename D, typename SV, typename F>
+// and `in` at each row's first element; unrolled by 4 where UNROLL (the
+// tiles inside their tensor: a GEMM's main loop), not where the tile is at
+// a tensor's edge (rarer, and its checks would multiply the kernel's code
+// and NVRTC's time).
+template <int ROWS, int STEP, bool UNROLL, typename D, typename SV, typename F>
 __device__ __forceinline__ void walk_rows(int r0, D* out, const SV* in, int64_t out_step,
                                           int64_t in_step, const F& f) {
-  if constexpr (ROWS % STEP == 0) {
+  if constexpr (UNROLL && ROWS % STEP == 0) {
 #pragma unroll 4
     for (int k = 0; k < ROWS / STEP; ++k, out += out_step, in += in_step) f(r0 + k * STEP, out, in);
   } else {
@@ -116,15 +133,44 @@ __device__ __forceinline__ void walk_rows(int r0, D* out, const SV* in, int64_t 
 // BYTES-aligned on both sides (checked by copy). Each thread keeps a column
 // of vectors (or THREADS-spaced columns, for rows of more vectors than
 // threads) and walks down the rows, so consecutive threads read and write
-// consecutive vectors of a row. A tile at a tensor's edge takes the same
-// path: the thread finds once, in 32-bit tile indices, which of its
-// column's elements exist in dst and which in src, then per row tests the
-// row alone. Where dst has the whole vector and src a prefix of it (all,
+// consecutive vectors of a row. A tile inside its tensor (every element on
+// both sides) takes copy_inside, which checks nothing, so that a GEMM's
+// main loop carries no per-row predicate; a tile at a tensor's edge takes
+// copy_vectors, the same walk with checks, inline too: the thread finds
+// once, in 32-bit tile indices, which of its column's elements exist in dst
+// and which in src, then per row tests the row alone. Where dst has the whole vector and src a prefix of it (all,
 // some at the right edge, or none, as outside the rows), one vector moves:
 // cp.async reads the prefix and fills the rest with zeros; synchronous,
 // 16 bytes or zeros, or the prefix element by element. Otherwise (dst in
 // part: a store at a tensor's edge; src past a left edge) element by
 // element, with both checks.
+template <int BYTES, int ROWS, int COLS, int THREADS, bool ASYNC, typename D, typename S>
+__device__ __forceinline__ void copy_inside(const Rect<D>& dst, const Rect<S>& src, int rank) {
+  using SV = typename RemoveConst<S>::type;
+  using V = Bytes<BYTES>;
+  constexpr int kVec = BYTES / int(sizeof(D));
+  constexpr int kChunks = COLS / kVec;
+  constexpr bool kShared = THREADS >= kChunks;
+  constexpr int kRowsStep = kShared ? THREADS / kChunks : 1;
+  constexpr int kColumns = kShared ? 1 : kChunks / THREADS;
+  const int r0 = kShared ? rank / kChunks : 0;
+  const int64_t out_step = kRowsStep * dst.stride, in_step = kRowsStep * src.stride;
+#pragma unroll
+  for (int j = 0; j < kColumns; ++j) {
+    const int c = (kShared ? rank % kChunks : rank + j * THREADS) * kVec;
+    D* const out = dst.base + (dst.origin + r0 * dst.stride + c);
+    const SV* const in = src.base + (src.origin + r0 * src.stride + c);
+    walk_rows<ROWS, kRowsStep, true>(r0, out, in, out_step, in_step, [&](int, D* o, const SV* i) {
+      if constexpr (ASYNC) {
+        cp_async_whole<BYTES>(o, i);
+      } else {
+        *reinterpret_cast<V*>(o) = *reinterpret_cast<const V*>(i);
+      }
+    });
+  }
+}
+
+// A tile at a tensor's edge (Note [Vector copies]).
 template <int BYTES, int ROWS, int COLS, int THREADS, bool ASYNC, typename D, typename S>
 __device__ __forceinline__ void copy_vectors(const Rect<D>& dst, const Rect<S>& src, int rank) {
   using SV = typename RemoveConst<S>::type;
@@ -155,7 +201,7 @@ __device__ __forceinline__ void copy_vectors(const Rect<D>& dst, const Rect<S>& 
     D* const out = dst.base + (dst.origin + r0 * dst.stride + c);
     const SV* const in = src.base + (src.origin + r0 * src.stride + c);
     if (whole) {
-      walk_rows<ROWS, kRowsStep>(r0, out, in, out_step, in_step, [&](int r, D* o, const SV* i) {
+      walk_rows<ROWS, kRowsStep, false>(r0, out, in, out_step, in_step, [&](int r, D* o, const SV* i) {
         if (r < d_r0 || r >= d_r1) return;
         const int n = r >= s_r0 && r < s_r1 ? s_bytes : 0;
         if constexpr (ASYNC) {
@@ -169,7 +215,7 @@ __device__ __forceinline__ void copy_vectors(const Rect<D>& dst, const Rect<S>& 
         }
       });
     } else {
-      walk_rows<ROWS, kRowsStep>(r0, out, in, out_step, in_step, [&](int r, D* o, const SV* i) {
+      walk_rows<ROWS, kRowsStep, false>(r0, out, in, out_step, in_step, [&](int r, D* o, const SV* i) {
         if (r < d_r0 || r >= d_r1) return;
         const bool s_row = r >= s_r0 && r < s_r1;
 #pragma unroll 1
@@ -229,20 +275,21 @@ __device__ __forceinline__ void copy(const Rect<D>& dst, const Rect<S>& src,
                                                                : 0;
     if constexpr (kWidest > 0) {
       if (bits % kWidest == 0) {
+        const bool inside = dst.r_lo <= 0 && dst.r_hi >= ROWS && dst.c_lo <= 0 &&
+                            dst.c_hi >= COLS && src.r_lo <= 0 && src.r_hi >= ROWS &&
+                            src.c_lo <= 0 && src.c_hi >= COLS;
+        if (inside) return copy_detail::copy_inside<kWidest, ROWS, COLS, THREADS, ASYNC>(dst, src, rank);
         return copy_vectors<kWidest, ROWS, COLS, THREADS, ASYNC>(dst, src, rank);
       }
     }
-    // Rows that break the alignment the tile's shape allows (a tensor's row
-    // of 1004 halves is 8-byte aligned): narrower vectors, out of line, so
-    // that the common case alone adds to the kernel's code and registers.
-    if constexpr (kWidest > 8 && vectors_fit<8, COLS, THREADS, D>) {
+    // Rows that break the 16-byte alignment the tile's shape allows (a
+    // tensor's row of 1004 halves is 8-byte aligned): 8-byte vectors, out
+    // of line, so that the common case alone adds to the kernel's code,
+    // registers and compile time. Rows aligned to less go element by
+    // element.
+    if constexpr (kWidest == 16 && vectors_fit<8, COLS, THREADS, D>) {
       if (bits % 8 == 0) {
         return copy_vectors_out_of_line<8, ROWS, COLS, THREADS, ASYNC>(dst, src, rank);
-      }
-    }
-    if constexpr (kWidest > 4 && vectors_fit<4, COLS, THREADS, D>) {
-      if (bits % 4 == 0) {
-        return copy_vectors_out_of_line<4, ROWS, COLS, THREADS, ASYNC>(dst, src, rank);
       }
     }
   }
