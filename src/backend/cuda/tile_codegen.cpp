@@ -25,6 +25,7 @@
 #include "backend/common/cxx_source.h"
 #include "backend/common/slot_abi.h"
 #include "backend/common/accesses.h"
+#include "backend/cuda/inside_copies.h"
 #include "backend/cuda/op_report.h"
 #include "backend/cuda/cuda_backend_internal.h"
 #include "backend/cuda/smem_plan.h"
@@ -104,7 +105,13 @@ bool CudaTileCodegen::async_copy(const ir::CopyOp& op) const {
 }
 
 std::string CudaTileCodegen::copy_template_tail(const ir::CopyOp& op) const {
-  return ", " + group_threads() + (async_copy(op) && !own_code() ? ", true" : ", false");
+  // Note [Copies inside their tensor]: a prefetched copy is its copy's.
+  bool inside = inside_copies_.count(&op) != 0;
+  for (const auto& [copy, ahead] : pipelines_.ahead) {
+    inside = inside || (ahead.get() == &op && inside_copies_.count(copy));
+  }
+  return ", " + group_threads() + (async_copy(op) && !own_code() ? ", true" : ", false") +
+         (inside ? ", true" : "");
 }
 
 std::string CudaTileCodegen::group_args() const {
@@ -527,6 +534,7 @@ int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
   CudaTileCodegen cg(f, symbols, body, threads, uniformity, std::move(choice),
                      std::move(pipelines), std::move(tiles));
   cg.debug_bounds = debug_bounds;
+  cg.inside_copies_ = copies_inside(f, kernel);
   static const char* const kBlock[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
   static const char* const kSwizzled[] = {"tilejit_block.x", "tilejit_block.y", "blockIdx.z"};
   std::vector<std::string> decls;

@@ -118,6 +118,10 @@ class CudaTileCodegen final : public backend::TileCodegen {
   /// The shared memory the body's tiles take, known once emitted.
   int64_t smem_bytes() const { return smem_bytes_; }
 
+  /// The copies proven inside their tensors (Note [Copies inside their
+  /// tensor] in inside_copies.h), lowered without copy.h's edge walk.
+  std::set<const ir::CopyOp*> inside_copies_;
+
  private:
   void emit_alloc(const ir::AllocStmt& op) override;
   void emit_for(const ir::ForStmt& op) override;

@@ -185,5 +185,38 @@ TEST(CudaLoweringReport, TheSmallestStageGoesFirstWhenStagesDoNotFit) {
   EXPECT_EQ(buffer(r, "KP_s").bytes, 64 * 64 * 2);
 }
 
+// Note [Copies inside their tensor]: a copy whose rectangle the grid keeps
+// inside its tensor is lowered without copy.h's edge walk (INSIDE = true),
+// its prefetches too; one that may reach past the tensor's end keeps it.
+TEST(CudaLoweringReport, CopiesProvenInsideTheirTensorCompileNoEdgeWalk) {
+  auto source = [](int64_t rows) {
+    ir::TileBuilder b("inside");
+    const DataType f16 = DataType::float16();
+    const ir::Buffer A = b.tensor_param("A", {Expr(rows), Expr(64)}, f16);
+    const ir::Buffer O = b.tensor_param("O", {Expr(rows), Expr(64)}, f16);
+    const Expr bx = b.begin_kernel({Expr(2)}, {128})[0];
+    const ir::Buffer A_s = b.alloc("A_s", {64, 64}, f16, ir::Scope::kShared);
+    const Expr k = b.begin_for("k", 0, 2, ir::ForKind::kPipelined, 2);
+    b.copy(ir::region(A, {{bx * 128 + k * 64, Expr(64)}, {Expr(0), Expr(64)}}), ir::whole(A_s));
+    b.copy(ir::whole(A_s), ir::region(O, {{bx * 128 + k * 64, Expr(64)}, {Expr(0), Expr(64)}}));
+    b.end_for();
+    b.end_kernel();
+    const ir::PrimFunc func = transform::plan_workspaces(transform::verify(b.finish()));
+    const std::vector<std::string> symbols = symbols_of(func);
+    runtime::SourceRequest request;
+    request.func = &func;
+    request.symbols = symbols;
+    return cuda_backend().generate(request).source;
+  };
+  const std::string inside = source(256), edge = source(250);
+  // The prefetches and the copy in the loop read A; the store writes O.
+  EXPECT_NE(inside.find("tilejit::cuda::copy<64, 64, tilejit_nthreads, true, true>"),
+            std::string::npos) << inside;
+  EXPECT_NE(inside.find("tilejit::cuda::copy<64, 64, tilejit_nthreads, false, true>"),
+            std::string::npos) << inside;
+  EXPECT_EQ(edge.find(", true, true>"), std::string::npos) << edge;
+  EXPECT_EQ(edge.find(", false, true>"), std::string::npos) << edge;
+}
+
 }  // namespace
 }  // namespace tilejit::cuda::testing

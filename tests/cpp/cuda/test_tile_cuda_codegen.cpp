@@ -514,7 +514,8 @@ TEST_F(CudaTileCodegen, TileOpsUnderAThreadRangeRunOnTheRange) {
   ASSERT_NE(else_at, std::string::npos) << src;
   const std::string then_part = src.substr(then_at, else_at - then_at);
   const std::string else_part = src.substr(else_at, src.find("\n  }\n", else_at) - else_at);
-  EXPECT_NE(then_part.find("copy<64, 64, 128, true>("), std::string::npos) << src;
+  // Whole-tensor copies: inside (Note [Copies inside their tensor]).
+  EXPECT_NE(then_part.find("copy<64, 64, 128, true, true>("), std::string::npos) << src;
   EXPECT_NE(then_part.find("tilejit::cuda::group_barrier<1, 128, true>();"), std::string::npos)
       << src;
   EXPECT_NE(else_part.find("fill<64, 64, 128>("), std::string::npos) << src;

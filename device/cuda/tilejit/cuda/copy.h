@@ -6,7 +6,7 @@
 // base[origin + r * stride + c], and only the elements with r in [r_lo, r_hi)
 // and c in [c_lo, c_hi) exist.
 //
-//   copy<ROWS, COLS, THREADS, ASYNC>(dst, src): every existing element of
+//   copy<ROWS, COLS, THREADS, ASYNC, INSIDE>(dst, src): every existing element of
 //     dst gets src's element at the same (r, c), converted, or 0 where src
 //     has none, by the block's THREADS threads. Elements that do not exist
 //     are neither read nor written. Where both sides hold one type, rows
@@ -21,7 +21,8 @@
 //     barrier() waits for, or the pipeline's async_wait_group (tile.h).
 //     Other copies (types that differ, rows of no aligned 4-byte vector, or
 //     rows whose alignment is less than the tile's shape allows, but for
-//     16 narrowed to 8 bytes) go element by element.
+//     16 narrowed to 8 bytes) go element by element. INSIDE (the lowering
+//     proved every element exists on both sides) compiles no edge check.
 //   fill<ROWS, COLS>(dst, value): every existing element of dst = value.
 #pragma once
 
@@ -113,10 +114,11 @@ inline constexpr bool vectors_fit =
      (COLS / (BYTES / int(sizeof(T)))) % THREADS == 0);
 
 // Calls f(r, out, in) for the rows r0, r0 + STEP, ... below ROWS, `out`
-// and `in` at each row's first element; unrolled by 4 where UNROLL (the
-// tiles inside their tensor: a GEMM's main loop), not where the tile is at
-// a tensor's edge (rarer, and its checks would multiply the kernel's code
-// and NVRTC's time).
+// and `in` at each row's first element; unrolled by 4 where UNROLL: the
+// tiles inside their tensor, and the cp.async loads of those at an edge (a
+// GEMM's main loop at the edge blocks, which set the kernel's time); not
+// the edge's synchronous copies and element loops (whose checks would
+// multiply the kernel's code and NVRTC's time).
 template <int ROWS, int STEP, bool UNROLL, typename D, typename SV, typename F>
 __device__ __forceinline__ void walk_rows(int r0, D* out, const SV* in, int64_t out_step,
                                           int64_t in_step, const F& f) {
@@ -201,7 +203,7 @@ __device__ __forceinline__ void copy_vectors(const Rect<D>& dst, const Rect<S>& 
     D* const out = dst.base + (dst.origin + r0 * dst.stride + c);
     const SV* const in = src.base + (src.origin + r0 * src.stride + c);
     if (whole) {
-      walk_rows<ROWS, kRowsStep, false>(r0, out, in, out_step, in_step, [&](int r, D* o, const SV* i) {
+      walk_rows<ROWS, kRowsStep, ASYNC>(r0, out, in, out_step, in_step, [&](int r, D* o, const SV* i) {
         if (r < d_r0 || r >= d_r1) return;
         const int n = r >= s_r0 && r < s_r1 ? s_bytes : 0;
         if constexpr (ASYNC) {
@@ -255,7 +257,10 @@ __device__ __noinline__ void copy_elements(const Rect<D> dst, const Rect<S> src,
 
 // `rank`: the thread's index among the THREADS that make the copy (a
 // thread range's, or 0 of 1 for a thread's own copy).
-template <int ROWS, int COLS, int THREADS, bool ASYNC, typename D, typename S>
+// INSIDE: the lowering proved that every element exists on both sides
+// (src/backend/cuda/inside_copies.h), so the edge walk is not compiled.
+template <int ROWS, int COLS, int THREADS, bool ASYNC, bool INSIDE = false, typename D,
+          typename S>
 __device__ __forceinline__ void copy(const Rect<D>& dst, const Rect<S>& src,
                                      int rank = thread_rank()) {
   using SV = typename RemoveConst<S>::type;
@@ -275,11 +280,17 @@ __device__ __forceinline__ void copy(const Rect<D>& dst, const Rect<S>& src,
                                                                : 0;
     if constexpr (kWidest > 0) {
       if (bits % kWidest == 0) {
-        const bool inside = dst.r_lo <= 0 && dst.r_hi >= ROWS && dst.c_lo <= 0 &&
-                            dst.c_hi >= COLS && src.r_lo <= 0 && src.r_hi >= ROWS &&
-                            src.c_lo <= 0 && src.c_hi >= COLS;
-        if (inside) return copy_detail::copy_inside<kWidest, ROWS, COLS, THREADS, ASYNC>(dst, src, rank);
-        return copy_vectors<kWidest, ROWS, COLS, THREADS, ASYNC>(dst, src, rank);
+        if constexpr (INSIDE) {
+          return copy_detail::copy_inside<kWidest, ROWS, COLS, THREADS, ASYNC>(dst, src, rank);
+        } else {
+          const bool inside = dst.r_lo <= 0 && dst.r_hi >= ROWS && dst.c_lo <= 0 &&
+                              dst.c_hi >= COLS && src.r_lo <= 0 && src.r_hi >= ROWS &&
+                              src.c_lo <= 0 && src.c_hi >= COLS;
+          if (inside) {
+            return copy_detail::copy_inside<kWidest, ROWS, COLS, THREADS, ASYNC>(dst, src, rank);
+          }
+          return copy_vectors<kWidest, ROWS, COLS, THREADS, ASYNC>(dst, src, rank);
+        }
       }
     }
     // Rows that break the 16-byte alignment the tile's shape allows (a
