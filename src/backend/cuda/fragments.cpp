@@ -634,12 +634,13 @@ static void explain_shared(const Uses& uses, int threads, const std::set<uint64_
 }
 
 // Note [Register budget] (fragments.h).
-static void fit_register_budget(const Uses& uses, int threads, std::map<uint64_t, AccLayout>& regs,
+// Returns whether it moved any.
+static bool fit_register_budget(const Uses& uses, int threads, std::map<uint64_t, AccLayout>& regs,
                                 std::map<uint64_t, runtime::Diagnostic>& why) {
   const int64_t budget = register_budget(threads);
   int64_t total = 0;
   for (const auto& [id, l] : regs) total += l.words(uses.candidates.at(id).dtype().bytes());
-  if (total <= budget) return;
+  if (total <= budget) return false;
   std::vector<uint64_t> alike;  // held alike by the warps of a warp row
   for (const auto& [id, l] : regs) {
     if (l.wr > 1) alike.push_back(id);
@@ -657,12 +658,17 @@ static void fit_register_budget(const Uses& uses, int threads, std::map<uint64_t
                                      : "a row vector that several warps would hold alike") +
                             " is kept in shared memory (Note [Register budget])"});
   }
+  return !alike.empty();
 }
 
 // Note [Register accumulators].
+// `min_cols`: the fewest columns of a warp's accumulator tile (8 or 16,
+// Note [Register budget]); `over_budget` is set where the budget moved
+// fragments to shared memory.
 static FragmentChoice choose_registers(Uses& uses, int threads,
                                        const std::set<uint64_t>& in_groups,
-                                       std::map<uint64_t, runtime::Diagnostic>& vector_why) {
+                                       std::map<uint64_t, runtime::Diagnostic>& vector_why,
+                                       int min_cols, bool* over_budget) {
   // A register layout spreads a tile over the whole block's warps.
   uses.out.insert(in_groups.begin(), in_groups.end());
   uses.repl_out.insert(in_groups.begin(), in_groups.end());
@@ -680,7 +686,7 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
     const int64_t m = std::max<int64_t>(rows, 16);
     for (auto [wm, wn] : grids(warps, g.front()->policy, m, n)) {
       AccLayout layout{m, n, wm, wn, rows < 16 ? rows : 0};
-      if (m % (16 * wm) != 0 || n % (8 * wn) != 0) continue;
+      if (m % (16 * wm) != 0 || n % (min_cols * wn) != 0) continue;
       if (layout.registers() > kMaxAccRegisters) break;
       bool ok = true;
       for (const ir::GemmOp* op : g) ok = ok && mma_gemm(*op, layout, nullptr);
@@ -758,7 +764,7 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
     }
   }
   choose_rows(uses, regs, choose_vectors(uses, threads, regs, vector_why));
-  fit_register_budget(uses, threads, regs, vector_why);
+  *over_budget = fit_register_budget(uses, threads, regs, vector_why);
   for (const ir::GemmOp* op : uses.all_gemms) {
     auto c = regs.find(op->c.buffer.id());
     if (c != regs.end() && c->second.m_real > 0 && !in_regs(op->a.buffer.id())) {
@@ -784,7 +790,14 @@ FragmentChoice choose_fragments(const ir::KernelStmt& kernel, int threads,
   Uses uses;
   uses.visit(kernel.body);
   std::map<uint64_t, runtime::Diagnostic> vector_why;
-  FragmentChoice choice = choose_registers(uses, threads, in_groups, vector_why);
+  bool over_budget = false;
+  FragmentChoice choice = choose_registers(uses, threads, in_groups, vector_why, 8, &over_budget);
+  if (over_budget) {
+    // Note [Register budget]: warp tiles of 8 columns serve row vectors and
+    // operands held alike; without them, wider ones read fewer fragments.
+    vector_why.clear();
+    choice = choose_registers(uses, threads, in_groups, vector_why, 16, &over_budget);
+  }
   explain_shared(uses, threads, in_groups, vector_why, choice);
   return choice;
 }

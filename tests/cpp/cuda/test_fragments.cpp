@@ -168,6 +168,58 @@ TEST(Fragments, RowLoopsStoreOnceToMemory) {
             (std::map<std::string, std::string>{{"acc", tile}}));
 }
 
+// Note [Register budget]: TileLang's MLA decoding (block_H 64, 8 warps,
+// FullCol, a 512-column output) would hold 248 registers of fragments a
+// thread with its row vectors and probabilities held alike by the 8 warps
+// of its 8-column warp tiles; those stay in shared memory and the scores
+// take 16-column warp tiles (2 x 4), so each warp reads A 4 times over, not
+// 8. The same program with a 64-column output keeps everything in
+// registers.
+TEST(Fragments, FragmentsHeldAlikeYieldToTheRegisterBudget) {
+  auto program = [](int64_t dim) {
+    ir::TileBuilder b("mla");
+    const DataType f16 = DataType::float16(), f32 = DataType::float32();
+    const Buffer Q = b.tensor_param("Q", {Expr(64), Expr(dim)}, f16);
+    const Buffer KV = b.tensor_param("KV", {Expr(64), Expr(dim)}, f16);
+    const Buffer O = b.tensor_param("O", {Expr(64), Expr(dim)}, f32);
+    const Buffer M = b.tensor_param("M", {Expr(64)}, f32);
+    b.begin_kernel({Expr(1)}, {256});
+    const Buffer Q_s = b.alloc("Q_s", {64, dim}, f16, Scope::kShared);
+    const Buffer KV_s = b.alloc("KV_s", {64, dim}, f16, Scope::kShared);
+    const Buffer S_s = b.alloc("S_s", {64, 64}, f16, Scope::kShared);
+    const Buffer acc_s = b.alloc("acc_s", {64, 64}, f32, Scope::kFragment);
+    const Buffer p = b.alloc("p", {64, 64}, f16, Scope::kFragment);
+    const Buffer acc_o = b.alloc("acc_o", {64, dim}, f32, Scope::kFragment);
+    const Buffer m = b.alloc("m", {64}, f32, Scope::kFragment);
+    b.copy(whole(Q), whole(Q_s));
+    b.copy(whole(KV), whole(KV_s));
+    b.fill(whole(acc_o), Expr(0.0));
+    b.gemm(whole(Q_s), whole(KV_s), whole(acc_s), false, true, true, /*FullCol*/ 2);
+    b.reduce(ir::ReduceKind::kMax, whole(acc_s), whole(m), 1);
+    const Expr i = b.begin_for("i", 0, 64, ForKind::kParallel);
+    const Expr j = b.begin_for("j", 0, dim, ForKind::kParallel);
+    b.store(acc_o, {i, j}, ir::load(acc_o, {i, j}) * ir::load(m, {i}));
+    b.end_for();
+    b.end_for();
+    b.copy(whole(acc_s), whole(S_s));
+    b.copy(whole(S_s), whole(p));
+    b.gemm(whole(p), whole(KV_s), whole(acc_o), false, false, false, /*FullCol*/ 2);
+    b.copy(whole(acc_o), whole(O));
+    b.copy(whole(m), whole(M));
+    b.end_kernel();
+    return b.finish();
+  };
+  EXPECT_EQ(registers_of(program(512), 256),
+            (std::map<std::string, std::string>{{"acc_s", "tilejit::cuda::MmaAcc<64, 64, 2, 4>"},
+                                                {"acc_o", "tilejit::cuda::MmaAcc<64, 512, 1, 8>"}}));
+  EXPECT_EQ(registers_of(program(64), 256),
+            (std::map<std::string, std::string>{
+                {"acc_s", "tilejit::cuda::MmaAcc<64, 64, 1, 8>"},
+                {"acc_o", "tilejit::cuda::MmaAcc<64, 64, 1, 8>"},
+                {"p", "tilejit::cuda::MmaAcc<64, 64, 1, 1, 64, 8>"},
+                {"m", "tilejit::cuda::MmaRows<64, 1, 8>"}}));
+}
+
 // Note [Short accumulators]: a decoding kernel's accumulators of one row
 // (multi-head attention: one query head per kv head) are the first row of
 // 16-row mma tiles, and their A operands in shared memory get 16 rows.
