@@ -67,11 +67,6 @@ __device__ __forceinline__ int clamp_to(int64_t v, int n) {
   return v < 0 ? 0 : v > n ? n : int(v);
 }
 
-template <int BYTES>
-struct alignas(BYTES) Bytes {
-  unsigned v[BYTES / 4];
-};
-
 // BYTES from global `src` to shared `dst` without the registers; of them
 // the first `src_bytes` are read and the rest are zeros (cp.async's
 // zero-fill form). .cg (L2 only) takes 16 bytes alone, .ca 4 and 8.

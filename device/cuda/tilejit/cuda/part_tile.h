@@ -78,30 +78,6 @@ struct Replicated {
 
 namespace part_detail {
 
-template <int kBytes>
-struct Vec;
-template <>
-struct alignas(16) Vec<16> {
-  uint4 v;
-};
-template <>
-struct alignas(8) Vec<8> {
-  uint2 v;
-};
-template <>
-struct alignas(4) Vec<4> {
-  unsigned v;
-};
-
-// The bytes that move as one vector: the largest of 16, 8 and 4 that a run
-// of V elements of T is a multiple of (0: none, element by element). A
-// piece never straddles two runs, so its elements are consecutive.
-template <typename T, int V>
-inline constexpr int kPieceBytes = (V * int(sizeof(T))) % 16 == 0  ? 16
-                                   : (V * int(sizeof(T))) % 8 == 0 ? 8
-                                   : (V * int(sizeof(T))) % 4 == 0 ? 4
-                                                                   : 0;
-
 // The whole tile lies inside the Rect, whose rows start at piece boundaries.
 template <typename L, int kBytes, typename T>
 __device__ __forceinline__ bool whole_runs(const Rect<T>& m) {
@@ -153,17 +129,17 @@ __device__ __forceinline__ void row_values(const E* acc, float* out, float* scra
 
 template <typename L, typename E, typename D>
 __device__ __forceinline__ void part_store(const E* acc, const Rect<D>& dst) {
-  constexpr int kBytes = part_detail::kPieceBytes<D, L::kV>;
+  constexpr int kBytes = piece_bytes<D, L::kV>;
   if constexpr (kBytes > 0) {
     constexpr int kPer = kBytes / int(sizeof(D));
     if (part_detail::whole_runs<L, kBytes>(dst)) {
 #pragma unroll
       for (int r = 0; r < L::kCount; r += kPer) {
-        part_detail::Vec<kBytes> run;
+        Bytes<kBytes> run;
         D* e = reinterpret_cast<D*>(&run);
 #pragma unroll
         for (int k = 0; k < kPer; ++k) e[k] = convert<D>(acc[r + k]);
-        *reinterpret_cast<part_detail::Vec<kBytes>*>(
+        *reinterpret_cast<Bytes<kBytes>*>(
             dst.base + dst.origin + int64_t(L::row(r)) * dst.stride + L::col(r)) = run;
       }
       return;
@@ -180,13 +156,13 @@ __device__ __forceinline__ void part_store(const E* acc, const Rect<D>& dst) {
 template <typename L, typename E, typename S>
 __device__ __forceinline__ void part_load(E* acc, const Rect<S>& src) {
   using SV = typename RemoveConst<S>::type;
-  constexpr int kBytes = part_detail::kPieceBytes<SV, L::kV>;
+  constexpr int kBytes = piece_bytes<SV, L::kV>;
   if constexpr (kBytes > 0) {
     constexpr int kPer = kBytes / int(sizeof(SV));
     if (part_detail::whole_runs<L, kBytes>(src)) {
 #pragma unroll
       for (int r = 0; r < L::kCount; r += kPer) {
-        const part_detail::Vec<kBytes> run = *reinterpret_cast<const part_detail::Vec<kBytes>*>(
+        const Bytes<kBytes> run = *reinterpret_cast<const Bytes<kBytes>*>(
             src.base + src.origin + int64_t(L::row(r)) * src.stride + L::col(r));
         const SV* e = reinterpret_cast<const SV*>(&run);
 #pragma unroll

@@ -15,6 +15,8 @@
 //   async_wait_all()         waits for this thread's cp.async copies
 //   async_commit(), async_wait_group<N>()   closes a group of them; waits
 //                            until at most N groups are in flight
+//   Bytes<N>, piece_bytes<T, V>   a vector of N bytes; the widest one a
+//                            run of V elements of T is made of
 //   barrier()                async_wait_all(), then __syncthreads(): what
 //                            any thread wrote or copied before it is seen
 //                            by every thread after it
@@ -53,6 +55,22 @@ template <typename T, typename F>
 struct Conditional<false, T, F> {
   using type = F;
 };
+
+/// BYTES (4, 8 or 16) moved as one vector by a load or store of it: the
+/// copies' vectors (copy.h), a partitioned tile's runs (part_tile.h) and a
+/// thread's staged runs (vector_run.h).
+template <int BYTES>
+struct alignas(BYTES) Bytes {
+  unsigned v[BYTES / 4];
+};
+
+/// The bytes a run of V elements of T moves as one vector: the largest of
+/// 16, 8 and 4 that the run is a multiple of (0: none, element by element).
+template <typename T, int V>
+inline constexpr int piece_bytes = (V * int(sizeof(T))) % 16 == 0  ? 16
+                                   : (V * int(sizeof(T))) % 8 == 0 ? 8
+                                   : (V * int(sizeof(T))) % 4 == 0 ? 4
+                                                                   : 0;
 
 /// The type a tile op computes a value of T in: float for 16-bit floats.
 template <typename T>

@@ -18,21 +18,6 @@ namespace tilejit::cuda {
 
 namespace run_detail {
 
-template <int kBytes>
-struct Piece;
-template <>
-struct Piece<16> {
-  using type = uint4;
-};
-template <>
-struct Piece<8> {
-  using type = uint2;
-};
-template <>
-struct Piece<4> {
-  using type = unsigned;
-};
-
 // Moves V elements of T from `src` to `dst` in pieces of kBytes when the
 // memory side's address `mem` is aligned to them (true), else leaves them
 // (false). The register side is aligned to 16 bytes by its declaration; its
@@ -42,7 +27,7 @@ __device__ __forceinline__ bool move_pieces(T* dst, const T* src, const void* me
   if constexpr ((V * int(sizeof(T))) % kBytes != 0) {
     return false;
   } else {
-    using P = typename Piece<kBytes>::type;
+    using P = Bytes<kBytes>;
     if (!kAligned && reinterpret_cast<uint64_t>(mem) % kBytes != 0) return false;
 #pragma unroll
     for (int p = 0; p < V * int(sizeof(T)) / kBytes; ++p) {
