@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/common/cxx_source.h"
@@ -362,12 +363,34 @@ std::string TileCodegen::loop_end(const std::string& v, const ir::ForStmt& op,
   return end;
 }
 
+std::string restore_line_numbers(const std::string& source, const std::string& unit) {
+  std::string out;
+  out.reserve(source.size());
+  const std::string marker = TileCodegen::kLineRestoreMarker;
+  int64_t line = 1;
+  for (size_t at = 0; at < source.size();) {
+    size_t end = source.find('\n', at);
+    if (end == std::string::npos) end = source.size();
+    const std::string_view text(source.data() + at, end - at);
+    if (text == marker) {
+      out += "#line " + std::to_string(line + 1) + " " + c_string_literal(unit);
+    } else {
+      out.append(text);
+    }
+    if (end < source.size()) out += '\n';
+    at = end + 1;
+    ++line;
+  }
+  return out;
+}
+
 // Note [Line directives]
-// A generated CUDA unit maps its kernel bodies' lines to the author's: before
+// A generated unit (CUDA, and the CPU's C++) maps its kernel bodies' lines
+// to the author's: before
 // the lines of a statement whose span is known, `#line L "file"` (again only
 // where the file:line changes), so that NVRTC's errors, ptxas's warnings and,
 // through -lineinfo, compute-sanitizer's and the profilers' reports name the
-// author's line. After a body, kLineRestoreMarker becomes the #line that
+// author's line; on the CPU, g++'s messages and a debugger's line table. After a body, kLineRestoreMarker becomes the #line that
 // returns to the unit's own numbering, once the unit is assembled
 // (restore_line_numbers), where its physical line is known.
 void TileCodegen::emit_stmt(const ir::Stmt& s) {

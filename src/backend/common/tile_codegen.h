@@ -62,6 +62,10 @@ ir::PrimFunc prepare_tile_func(const runtime::SourceRequest& request,
 /// True when `s` holds a loop (so a loop around it is not the innermost).
 bool has_loop(const ir::Stmt& s);
 
+/// Note [Line directives]: `source` with each kLineRestoreMarker line made
+/// the #line of the unit's own next line, in the unit named `unit`.
+std::string restore_line_numbers(const std::string& source, const std::string& unit);
+
 class TileCodegen {
  public:
   /// `symbols`: the request's, declared by the entry (names taken).

@@ -46,6 +46,7 @@ CpuTileCodegen::CpuTileCodegen(const ir::PrimFunc& func, const std::vector<std::
       kernel_(kernel),
       uniformity_(uniformity),
       group_{0, uniformity.threads()} {
+  use_line_directives();  // Note [Line directives]
   struct Locals : ir::IRVisitor {
     std::set<uint64_t>* out = nullptr;
     void visit_alloc(const ir::AllocStmt* op, const ir::Stmt&) override {
@@ -304,7 +305,7 @@ void emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
         "  int64_t tilejit_z = tilejit_begin / tilejit_gx / tilejit_gy;\n"
         "  for (int64_t tilejit_b = tilejit_begin; tilejit_b < tilejit_end; ++tilejit_b) {\n";
   for (const std::string& d : block_decls) os << "    " << d << "\n";
-  os << "    try {\n" << body.str()
+  os << "    try {\n" << body.str() << backend::TileCodegen::kLineRestoreMarker << "\n"
      << "    } catch (...) {\n"
         "      tilejit_report_fault(tilejit_fault, tilejit_fault_context);\n"
         "      return tilejit_b;\n"
@@ -345,7 +346,8 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
     if (i > 0) os << "\n";
     emit_kernel_entry(os, f, symbols, *kernels[i], l.entry, request.debug_bounds, &report);
   }
-  return {os.str(), backend::slot_abi(request, std::move(launches)), {}, std::move(report)};
+  return {backend::restore_line_numbers(os.str(), f.name + ".cpp"),
+          backend::slot_abi(request, std::move(launches)), {}, std::move(report)};
 }
 
 }  // namespace tilejit::cpu

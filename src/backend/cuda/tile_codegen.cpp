@@ -584,29 +584,6 @@ int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
 
 }  // namespace
 
-// Note [Line directives]: each restore marker becomes the #line of the
-// unit's own next line.
-static std::string restore_line_numbers(const std::string& source, const std::string& unit) {
-  std::string out;
-  out.reserve(source.size());
-  const std::string marker = backend::TileCodegen::kLineRestoreMarker;
-  int64_t line = 1;
-  for (size_t at = 0; at < source.size();) {
-    size_t end = source.find('\n', at);
-    if (end == std::string::npos) end = source.size();
-    const std::string_view text(source.data() + at, end - at);
-    if (text == marker) {
-      out += "#line " + std::to_string(line + 1) + " " + c_string_literal(unit);
-    } else {
-      out.append(text);
-    }
-    if (end < source.size()) out += '\n';
-    at = end + 1;
-    ++line;
-  }
-  return out;
-}
-
 runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& request) {
   const ir::PrimFunc f = backend::prepare_tile_func(request, transform::LayoutTarget::kCuda);
   const std::vector<const ir::KernelStmt*> kernels = f.tile()->kernels();
@@ -635,7 +612,7 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
     l.smem_bytes = uint32_t(emit_kernel_entry(os, f, symbols, k, l.entry, threads,
                                               request.debug_bounds, &diagnostics, &report));
   }
-  return {restore_line_numbers(os.str(), program_name(f.name)),
+  return {backend::restore_line_numbers(os.str(), program_name(f.name)),
           backend::slot_abi(request, std::move(launches)), std::move(diagnostics),
           std::move(report)};
 }

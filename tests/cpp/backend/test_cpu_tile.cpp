@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,40 @@ JitOptions options(IndexSpec out_idx) {
   o.out_idx = std::move(out_idx);
   o.target = "cpu";
   return o;
+}
+
+// Note [Line directives]: on the CPU too, a statement's lines carry the
+// author's file:line, the unit's numbering resumes after each body, and
+// g++'s message for an error in a statement's lines names the author's line.
+TEST(CpuTile, LineDirectivesNameTheAuthorsLines) {
+  TileBuilder b("lines");
+  const Buffer X = b.tensor_param("X", {Expr(64)}, DataType::float32());
+  b.begin_kernel({Expr(1)}, {1}, ir::Span{"k.py", 3, 5});
+  const Buffer L = b.alloc("L", {64}, DataType::float32(), Scope::kShared, ir::Span{"k.py", 4, 9});
+  b.copy(whole(X), whole(L), ir::Span{"k.py", 5, 9});
+  b.copy(whole(L), whole(X), ir::Span{"k.py", 6, 9});
+  b.end_kernel();
+  const ir::PrimFunc f = b.finish();
+  const std::string src = source_of(f);
+  const size_t at = src.find("#line 6 \"k.py\"\n");
+  ASSERT_NE(at, std::string::npos) << src;
+  EXPECT_NE(src.find("#line 5 \"k.py\"\n"), std::string::npos) << src;
+  int physical = 0, restores = 0;
+  std::istringstream lines(src);
+  std::string text;
+  while (std::getline(lines, text)) {
+    ++physical;
+    if (text.rfind("#line ", 0) == 0 && text.find("\"lines.cpp\"") != std::string::npos) {
+      EXPECT_EQ(text, "#line " + std::to_string(physical + 1) + " \"lines.cpp\"") << src;
+      ++restores;
+    }
+  }
+  EXPECT_EQ(restores, 1) << src;
+  std::string broken = src;
+  broken.insert(at + std::string("#line 6 \"k.py\"\n").size(), "int tilejit_broken = ;\n");
+  const std::string msg = error_message(
+      [&] { cpu_backend().compile(broken, f.name, {}, Device::cpu()); }, ErrorKind::kCompileError);
+  EXPECT_NE(msg.find("k.py:6:"), std::string::npos) << msg;
 }
 
 TEST(CpuTile, SmallTilesOnTheStackLargeOnesOnTheArena) {
