@@ -215,8 +215,11 @@ std::string file_stem(const std::string& kernel_name) {
 namespace {
 
 // The first "<file>:<line>[:<col>]: [fatal ]error" in `log` whose file is
-// `source_path` or `body_name`: {line, is_body}; {0, false} when none is.
+// `source_path`, `unit_name` (the name a tile unit's own lines resume
+// under after a body's #line directives, Note [Line directives]) or
+// `body_name`: {line, is_body}; {0, false} when none is.
 std::pair<int, bool> first_error_line(const std::string& log, const std::string& source_path,
+                                      const std::string& unit_name,
                                       const std::string& body_name) {
   for (const std::string& line : split_lines(log)) {
     size_t at = line.find(": error");
@@ -236,7 +239,7 @@ std::pair<int, bool> first_error_line(const std::string& log, const std::string&
     if (numbers.empty() || numbers.back().size() > 9) continue;
     const int line_no = std::stoi(numbers.back());
     if (loc == body_name) return {line_no, true};
-    if (loc == source_path) return {line_no, false};
+    if (loc == source_path || loc == unit_name) return {line_no, false};
   }
   return {0, false};
 }
@@ -267,7 +270,7 @@ std::pair<int, bool> first_error_line(const std::string& log, const std::string&
     os << "(its files are removed; set TILEJIT_KEEP_FAILED=1 to keep them and run it again)\n";
   }
   const std::string body_name = body_file_name(kernel_name);
-  auto [error_line, in_body] = first_error_line(log, source_path, body_name);
+  auto [error_line, in_body] = first_error_line(log, source_path, kernel_name + ".cpp", body_name);
   os << clip_log(std::move(log));
   append_source_excerpt(os, source, error_line, in_body, source_path, body_name);
   throw CompileError(os.str(), source, std::move(kept));

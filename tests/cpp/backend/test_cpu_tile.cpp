@@ -70,6 +70,13 @@ TEST(CpuTile, LineDirectivesNameTheAuthorsLines) {
   const std::string msg = error_message(
       [&] { cpu_backend().compile(broken, f.name, {}, Device::cpu()); }, ErrorKind::kCompileError);
   EXPECT_NE(msg.find("k.py:6:"), std::string::npos) << msg;
+  // An error in the unit's own lines after a body is shown in its source.
+  std::string after = src;
+  after.insert(after.find('\n', after.find("\"lines.cpp\"")) + 1, "int tilejit_broken = ;\n");
+  const std::string msg2 = error_message(
+      [&] { cpu_backend().compile(after, f.name, {}, Device::cpu()); }, ErrorKind::kCompileError);
+  EXPECT_NE(msg2.find("\nsource around line "), std::string::npos) << msg2;
+  EXPECT_NE(msg2.find("| int tilejit_broken = ;"), std::string::npos) << msg2;
 }
 
 TEST(CpuTile, SmallTilesOnTheStackLargeOnesOnTheArena) {
