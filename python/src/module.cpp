@@ -6,6 +6,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <memory>
 #include <string>
 
 #include "errors.h"
@@ -17,6 +18,7 @@
 #include "tilejit/backend/cpu.h"
 #include "tilejit/runtime/backend.h"
 #include "tilejit/runtime/compile_cache.h"
+#include "tilejit/runtime/source_postproc.h"
 #include "tilejit/runtime/workspace_pool.h"
 
 namespace nb = nanobind;
@@ -160,6 +162,40 @@ NB_MODULE(_C, m) {
   m.def("set_num_threads", &cpu::set_num_threads, nb::arg("n"),
         "Threads that run the blocks of a CPU launch, counting the caller.");
   m.def("get_num_threads", &cpu::num_threads);
+  m.def("set_source_postproc",
+        [](const std::string& target, nb::object fn) {
+          if (fn.is_none()) {
+            runtime::set_source_postproc(target, {});
+            return;
+          }
+          // Kernel::jit copies and calls the hook with the GIL released: the
+          // callable is held behind a shared_ptr (no reference counting of
+          // it without the GIL), and taken with the GIL to call or release.
+          struct Holder {
+            nb::object fn;
+            ~Holder() {
+              nb::gil_scoped_acquire gil;
+              fn.reset();
+            }
+          };
+          auto held = std::make_shared<Holder>();
+          held->fn = std::move(fn);
+          runtime::set_source_postproc(
+              target, [held](const std::string& source, const std::string& t) {
+                nb::gil_scoped_acquire gil;
+                nb::object out = held->fn(source, t);
+                if (!nb::isinstance<nb::str>(out)) {
+                  throw nb::type_error(("the " + t + " source post-processing callback returned " +
+                                        std::string(nb::type_name(out.type()).c_str()) +
+                                        ", not the source as a str")
+                                           .c_str());
+                }
+                return nb::cast<std::string>(out);
+              });
+        },
+        nb::arg("target"), nb::arg("fn").none(),
+        "Registers fn(source, target) -> source to rewrite each kernel's generated source for "
+        "`target` before it is compiled (None removes it; Note [Source post-processing]).");
   m.def("registered_targets", &runtime::registered_targets);
   m.def("target_available",
         [](const std::string& target) { return runtime::get_backend(target).available(); },

@@ -33,7 +33,7 @@ from . import language
 from .jit import JitFunction, compile, jit
 from .jit import _clear_all_factories, _kernel_count
 # TileLang's top-level surface (import tilejit as tilelang).
-from . import autotuner, cache, layout, math, profiler, testing, transform
+from . import autotuner, cache, engine, layout, math, profiler, testing, transform
 from .autotuner import autotune
 from .cache import disable_cache, enable_cache, is_cache_enabled
 from .language.dtypes import DataType

@@ -11,6 +11,7 @@
 #include "tilejit/transform/verify.h"
 #include "tilejit/transform/workspace_plan.h"
 #include "tilejit/runtime/compile_cache.h"
+#include "tilejit/runtime/source_postproc.h"
 #include "tilejit/runtime/workspace_pool.h"
 
 namespace tilejit {
@@ -559,6 +560,11 @@ Kernel jit(const ir::PrimFunc& func, const JitOptions& options) {
   request.debug_bounds = options.debug_bounds || debug_bounds_from_env();
   runtime::GeneratedSource generated = impl->backend->generate(request);
   impl->source = std::move(generated.source);
+  // Note [Source post-processing]: a registered hook may rewrite the source;
+  // the cache keys on what it returns.
+  if (const runtime::SourcePostproc hook = runtime::source_postproc(impl->backend->target())) {
+    impl->source = hook(impl->source, impl->backend->target());
+  }
   impl->abi = std::move(generated.abi);
   impl->diagnostics = std::move(generated.diagnostics);
   impl->report = std::move(generated.report);
