@@ -30,13 +30,15 @@ def here():
 
 
 def at(line, call, nth=1):
-    """file:line:col of the nth call `call(` of this file from that line on."""
+    """file:line:col of the nth call `call(` of this file from that line on
+    (of `call` itself when it ends with a colon)."""
+    needle = call if call.endswith(":") else call + "("
     while True:
         text = linecache.getline(F, line)
-        if call + "(" in text:
+        if needle in text:
             nth -= 1
             if nth == 0:
-                return f"{F}:{line}:{text.index(call + '(') + 1}"
+                return f"{F}:{line}:{text.index(needle) + 1}"
         line += 1
 
 
@@ -338,38 +340,128 @@ def test_a_copy_off_the_data_paths_is_an_error():
                 T.copy(A, A_L0)
 
 
-def test_the_vector_to_cube_channel_is_not_emulated_yet():
-    line = here()
-    with raises_exact(NotImplementedError,
-                      f"{at(line, 'T.copy', 2)}: T.copy: p_ub (UB) to p_l1 (L1), the "
-                      f"vector-to-cube channel, is not emulated yet (Note [Ascend emulation])"):
-        @T.prim_func
-        def main(A: T.Tensor((16, 16), "float16")):
-            with T.Kernel(1, is_npu=True) as (cid, vid):
-                p_ub = T.alloc_ub((16, 16), "float16")
-                p_l1 = T.alloc_L1((16, 16), "float16")
-                T.copy(A, p_ub)
-                T.copy(p_ub, p_l1)
+@tilelang.jit(out_idx=[-1], pass_configs=pass_configs)
+def relu_matmul(M, N, K, block_M, block_N, block_K, through_workspace, dtype="float16",
+                accum_dtype="float"):
+    """C = relu(A) @ B + 1: each vector core makes its half of relu(A)'s
+    rows, which the cube reads (UB -> L1, or UB -> GM workspace -> L1), and
+    the vector cores add 1 to the cube's result (L0C -> UB): data flows
+    both ways in each step."""
+    m_num, n_num = M // block_M, N // block_N
+    half = block_M // 2
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype),
+             ws: T.Tensor((m_num * n_num, block_M, block_K), dtype),
+             C: T.Tensor((M, N), accum_dtype)):
+        with T.Kernel(m_num * n_num, is_npu=True) as (cid, vid):
+            bx = cid // n_num
+            by = cid % n_num
+            a_ub = T.alloc_ub((half, block_K), dtype)
+            c_ub = T.alloc_ub((half, block_N), accum_dtype)
+            A_L1 = T.alloc_L1((block_M, block_K), dtype)
+            B_L1 = T.alloc_L1((block_K, block_N), dtype)
+            C_L0 = T.alloc_L0C((block_M, block_N), accum_dtype)
+            for k in T.serial(K // block_K):
+                T.copy(A[bx * block_M + vid * half, k * block_K], a_ub)
+                T.tile.relu(a_ub, a_ub)
+                if through_workspace:
+                    T.copy(a_ub, ws[cid, vid * half, 0])
+                    T.copy(ws[cid, 0:block_M, 0:block_K], A_L1)
+                else:
+                    T.copy(a_ub, A_L1[vid * half, 0])
+                T.copy(B[k * block_K, by * block_N], B_L1)
+                T.gemm_v0(A_L1, B_L1, C_L0, init=(k == 0))
+            T.copy(C_L0[vid * half:vid * half + half, :], c_ub)
+            T.tile.add(c_ub, c_ub, 1.0)
+            T.copy(c_ub, C[bx * block_M + vid * half, by * block_N])
+
+    return main
 
 
-def test_the_vector_to_cube_channel_through_a_workspace_is_not_emulated_yet():
+@needs_tile_cpu
+@pytest.mark.parametrize("through_workspace", [False, True])
+def test_vector_to_cube_runs_the_two_parts_in_lockstep(through_workspace):
+    func = relu_matmul(64, 32, 64, 32, 32, 16, through_workspace)
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((64, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 32)).astype(np.float16)
+    ws = np.zeros((2, 32, 16), np.float16)
+    c = np.asarray(func(a, b, ws))
+    ref = np.maximum(a.astype(np.float32), 0) @ b.astype(np.float32) + 1
+    np.testing.assert_allclose(c, ref, rtol=1e-3, atol=1e-3)
+
+
+def test_a_workspace_read_before_its_write_is_not_emulated():
     line = here()
     with raises_exact(NotImplementedError,
-                      f"{at(line, 'T.copy', 3)}: T.copy: ws is written by the vector cores "
-                      f"(UB->GM) and read by the cube (GM->L1): the vector-to-cube channel "
-                      f"through a workspace is not emulated yet (Note [Ascend emulation])"):
+                      f"{at(line, 'T.copy', 2)}: T.copy: the cube read the workspace ws "
+                      f"(GM->L1) before the vector cores write it (UB->GM at "
+                      f"{at(line, 'T.copy', 3)}): on the NPU the read waits for that later "
+                      f"write; the emulation runs the two parts in program order and cannot "
+                      f"reorder them (Note [Cube and vector in lockstep])"):
         @T.prim_func
         def main(A: T.Tensor((16, 16), "float16"), ws: T.Tensor((16, 16), "float16")):
             with T.Kernel(1, is_npu=True) as (cid, vid):
                 p_ub = T.alloc_ub((8, 16), "float16")
                 p_l1 = T.alloc_L1((16, 16), "float16")
                 T.copy(A[vid * 8, 0], p_ub)
+                T.copy(ws, p_l1)
                 T.copy(p_ub, ws[vid * 8, 0])
+
+
+def test_a_workspace_read_more_often_than_written_is_a_deadlock():
+    line = here()
+    with raises_exact(ValueError,
+                      f"{at(line, 'T.copy', 4)}: T.copy: the cube read the workspace ws "
+                      f"(GM->L1) 5 times per block but the vector cores write it (UB->GM) 4 "
+                      f"times: read 5 waits for a write that never comes (a deadlock on the "
+                      f"NPU)"):
+        @T.prim_func
+        def main(A: T.Tensor((16, 16), "float16"), ws: T.Tensor((16, 16), "float16")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                p_ub = T.alloc_ub((8, 16), "float16")
+                p_l1 = T.alloc_L1((16, 16), "float16")
+                for k in T.serial(4):
+                    T.copy(A[vid * 8, 0], p_ub)
+                    T.copy(p_ub, ws[vid * 8, 0])
+                    T.copy(ws, p_l1)
                 T.copy(ws, p_l1)
 
 
+def test_a_cross_flag_wait_with_no_signal_before_it_is_a_deadlock():
+    line = here()
+    with raises_exact(ValueError,
+                      f"{at(line, 'T.wait_cross_flag', 3)}: T.wait_cross_flag(1): no "
+                      f"T.set_cross_flag(..., 1) comes before it in the program, so it waits "
+                      f"forever (a deadlock on the NPU)"):
+        @T.prim_func
+        def main(A: T.Tensor((16, 16), "float16")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                T.set_cross_flag("FIX", 0)
+                T.wait_cross_flag(0)
+                T.wait_cross_flag(1)
+
+
+def test_a_branch_on_vid_in_lockstep_is_not_emulated_yet():
+    line = here()
+    with raises_exact(NotImplementedError,
+                      f"{at(line, 'if vid == 0:', 2)}: a branch on vid ('vid[0] == 0') in a "
+                      f"kernel whose cube and vector parts run in lockstep is not emulated yet "
+                      f"(Note [Cube and vector in lockstep])"):
+        @T.prim_func
+        def main(A: T.Tensor((16, 16), "float16")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                p_ub = T.alloc_ub((8, 16), "float16")
+                p_l1 = T.alloc_L1((16, 16), "float16")
+                T.copy(A[vid * 8, 0], p_ub)
+                T.copy(p_ub, p_l1[vid * 8, 0])
+                if vid == 0:
+                    T.tile.add(p_ub, p_ub, 1.0)
+
+
 @pytest.mark.parametrize("call, name, kind", [
-    ("T.set_cross_flag('FIX', 0)", "T.set_cross_flag", NotImplementedError),
+    ("T.sync_all()", "T.sync_all", NotImplementedError),
     # Also an AttributeError, so that hasattr(T.tile, ...) is False (below).
     ("T.tile.gather_mask(a_ub, a_ub, 'P0101')", "T.tile.gather_mask",
      ascend_tile.NotEmulatedError),

@@ -18,7 +18,7 @@ from typing import Any, Callable, List, Optional
 
 from . import dtypes
 from .loops import LoopRange
-from .ops import reduce as _reduce
+from .ops import _per_core, reduce as _reduce
 from .spans import error
 from .values import (BufferProxy, Region, Value, VarBuffer, call_intrinsic, current_tracer,
                      min_max, static_value)
@@ -105,8 +105,12 @@ def _loop(op: str, dst: _Tile, body: Callable[[List[Any]], None]) -> None:
     tr = current_tracer(op)
     shape = dst.shape() or [1]
     names = tuple("ijklmn"[d] for d in range(len(shape)))
-    for ivs in tr.ir_loop(LoopRange(op, "parallel", [(0, e) for e in shape]), names):
-        body(list(ivs) if dst.kept else [])
+
+    def emit() -> None:
+        for ivs in tr.ir_loop(LoopRange(op, "parallel", [(0, e) for e in shape]), names):
+            body(list(ivs) if dst.kept else [])
+    # In lockstep, once per vector core (ascend.py, Note [Cube and vector in lockstep]).
+    _per_core(tr, (dst.buffer,), emit)
 
 
 def _elementwise(op: str, dst: Any, fn: Callable[..., Any], *srcs: Any,
