@@ -64,8 +64,8 @@ from .loops import LoopRange
 from .ops import _alloc, _region, _region_handle, _shape_list
 from .spans import error, span_text, user_span
 from .tracer import KernelFrame
-from .values import (BufferProxy, Region, Value, _index_tuple, current_tracer, is_symbolic,
-                     static_value, to_handle)
+from .values import (BufferProxy, Region, Value, _index_tuple, call_intrinsic, current_tracer,
+                     is_symbolic, min_max, static_value, to_handle)
 
 # Bytes of each memory on A2/A3, as TileLang-Ascend's code generator
 # reserves them (src/target/codegen_ascend.cc: ASCEND_A2A3_*_SIZE; L1 and UB
@@ -158,7 +158,8 @@ def enter_npu_kernel(tr: Any, grid: list, span: Any) -> Any:
                              "lockstep": bool(getattr(tr, "npu_lockstep", False)),
                              "in_vector": False,
                              # hooks of ops.py and tracer.py, which do not import this module
-                             "per_core": per_core, "check_branch": check_branch}
+                             "per_core": per_core, "check_branch": check_branch,
+                             "reduce": reduce_per_core}
     if state["lockstep"]:
         # vid is a variable that each vector step sets (per_core).
         zero = b.const(0, "int32")
@@ -195,6 +196,52 @@ def per_core(tr: Any, buffers: Iterable[Any], emit: Callable[[], Any]) -> Any:
         state["in_vector"] = False
     b.end_for(span)
     return result
+
+
+def reduce_per_core(tr: Any, op: str, src: Region, dst: Region, kind: str, dim: int,
+                    clear: bool) -> None:
+    """T.reduce_* of a UB buffer in lockstep, as element loops (the CPU
+    backend's reduction takes 1-D and 2-D tiles; one per core adds the vid
+    dimension). ops.reduce asks."""
+    def ranges(r: Region) -> list:
+        return list(r.ranges) if r.ranges is not None else [(0, e) for e in r.buffer.shape]
+    s_r, d_r = ranges(src), ranges(dst)
+    keep = [k for k in range(len(s_r)) if k != dim]
+    if len(d_r) == len(s_r):
+        d_r = [d_r[k] for k in keep]  # the reduced dimension kept with extent 1
+    if len(d_r) != len(keep):
+        raise error(ValueError, f"{op}: the destination {dst.buffer.name} has {len(d_r)} "
+                                f"dimensions; reducing {src.buffer.name} along {dim} leaves "
+                                f"{len(keep)}")
+
+    def element(x: Any) -> Any:
+        return call_intrinsic("abs", x) if kind in ("abssum", "absmax") else x
+
+    def combine(a: Any, b: Any) -> Any:
+        return a + b if kind in ("sum", "abssum") else min_max(
+            "min" if kind == "min" else "max", a, b)
+
+    def emit() -> None:
+        outer = LoopRange(op, "parallel", [(0, e) for _, e in d_r]) if d_r else None
+        loops = tr.ir_loop(outer, tuple("ijkl"[:len(d_r)])) if outer else iter([()])
+        for ivs in loops:
+            ivs = ivs if isinstance(ivs, tuple) else (ivs,)
+            didx = tuple(m + i for (m, _), i in zip(d_r, ivs))
+
+            def sidx(j: Any) -> tuple:
+                idx = [0] * len(s_r)
+                for k, i in zip(keep, ivs):
+                    idx[k] = s_r[k][0] + i
+                idx[dim] = s_r[dim][0] + j
+                return tuple(idx)
+            start = 0
+            if clear:
+                dst.buffer[didx] = element(src.buffer[sidx(0)])
+                start = 1
+            n = s_r[dim][1]
+            for j in tr.ir_loop(LoopRange(op, "serial", [(start, n - start)]), "r"):
+                dst.buffer[didx] = combine(dst.buffer[didx], element(src.buffer[sidx(j)]))
+    per_core(tr, [src.buffer, dst.buffer], emit)
 
 
 def check_branch(tr: Any, cond: Any, span: Any) -> None:
@@ -502,11 +549,41 @@ def wait_cross_flag(flag: Any) -> None:
     """Waits for the other side's T.set_cross_flag(..., flag)."""
     state = _npu_state("T.wait_cross_flag")
     key = static_value(flag)
+    if not state["flags"].get(key) and state.get("scope"):
+        raise error(NotImplementedError,
+                    f"T.wait_cross_flag({key!r}) in T.Scope({state['scope']!r}) waits for a "
+                    f"flag that no statement before it sets: the T.Scope bodies would have to "
+                    f"run interleaved at their flags, which is not emulated yet (Note [Cube "
+                    f"and vector in lockstep])")
     if not state["flags"].get(key):
         raise error(ValueError, f"T.wait_cross_flag({key!r}): no T.set_cross_flag(..., "
                                 f"{key!r}) comes before it in the program, so it waits forever "
                                 f"(a deadlock on the NPU)")
 
 
+class Scope:
+    """with T.Scope("C") / T.Scope("V"): the cube's or the vector cores' part
+    of the body. The parts run in program order (Note [Cube and vector in
+    lockstep]): a "C" part then a "V" part that waits for the cube's flags
+    runs as on the NPU; parts that wait for each other in turn would need
+    interleaving and are reported at the wait."""
+
+    def __init__(self, name: str) -> None:
+        if name not in ("C", "V"):
+            raise error(ValueError, f"T.Scope: expected \"C\" (the cube) or \"V\" (the "
+                                    f"vector cores), got {name!r}")
+        self.name = name
+        self.state: Optional[Dict[str, Any]] = None
+
+    def __enter__(self) -> "Scope":
+        self.state = _npu_state("T.Scope")
+        self.outer = self.state.get("scope")
+        self.state["scope"] = self.name
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.state is not None:
+            self.state["scope"] = self.outer
+
+
 sync_all = not_emulated("sync_all")
-Scope = not_emulated("Scope")

@@ -327,13 +327,11 @@ def reduce(buffer: Any, out: Any, reduce_type: str, dim: int = -1, clear: bool =
     b = tr.tile(op, span)
     axis = dim + rank if dim < 0 else dim
     if getattr(src.buffer, "core_prefix", None) is not None:
-        if getattr(dst.buffer, "core_prefix", None) is None:
-            raise error(ValueError, f"{op}: the source {src.buffer.name} is in UB, the "
-                                    f"destination {dst.buffer.name} is not", span)
-        axis += 1  # the vid dimension (ascend.py, Note [Cube and vector in lockstep])
-    _per_core(tr, (src.buffer, dst.buffer),
-              lambda: b.reduce(reduce_type, _region_handle(tr, src), _region_handle(tr, dst),
-                               axis, bool(clear), span))
+        # A UB buffer, one per vector core (ascend.py, Note [Cube and vector in lockstep]).
+        tr.npu_state["reduce"](tr, op, src, dst, reduce_type, axis, bool(clear))
+        return
+    b.reduce(reduce_type, _region_handle(tr, src), _region_handle(tr, dst), axis, bool(clear),
+             span)
 
 
 def reduce_sum(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1,
