@@ -463,7 +463,7 @@ def test_a_branch_on_vid_in_lockstep_is_not_emulated_yet():
 @pytest.mark.parametrize("call, name, kind", [
     ("T.sync_all()", "T.sync_all", NotImplementedError),
     # Also an AttributeError, so that hasattr(T.tile, ...) is False (below).
-    ("T.tile.gather_mask(a_ub, a_ub, 'P0101')", "T.tile.gather_mask",
+    ("T.tile.sort(a_ub, a_ub, 16)", "T.tile.sort",
      ascend_tile.NotEmulatedError),
 ])
 def test_a_construct_not_emulated_is_an_error_naming_it(tmp_path, call, name, kind):
@@ -483,7 +483,7 @@ def test_tools_that_look_names_up_see_no_such_attribute():
     # torch.compile's cache key pickles what a graph refers to and asks
     # modules for names such as "torch": an AttributeError, not a crash.
     assert not hasattr(T.tile, "torch")
-    assert getattr(T.tile, "gather_mask", None) is None
+    assert getattr(T.tile, "sort", None) is None
     assert issubclass(ascend_tile.NotEmulatedError, NotImplementedError)
 
 

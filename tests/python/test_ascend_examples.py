@@ -323,3 +323,90 @@ def test_int8_gemm_with_a_dynamic_workspace(M):
     c = np.asarray(func(a, b, sa, sb))
     ref = (a.astype(np.int64) @ b.astype(np.int64).T).astype(np.float32) * sa[:, None] * sb
     np.testing.assert_allclose(c, ref, rtol=1e-5)
+
+
+# --- examples/normalization/rms_norm.py: ping-pong tiles, a row reduction ----
+
+@tilelang.jit(out_idx=[1], pass_configs=pass_configs)
+def rms_norm(M, N, block_M, block_N, eps=1e-5, dtype="float"):
+    m_num, n_num = M // block_M, N // block_N
+    rows = block_M // 2
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(m_num, is_npu=True) as (cid, vid):
+            a_even = T.alloc_ub([rows, block_N], dtype)
+            a_odd = T.alloc_ub([rows, block_N], dtype)
+            acc = T.alloc_ub([rows, block_N], dtype)
+            row_sum = T.alloc_ub([rows, 1], dtype)
+            inv_rms = T.alloc_ub([rows, 1], dtype)
+            inv_tile = T.alloc_ub([rows, block_N], dtype)
+            row = cid * block_M + vid * rows
+            T.tile.fill(acc, 0.0)
+            for by in T.serial(n_num // 2):
+                T.copy(A[row:row + rows, by * 2 * block_N:(by * 2 + 1) * block_N], a_even)
+                T.tile.mul(a_even, a_even, a_even)
+                T.tile.add(acc, acc, a_even)
+                T.copy(A[row:row + rows, (by * 2 + 1) * block_N:(by * 2 + 2) * block_N], a_odd)
+                T.tile.mul(a_odd, a_odd, a_odd)
+                T.tile.add(acc, acc, a_odd)
+            T.reduce_sum(acc, row_sum, dim=-1)
+            T.tile.mul(row_sum, row_sum, T.cast(1.0 / N, dtype))
+            T.tile.add(row_sum, row_sum, T.cast(eps, dtype))
+            T.tile.rsqrt(inv_rms, row_sum)
+            T.tile.broadcast(inv_tile, inv_rms)
+            for by in T.serial(n_num // 2):
+                T.copy(A[row:row + rows, by * 2 * block_N:(by * 2 + 1) * block_N], a_even)
+                T.tile.mul(a_even, a_even, inv_tile)
+                T.copy(a_even, B[row:row + rows, by * 2 * block_N:(by * 2 + 1) * block_N])
+                T.copy(A[row:row + rows, (by * 2 + 1) * block_N:(by * 2 + 2) * block_N], a_odd)
+                T.tile.mul(a_odd, a_odd, inv_tile)
+                T.copy(a_odd, B[row:row + rows, (by * 2 + 1) * block_N:(by * 2 + 2) * block_N])
+
+    return main
+
+
+@needs_tile_cpu
+def test_rms_norm():
+    func = rms_norm(32, 128, 16, 32)
+    a = np.random.default_rng(14).standard_normal((32, 128)).astype(np.float32)
+    b = np.asarray(func(a))
+    ref = a / np.sqrt((a * a).mean(axis=1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(b, ref, rtol=1e-4, atol=1e-5)
+
+
+# --- examples/topk_selector/example_topk_selector.py: a row per vector core --
+
+@tilelang.jit(out_idx=[1], pass_configs=pass_configs)
+def topk_selector(B, N, top_k, block_N, dtype="float32"):
+    b_num = T.ceildiv(B, 2)
+    n_num = T.ceildiv(N, block_N)
+
+    @T.prim_func
+    def main(x: T.Tensor([B, N], dtype), indices: T.Tensor([B, top_k], "int32")):
+        with T.Kernel(b_num, is_npu=True) as (cid, vid):
+            row_id = (cid * 2 + vid) % B
+            x_ub = T.alloc_ub([block_N], dtype)
+            scores = T.alloc_ub([N], dtype)
+            pairs = T.alloc_ub([2 * top_k], dtype)
+            index_f = T.alloc_ub([top_k], dtype)
+            index_i = T.alloc_ub([top_k], "int32")
+            for bn in T.serial(n_num):
+                T.copy(x[row_id, bn * block_N], x_ub)
+                for i in range(block_N):
+                    scores[bn * block_N + i] = x_ub[i]
+            T.tile.topk(pairs, scores, top_k, N)
+            T.tile.gather_mask(index_f, pairs, "P1010")  # (value, index) pairs -> index
+            T.tile.cast(index_i, index_f, "CAST_ROUND", top_k)
+            T.copy(index_i, indices[row_id, :top_k])
+
+    return main
+
+
+@needs_tile_cpu
+def test_topk_selector():
+    func = topk_selector(4, 64, 8, 16)
+    x = np.random.default_rng(15).standard_normal((4, 64)).astype(np.float32)
+    got = np.asarray(func(x))
+    ref = np.argsort(-x, axis=1, kind="stable")[:, :8]
+    np.testing.assert_array_equal(got, ref)
