@@ -410,3 +410,83 @@ def test_topk_selector():
     got = np.asarray(func(x))
     ref = np.argsort(-x, axis=1, kind="stable")[:, :8]
     np.testing.assert_array_equal(got, ref)
+
+
+# --- examples/lightning_indexer/example_lightning_indexer.py ----------------
+# The cube writes relu(Q K^T) for every head into a workspace, the vector
+# cores weight and sum the heads and keep the top-k keys of each query.
+
+@tilelang.jit(out_idx=[-1], workspace_idx=[-3], pass_configs=pass_configs)
+def indexer(B, N2, G, S1, S2, D, TOP_K, VEC_N, VEC_G, BLOCK_M, BLOCK_N, BLOCK_K,
+            input_dtype="float16", calc_dtype="float"):
+    @T.prim_func
+    def main(Query: T.Tensor((B, S1, N2, G * D), input_dtype),
+             Key: T.Tensor((B, S2, N2, D), input_dtype),
+             QK: T.Tensor((B, N2, S1, G, S2), calc_dtype),
+             Weights: T.Tensor((B, S1, N2, G), calc_dtype),
+             Out: T.Tensor((B, N2, S1, TOP_K), "int")):
+        per_core = N2 * S1 // 2
+        with T.Kernel(B * N2, is_npu=True) as (cid, vid):
+            n2_id = cid % N2
+            with T.Scope("C"):
+                q_l1 = T.alloc_L1((BLOCK_M, BLOCK_K), input_dtype)
+                k_l1 = T.alloc_L1((BLOCK_N, BLOCK_K), input_dtype)
+                c_l0 = T.alloc_L0C((BLOCK_M, BLOCK_N), calc_dtype)
+                for n2 in T.serial(N2):
+                    for g in T.serial(G):
+                        for m in T.serial(S1 // BLOCK_M):
+                            for n in T.serial(S2 // BLOCK_N):
+                                T.copy(Query[cid, m * BLOCK_M:(m + 1) * BLOCK_M, n2,
+                                             g * D:(g + 1) * D], q_l1)
+                                T.copy(Key[cid, n * BLOCK_N:(n + 1) * BLOCK_N, n2, 0:D], k_l1)
+                                T.gemm_v0(q_l1, k_l1, c_l0, transpose_B=True, init=True)
+                                T.copy(c_l0, QK[cid, n2, m * BLOCK_M:(m + 1) * BLOCK_M, g,
+                                                n * BLOCK_N:(n + 1) * BLOCK_N], enable_relu=True)
+                T.set_cross_flag("FIX", 0)
+            with T.Scope("V"):
+                qk_ub = T.alloc_ub((VEC_G, VEC_N), calc_dtype)
+                w_ub = T.alloc_ub(VEC_G, calc_dtype)
+                acc_ub = T.alloc_ub((VEC_G, VEC_N), calc_dtype)
+                sum_g = T.alloc_ub(VEC_N, calc_dtype)
+                scores = T.alloc_ub(S2, calc_dtype)
+                pairs = T.alloc_ub(2 * TOP_K, calc_dtype)
+                index_f = T.alloc_ub(TOP_K, calc_dtype)
+                index_i = T.alloc_ub(TOP_K, "int")
+                T.wait_cross_flag(0)
+                for s1_id in T.serial(vid * per_core, vid * per_core + per_core):
+                    for s2_id in T.serial(S2 // VEC_N):
+                        T.tile.fill(acc_ub, 0)
+                        T.tile.fill(sum_g, 0)
+                        for g_id in T.serial(G // VEC_G):
+                            T.copy(QK[cid, n2_id, s1_id, g_id * VEC_G:(g_id + 1) * VEC_G,
+                                      s2_id * VEC_N:(s2_id + 1) * VEC_N], qk_ub)
+                            T.copy(Weights[cid, s1_id, n2_id, g_id * VEC_G:(g_id + 1) * VEC_G],
+                                   w_ub)
+                            for i in range(VEC_G):
+                                T.tile.mul(qk_ub[i, :], qk_ub[i, :], w_ub[i])
+                            T.tile.add(acc_ub, qk_ub, acc_ub)
+                        T.reduce_sum(acc_ub, sum_g, 0)
+                        for i in range(VEC_N):
+                            scores[s2_id * VEC_N + i] = sum_g[i]
+                    T.tile.topk(pairs, scores, TOP_K, S2)
+                    T.tile.gather_mask(index_f, pairs, "P1010")
+                    T.tile.cast(index_i, index_f, "CAST_ROUND", TOP_K)
+                    T.copy(index_i, Out[cid, n2_id, s1_id, 0:TOP_K])
+
+    return main
+
+
+@needs_tile_cpu
+def test_lightning_indexer():
+    B, N2, G, S1, S2, D, TOP_K = 2, 1, 4, 4, 32, 16, 8
+    func = indexer(B, N2, G, S1, S2, D, TOP_K, 16, 2, 4, 16, 16)
+    rng = np.random.default_rng(16)
+    q = rng.standard_normal((B, S1, N2, G * D)).astype(np.float16)
+    k = rng.standard_normal((B, S2, N2, D)).astype(np.float16)
+    w = rng.standard_normal((B, S1, N2, G)).astype(np.float32)
+    out = np.asarray(func(q, k, w))
+    qf = q.astype(np.float32).reshape(B, S1, N2, G, D)
+    score = np.maximum(np.einsum("bsmgd,btmd->bmsgt", qf, k.astype(np.float32)), 0)
+    reduced = (score * w.transpose(0, 2, 1, 3)[..., None]).sum(axis=3)  # [B, N2, S1, S2]
+    ref = np.argsort(-reduced, axis=-1, kind="stable")[..., :TOP_K]
+    np.testing.assert_array_equal(out, ref)

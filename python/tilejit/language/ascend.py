@@ -59,7 +59,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Iterable, Optional
 
-from . import dtypes
+from . import ascend_tile, dtypes
 from .loops import LoopRange
 from .ops import _alloc, _region, _region_handle, _shape_list
 from .spans import error, span_text, user_span
@@ -159,7 +159,7 @@ def enter_npu_kernel(tr: Any, grid: list, span: Any) -> Any:
                              "in_vector": False,
                              # hooks of ops.py and tracer.py, which do not import this module
                              "per_core": per_core, "check_branch": check_branch,
-                             "reduce": reduce_per_core}
+                             "reduce": reduce_per_core, "copy_relu": ascend_tile.copy_relu}
     if state["lockstep"]:
         # vid is a variable that each vector step sets (per_core).
         zero = b.const(0, "int32")

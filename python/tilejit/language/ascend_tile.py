@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional
 
+from .. import _C
 from . import dtypes
 from .loops import LoopRange
 from .ops import _alloc, _per_core, reduce as _reduce
@@ -44,7 +45,7 @@ class _Tile:
         else:
             raise error(TypeError, f"{op}: {what} must be a buffer or a slice of one, "
                                    f"got {_describe(x)}")
-        self.extents = [static_value(e) for e in self.extents]
+        self.extents = [_extent(e) for e in self.extents]
         self.kept = [d for d, e in enumerate(self.extents) if e != 1]
         self.name = self.buffer.name
 
@@ -62,6 +63,15 @@ class _Tile:
         for k, d in enumerate(self.kept):
             idx[d] = ivs[k] if _is_zero(self.mins[d]) else self.mins[d] + ivs[k]
         self.buffer[tuple(idx)] = value
+
+
+def _extent(e: Any) -> Any:
+    """A slice's extent, stop - start as written (x[i * 4:i * 4 + 4]), as
+    its int when it simplifies to one."""
+    if isinstance(e, Value):
+        h = _C.simplify(e.h)
+        return h.value if h.is_const else e
+    return static_value(e)
 
 
 def _is_zero(x: Any) -> bool:
@@ -344,6 +354,13 @@ def reduce_max(src: Any, dst: Any, dim: int = -1, clear: bool = True) -> None:
 def reduce_min(src: Any, dst: Any, dim: int = -1, clear: bool = True) -> None:
     """dst = the minimum of src along dim (T.reduce_min)."""
     _reduce(src, dst, "min", dim, clear)
+
+
+def copy_relu(src: Region, dst: Region) -> None:
+    """T.copy(src, dst, enable_relu=True): dst = max(src, 0) (ops.copy asks)."""
+    def operand(r: Region) -> Any:
+        return r.buffer if r.ranges is None else r
+    _elementwise("T.copy", operand(dst), lambda x: min_max("max", x, 0.0), operand(src))
 
 
 # --- top-k and gather_mask ---------------------------------------------------

@@ -246,6 +246,14 @@ def copy(src: Any, dst: Any, coalesced_width: Any = None, disable_tma: bool = Fa
             check(s, d)
             break
     b = tr.tile("T.copy", span)
+    if options.get("enable_relu"):
+        # TileLang-Ascend's L0C -> GM copy with a ReLU on the way (ascend.py).
+        state = getattr(tr, "npu_state", None)
+        if state is None:
+            raise error(ValueError, "T.copy: enable_relu is TileLang-Ascend's, valid inside a "
+                                    "T.Kernel(..., is_npu=True) block", span)
+        state["copy_relu"](s, d)
+        return
     _per_core(tr, (s.buffer, d.buffer),
               lambda: b.copy(_region_handle(tr, s), _region_handle(tr, d), span))
 
