@@ -490,3 +490,109 @@ def test_lightning_indexer():
     reduced = (score * w.transpose(0, 2, 1, 3)[..., None]).sum(axis=3)  # [B, N2, S1, S2]
     ref = np.argsort(-reduced, axis=-1, kind="stable")[..., :TOP_K]
     np.testing.assert_array_equal(out, ref)
+
+
+# --- examples/linear_attention_and_rnn/linear_attention_normalize.py --------
+# Two kernels: K^T V (cube) and the column sums of K (vector cores) into
+# Acc; then Q Acc (cube, through a workspace) over Q . sum(K) (vector).
+
+@tilelang.jit(out_idx=[-1], pass_configs=pass_configs)
+def linear_attention_kv(B, H, L, D, block_L, block_D, dtype="float16", accum_dtype="float"):
+    lb_num, db_num = T.ceildiv(L, block_L), T.ceildiv(D, block_D)
+    cols = block_D // 2
+
+    @T.prim_func
+    def main(K: T.Tensor([B, H, L, D], dtype), V: T.Tensor([B, H, L, D], dtype),
+             Acc: T.Tensor([B, H, D + 1, D], dtype)):  # rows 0..D-1: K^T V; row D: 1^T K
+        with T.Kernel(B * H * db_num, is_npu=True) as (cid, vid):
+            bx = cid % db_num
+            by = (cid // db_num) % H
+            bz = (cid // db_num) // H
+            k_l1 = T.alloc_L1([block_L, block_D], dtype)
+            v_l1 = T.alloc_L1([block_L, D], dtype)
+            acc_l0 = T.alloc_L0C([block_D, D], accum_dtype)
+            k_half = T.alloc_ub([block_L, cols], dtype)
+            k_ub = T.alloc_ub([block_L, cols], accum_dtype)
+            sumk = T.alloc_ub([cols], accum_dtype)
+            acc_half = T.alloc_ub([cols], dtype)
+            acc_ub = T.alloc_ub([cols], accum_dtype)
+            with T.Scope("C"):
+                for i in T.serial(lb_num):
+                    T.copy(K[bz, by, i * block_L, bx * block_D], k_l1)
+                    T.copy(V[bz, by, i * block_L, 0], v_l1)
+                    T.gemm_v0(k_l1, v_l1, acc_l0, transpose_A=True, init=(i == 0))
+                T.copy(acc_l0, Acc[bz, by, bx * block_D, 0])
+            with T.Scope("V"):
+                T.tile.fill(acc_ub, 0.0)
+                for i in T.serial(lb_num):
+                    T.copy(K[bz, by, i * block_L, bx * block_D + vid * cols], k_half)
+                    T.copy(k_half, k_ub)
+                    T.reduce_sum(k_ub, sumk, dim=0)
+                    T.tile.add(acc_ub, acc_ub, sumk)
+                T.copy(acc_ub, acc_half)
+                T.copy(acc_half, Acc[bz, by, D, bx * block_D + vid * cols])
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1], workspace_idx=[-2], pass_configs=pass_configs)
+def linear_attention_out(B, H, L, D, block_L, block_D, dtype="float16", accum_dtype="float"):
+    lb_num, db_num = T.ceildiv(L, block_L), T.ceildiv(D, block_D)
+    rows = block_L // 2
+
+    @T.prim_func
+    def main(Q: T.Tensor([B, H, L, D], dtype), Acc: T.Tensor([B, H, D + 1, D], dtype),
+             ws: T.Tensor([B * H * lb_num, block_L, D], accum_dtype),
+             O: T.Tensor([B, H, L, D], dtype)):
+        with T.Kernel(B * H * lb_num, is_npu=True) as (cid, vid):
+            bx = cid % lb_num
+            by = (cid // lb_num) % H
+            bz = (cid // lb_num) // H
+            q_l1 = T.alloc_L1([block_L, block_D], dtype)
+            acc_l1 = T.alloc_L1([block_D, D], dtype)
+            o_l0 = T.alloc_L0C([block_L, D], accum_dtype)
+            q_half = T.alloc_ub([rows, D], dtype)
+            q_ub = T.alloc_ub([rows, D], accum_dtype)
+            qkv_ub = T.alloc_ub([rows, D], accum_dtype)
+            sum_half = T.alloc_ub([D], dtype)
+            sum_ub = T.alloc_ub([D], accum_dtype)
+            denom = T.alloc_ub([rows], accum_dtype)
+            o_half = T.alloc_ub([rows, D], dtype)
+            o_ub = T.alloc_ub([rows, D], accum_dtype)
+            with T.Scope("C"):
+                for i in T.serial(db_num):
+                    T.copy(Q[bz, by, bx * block_L, i * block_D], q_l1)
+                    T.copy(Acc[bz, by, i * block_D, 0], acc_l1)
+                    T.gemm_v0(q_l1, acc_l1, o_l0, init=(i == 0))
+                T.copy(o_l0, ws[cid, 0, 0])
+                T.set_cross_flag("FIX", 0)
+            with T.Scope("V"):
+                T.copy(Q[bz, by, bx * block_L + vid * rows, 0], q_half)
+                T.copy(Acc[bz, by, D, 0], sum_half)
+                T.copy(q_half, q_ub)
+                T.copy(sum_half, sum_ub)
+                for h_i in range(rows):
+                    T.tile.mul(q_ub[h_i, :], q_ub[h_i, :], sum_ub)
+                T.reduce_sum(q_ub, denom, dim=-1)
+                T.wait_cross_flag(0)
+                T.copy(ws[cid, vid * rows, 0], qkv_ub)
+                for h_i in range(rows):
+                    T.tile.div(o_ub[h_i, :], qkv_ub[h_i, :], denom[h_i])
+                T.copy(o_ub, o_half)
+                T.copy(o_half, O[bz, by, bx * block_L + vid * rows, 0])
+
+    return main
+
+
+@needs_tile_cpu
+def test_linear_attention_normalized():
+    B, H, L, D = 1, 2, 32, 32
+    rng = np.random.default_rng(17)
+    q, k, v = (rng.standard_normal((B, H, L, D)).astype(np.float16) for _ in range(3))
+    q, k = np.abs(q), np.abs(k)
+    acc = np.asarray(linear_attention_kv(B, H, L, D, 16, 16)(k, v))
+    o = np.asarray(linear_attention_out(B, H, L, D, 16, 16)(q, acc)).astype(np.float32)
+    qf, kf, vf = (x.astype(np.float32) for x in (q, k, v))
+    ref = np.einsum("bhld,bhdv->bhlv", qf, np.einsum("bhlk,bhlv->bhkv", kf, vf))
+    ref /= np.einsum("bhld,bhd->bhl", qf, kf.sum(axis=2))[..., None]
+    np.testing.assert_allclose(o, ref, rtol=2e-2, atol=2e-2)
