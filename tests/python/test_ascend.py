@@ -33,13 +33,14 @@ def at(line, call, nth=1):
     """file:line:col of the nth call `call(` of this file from that line on
     (of `call` itself when it ends with a colon)."""
     needle = call if call.endswith(":") else call + "("
-    while True:
+    for _ in range(200):
         text = linecache.getline(F, line)
         if needle in text:
             nth -= 1
             if nth == 0:
                 return f"{F}:{line}:{text.index(needle) + 1}"
         line += 1
+    raise AssertionError(f"no {needle!r} in the 200 lines from {F}:{line - 200}")
 
 
 # --- programs --------------------------------------------------------------
@@ -508,3 +509,52 @@ def test_on_chip_buffers_need_an_npu_kernel():
         def main(A: T.Tensor((16, 16), "float16")):
             with T.Kernel(1):
                 a = T.alloc_L1((16, 16), "float16")  # noqa: F841
+
+
+def test_a_scope_is_the_cube_or_the_vector_cores():
+    line = here()
+    with raises_exact(ValueError, f"{at(line, 'T.Scope')}: T.Scope: expected \"C\" (the "
+                                  f"cube) or \"V\" (the vector cores), got 'X'"):
+        @T.prim_func
+        def main(A: T.Tensor((16,), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                with T.Scope("X"):
+                    pass
+
+
+def test_gather_mask_takes_the_fixed_patterns():
+    line = here()
+    with raises_exact(ascend_tile.NotEmulatedError,
+                      f"{at(line, 'T.tile.gather_mask')}: T.tile.gather_mask: pattern 'P01' "
+                      f"is not emulated yet; the fixed patterns \"Pxxxx\" are"):
+        @T.prim_func
+        def main(A: T.Tensor((16,), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a_ub = T.alloc_ub((16,), "float32")
+                b_ub = T.alloc_ub((8,), "float32")
+                T.tile.gather_mask(b_ub, a_ub, "P01")
+
+
+def test_topk_needs_room_for_its_pairs():
+    line = here()
+    with raises_exact(ValueError,
+                      f"{at(line, 'T.tile.topk')}: T.tile.topk: expected a 1-d destination "
+                      f"of 2 * top_k elements and a 1-d src of count elements, got d_ub [8], "
+                      f"a_ub [16], top_k 8, count 16"):
+        @T.prim_func
+        def main(A: T.Tensor((16,), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a_ub = T.alloc_ub((16,), "float32")
+                d_ub = T.alloc_ub((8,), "float32")
+                T.tile.topk(d_ub, a_ub, 8, 16)
+
+
+def test_enable_relu_is_an_ascend_copy_option():
+    line = here()
+    with raises_exact(ValueError, f"{at(line, 'T.copy', 1)}: T.copy: enable_relu is "
+                                  f"TileLang-Ascend's, valid inside a T.Kernel(..., is_npu=True) "
+                                  f"block"):
+        @T.prim_func
+        def main(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+            with T.Kernel(1):
+                T.copy(A, B, enable_relu=True)

@@ -30,13 +30,14 @@ def here():
 
 def at(line, call, nth=1):
     """file:line:col of the nth `call(` of this file from that line on."""
-    while True:
+    for _ in range(200):
         text = linecache.getline(F, line)
         if call + "(" in text:
             nth -= 1
             if nth == 0:
                 return f"{F}:{line}:{text.index(call + '(') + 1}"
         line += 1
+    raise AssertionError(f"no {call}( in the 200 lines from {F}:{line - 200}")
 
 
 # --- examples/activation/gelu_mul.py: vector cores only --------------------
