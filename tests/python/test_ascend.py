@@ -393,6 +393,18 @@ def test_vector_to_cube_runs_the_two_parts_in_lockstep(through_workspace):
     np.testing.assert_allclose(c, ref, rtol=1e-3, atol=1e-3)
 
 
+@needs_tile_cpu
+def test_only_a_vector_to_cube_flow_takes_the_lockstep_path():
+    # Cube -> vector keeps the serial loop over vid (the cube code once per
+    # vid, no per-core UB); vector -> cube runs each vector step per core,
+    # vid set by the step (Note [Cube and vector in lockstep]).
+    serial = matmul_add(64, 64, 64, 32, 32, 16).get_kernel_source()
+    lockstep = relu_matmul(64, 32, 64, 32, 32, 16, True).get_kernel_source()
+    assert "int32_t vid[1];" not in serial
+    assert "int32_t vid[1];" in lockstep
+    assert "vid[0] = tilejit::cpu::convert<int32_t>(vid_1);" in lockstep
+
+
 def test_a_workspace_read_before_its_write_is_not_emulated():
     line = here()
     with raises_exact(NotImplementedError,
