@@ -333,7 +333,8 @@ def test_a_copy_off_the_data_paths_is_an_error():
     line = here()
     with raises_exact(ValueError, f"{at(line, 'T.copy')}: T.copy: A (GM) to A_L0 (L0A) is "
                                   f"not a data path of the Ascend core; the paths are GM->L1, "
-                                  f"GM->UB, L1->L0A, L1->L0B, L0C->GM, L0C->UB, UB->GM, UB->UB"):
+                                  f"GM->UB, L1->L0A, L1->L0B, L0C->GM, L0C->UB, UB->GM, UB->UB, "
+                                  f"UB->L1"):
         @T.prim_func
         def main(A: T.Tensor((16, 16), "float16")):
             with T.Kernel(1, is_npu=True) as (cid, vid):

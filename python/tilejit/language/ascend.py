@@ -76,11 +76,12 @@ CAPACITY: Dict[str, int] = {"L1": 524032, "L0A": 65536, "L0B": 65536, "L0C": 131
 # Memory -> tilejit scope.
 _SCOPE = {"L1": "shared", "L0A": "shared", "L0B": "shared", "L0C": "fragment", "UB": "shared"}
 
-# The data paths of the core (src, dst). L0C -> UB is TileLang-Ascend's
-# "virtual channel" (through GM on the NPU, direct here).
+# The data paths of the core (src, dst). L0C -> UB and UB -> L1 are
+# TileLang-Ascend's "virtual channels" (through GM on the NPU, direct here;
+# UB -> L1, checked apart in check_copy, needs lockstep).
 _PATHS = {("GM", "L1"), ("GM", "UB"), ("L1", "L0A"), ("L1", "L0B"), ("L0C", "GM"),
           ("L0C", "UB"), ("UB", "GM"), ("UB", "UB")}
-_PATHS_TEXT = "GM->L1, GM->UB, L1->L0A, L1->L0B, L0C->GM, L0C->UB, UB->GM, UB->UB"
+_PATHS_TEXT = "GM->L1, GM->UB, L1->L0A, L1->L0B, L0C->GM, L0C->UB, UB->GM, UB->UB, UB->L1"
 
 
 class NpuBuffer(BufferProxy):
