@@ -30,14 +30,17 @@ def here():
 
 
 def at(line, call, nth=1):
-    """file:line:col of the nth call `call(` of this file from that line on."""
-    while True:
+    """file:line:col of the nth call `call(` of this file from that line on
+    (of `call` itself when it ends with a colon)."""
+    needle = call if call.endswith(":") else call + "("
+    for _ in range(200):
         text = linecache.getline(F, line)
-        if call + "(" in text:
+        if needle in text:
             nth -= 1
             if nth == 0:
-                return f"{F}:{line}:{text.index(call + '(') + 1}"
+                return f"{F}:{line}:{text.index(needle) + 1}"
         line += 1
+    raise AssertionError(f"no {needle!r} in the 200 lines from {F}:{line - 200}")
 
 
 # --- programs --------------------------------------------------------------
@@ -330,7 +333,8 @@ def test_a_copy_off_the_data_paths_is_an_error():
     line = here()
     with raises_exact(ValueError, f"{at(line, 'T.copy')}: T.copy: A (GM) to A_L0 (L0A) is "
                                   f"not a data path of the Ascend core; the paths are GM->L1, "
-                                  f"GM->UB, L1->L0A, L1->L0B, L0C->GM, L0C->UB, UB->GM, UB->UB"):
+                                  f"GM->UB, L1->L0A, L1->L0B, L0C->GM, L0C->UB, UB->GM, UB->UB, "
+                                  f"UB->L1"):
         @T.prim_func
         def main(A: T.Tensor((16, 16), "float16")):
             with T.Kernel(1, is_npu=True) as (cid, vid):
@@ -338,40 +342,142 @@ def test_a_copy_off_the_data_paths_is_an_error():
                 T.copy(A, A_L0)
 
 
-def test_the_vector_to_cube_channel_is_not_emulated_yet():
-    line = here()
-    with raises_exact(NotImplementedError,
-                      f"{at(line, 'T.copy', 2)}: T.copy: p_ub (UB) to p_l1 (L1), the "
-                      f"vector-to-cube channel, is not emulated yet (Note [Ascend emulation])"):
-        @T.prim_func
-        def main(A: T.Tensor((16, 16), "float16")):
-            with T.Kernel(1, is_npu=True) as (cid, vid):
-                p_ub = T.alloc_ub((16, 16), "float16")
-                p_l1 = T.alloc_L1((16, 16), "float16")
-                T.copy(A, p_ub)
-                T.copy(p_ub, p_l1)
+@tilelang.jit(out_idx=[-1], pass_configs=pass_configs)
+def relu_matmul(M, N, K, block_M, block_N, block_K, through_workspace, dtype="float16",
+                accum_dtype="float"):
+    """C = relu(A) @ B + 1: each vector core makes its half of relu(A)'s
+    rows, which the cube reads (UB -> L1, or UB -> GM workspace -> L1), and
+    the vector cores add 1 to the cube's result (L0C -> UB): data flows
+    both ways in each step."""
+    m_num, n_num = M // block_M, N // block_N
+    half = block_M // 2
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype),
+             ws: T.Tensor((m_num * n_num, block_M, block_K), dtype),
+             C: T.Tensor((M, N), accum_dtype)):
+        with T.Kernel(m_num * n_num, is_npu=True) as (cid, vid):
+            bx = cid // n_num
+            by = cid % n_num
+            a_ub = T.alloc_ub((half, block_K), dtype)
+            c_ub = T.alloc_ub((half, block_N), accum_dtype)
+            A_L1 = T.alloc_L1((block_M, block_K), dtype)
+            B_L1 = T.alloc_L1((block_K, block_N), dtype)
+            C_L0 = T.alloc_L0C((block_M, block_N), accum_dtype)
+            for k in T.serial(K // block_K):
+                T.copy(A[bx * block_M + vid * half, k * block_K], a_ub)
+                T.tile.relu(a_ub, a_ub)
+                if through_workspace:
+                    T.copy(a_ub, ws[cid, vid * half, 0])
+                    T.copy(ws[cid, 0:block_M, 0:block_K], A_L1)
+                else:
+                    T.copy(a_ub, A_L1[vid * half, 0])
+                T.copy(B[k * block_K, by * block_N], B_L1)
+                T.gemm_v0(A_L1, B_L1, C_L0, init=(k == 0))
+            T.copy(C_L0[vid * half:vid * half + half, :], c_ub)
+            T.tile.add(c_ub, c_ub, 1.0)
+            T.copy(c_ub, C[bx * block_M + vid * half, by * block_N])
+
+    return main
 
 
-def test_the_vector_to_cube_channel_through_a_workspace_is_not_emulated_yet():
+@needs_tile_cpu
+@pytest.mark.parametrize("through_workspace", [False, True])
+def test_vector_to_cube_runs_the_two_parts_in_lockstep(through_workspace):
+    func = relu_matmul(64, 32, 64, 32, 32, 16, through_workspace)
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((64, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 32)).astype(np.float16)
+    ws = np.zeros((2, 32, 16), np.float16)
+    c = np.asarray(func(a, b, ws))
+    ref = np.maximum(a.astype(np.float32), 0) @ b.astype(np.float32) + 1
+    np.testing.assert_allclose(c, ref, rtol=1e-3, atol=1e-3)
+
+
+@needs_tile_cpu
+def test_only_a_vector_to_cube_flow_takes_the_lockstep_path():
+    # Cube -> vector keeps the serial loop over vid (the cube code once per
+    # vid, no per-core UB); vector -> cube runs each vector step per core,
+    # vid set by the step (Note [Cube and vector in lockstep]).
+    serial = matmul_add(64, 64, 64, 32, 32, 16).get_kernel_source()
+    lockstep = relu_matmul(64, 32, 64, 32, 32, 16, True).get_kernel_source()
+    assert "int32_t vid[1];" not in serial
+    assert "int32_t vid[1];" in lockstep
+    assert "vid[0] = tilejit::cpu::convert<int32_t>(vid_1);" in lockstep
+
+
+def test_a_workspace_read_before_its_write_is_not_emulated():
     line = here()
     with raises_exact(NotImplementedError,
-                      f"{at(line, 'T.copy', 3)}: T.copy: ws is written by the vector cores "
-                      f"(UB->GM) and read by the cube (GM->L1): the vector-to-cube channel "
-                      f"through a workspace is not emulated yet (Note [Ascend emulation])"):
+                      f"{at(line, 'T.copy', 2)}: T.copy: the cube read the workspace ws "
+                      f"(GM->L1) before the vector cores write it (UB->GM at "
+                      f"{at(line, 'T.copy', 3)}): on the NPU the read waits for that later "
+                      f"write; the emulation runs the two parts in program order and cannot "
+                      f"reorder them (Note [Cube and vector in lockstep])"):
         @T.prim_func
         def main(A: T.Tensor((16, 16), "float16"), ws: T.Tensor((16, 16), "float16")):
             with T.Kernel(1, is_npu=True) as (cid, vid):
                 p_ub = T.alloc_ub((8, 16), "float16")
                 p_l1 = T.alloc_L1((16, 16), "float16")
                 T.copy(A[vid * 8, 0], p_ub)
+                T.copy(ws, p_l1)
                 T.copy(p_ub, ws[vid * 8, 0])
+
+
+def test_a_workspace_read_more_often_than_written_is_a_deadlock():
+    line = here()
+    with raises_exact(ValueError,
+                      f"{at(line, 'T.copy', 4)}: T.copy: the cube read the workspace ws "
+                      f"(GM->L1) 5 times per block but the vector cores write it (UB->GM) 4 "
+                      f"times: read 5 waits for a write that never comes (a deadlock on the "
+                      f"NPU)"):
+        @T.prim_func
+        def main(A: T.Tensor((16, 16), "float16"), ws: T.Tensor((16, 16), "float16")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                p_ub = T.alloc_ub((8, 16), "float16")
+                p_l1 = T.alloc_L1((16, 16), "float16")
+                for k in T.serial(4):
+                    T.copy(A[vid * 8, 0], p_ub)
+                    T.copy(p_ub, ws[vid * 8, 0])
+                    T.copy(ws, p_l1)
                 T.copy(ws, p_l1)
 
 
+def test_a_cross_flag_wait_with_no_signal_before_it_is_a_deadlock():
+    line = here()
+    with raises_exact(ValueError,
+                      f"{at(line, 'T.wait_cross_flag', 3)}: T.wait_cross_flag(1): no "
+                      f"T.set_cross_flag(..., 1) comes before it in the program, so it waits "
+                      f"forever (a deadlock on the NPU)"):
+        @T.prim_func
+        def main(A: T.Tensor((16, 16), "float16")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                T.set_cross_flag("FIX", 0)
+                T.wait_cross_flag(0)
+                T.wait_cross_flag(1)
+
+
+def test_a_branch_on_vid_in_lockstep_is_not_emulated_yet():
+    line = here()
+    with raises_exact(NotImplementedError,
+                      f"{at(line, 'if vid == 0:', 2)}: a branch on vid ('vid[0] == 0') in a "
+                      f"kernel whose cube and vector parts run in lockstep is not emulated yet "
+                      f"(Note [Cube and vector in lockstep])"):
+        @T.prim_func
+        def main(A: T.Tensor((16, 16), "float16")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                p_ub = T.alloc_ub((8, 16), "float16")
+                p_l1 = T.alloc_L1((16, 16), "float16")
+                T.copy(A[vid * 8, 0], p_ub)
+                T.copy(p_ub, p_l1[vid * 8, 0])
+                if vid == 0:
+                    T.tile.add(p_ub, p_ub, 1.0)
+
+
 @pytest.mark.parametrize("call, name, kind", [
-    ("T.set_cross_flag('FIX', 0)", "T.set_cross_flag", NotImplementedError),
+    ("T.sync_all()", "T.sync_all", NotImplementedError),
     # Also an AttributeError, so that hasattr(T.tile, ...) is False (below).
-    ("T.tile.gather_mask(a_ub, a_ub, 'P0101')", "T.tile.gather_mask",
+    ("T.tile.sort(a_ub, a_ub, 16)", "T.tile.sort",
      ascend_tile.NotEmulatedError),
 ])
 def test_a_construct_not_emulated_is_an_error_naming_it(tmp_path, call, name, kind):
@@ -391,7 +497,7 @@ def test_tools_that_look_names_up_see_no_such_attribute():
     # torch.compile's cache key pickles what a graph refers to and asks
     # modules for names such as "torch": an AttributeError, not a crash.
     assert not hasattr(T.tile, "torch")
-    assert getattr(T.tile, "gather_mask", None) is None
+    assert getattr(T.tile, "sort", None) is None
     assert issubclass(ascend_tile.NotEmulatedError, NotImplementedError)
 
 
@@ -416,3 +522,52 @@ def test_on_chip_buffers_need_an_npu_kernel():
         def main(A: T.Tensor((16, 16), "float16")):
             with T.Kernel(1):
                 a = T.alloc_L1((16, 16), "float16")  # noqa: F841
+
+
+def test_a_scope_is_the_cube_or_the_vector_cores():
+    line = here()
+    with raises_exact(ValueError, f"{at(line, 'T.Scope')}: T.Scope: expected \"C\" (the "
+                                  f"cube) or \"V\" (the vector cores), got 'X'"):
+        @T.prim_func
+        def main(A: T.Tensor((16,), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                with T.Scope("X"):
+                    pass
+
+
+def test_gather_mask_takes_the_fixed_patterns():
+    line = here()
+    with raises_exact(ascend_tile.NotEmulatedError,
+                      f"{at(line, 'T.tile.gather_mask')}: T.tile.gather_mask: pattern 'P01' "
+                      f"is not emulated yet; the fixed patterns \"Pxxxx\" are"):
+        @T.prim_func
+        def main(A: T.Tensor((16,), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a_ub = T.alloc_ub((16,), "float32")
+                b_ub = T.alloc_ub((8,), "float32")
+                T.tile.gather_mask(b_ub, a_ub, "P01")
+
+
+def test_topk_needs_room_for_its_pairs():
+    line = here()
+    with raises_exact(ValueError,
+                      f"{at(line, 'T.tile.topk')}: T.tile.topk: expected a 1-d destination "
+                      f"of 2 * top_k elements and a 1-d src of count elements, got d_ub [8], "
+                      f"a_ub [16], top_k 8, count 16"):
+        @T.prim_func
+        def main(A: T.Tensor((16,), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a_ub = T.alloc_ub((16,), "float32")
+                d_ub = T.alloc_ub((8,), "float32")
+                T.tile.topk(d_ub, a_ub, 8, 16)
+
+
+def test_enable_relu_is_an_ascend_copy_option():
+    line = here()
+    with raises_exact(ValueError, f"{at(line, 'T.copy', 1)}: T.copy: enable_relu is "
+                                  f"TileLang-Ascend's, valid inside a T.Kernel(..., is_npu=True) "
+                                  f"block"):
+        @T.prim_func
+        def main(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+            with T.Kernel(1):
+                T.copy(A, B, enable_relu=True)

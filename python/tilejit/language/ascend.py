@@ -15,10 +15,36 @@ own L1 / L0 buffers (its GM writes store the same values twice). So a
 program whose data flows from cube to vector (L0C -> UB directly, the copy
 that TileLang-Ascend routes through a GM workspace, or L0C -> GM -> UB
 through a workspace of the author's) computes what the NPU computes: each
-vector step reads what the cube wrote at the same step before it. A flow from vector to cube (UB -> L1) needs both vector cores'
-halves before the cube reads them, which one serial pass per vid cannot
-give: it is refused as not emulated yet, as are the explicit cross-core
-flags and T.Scope (the k-th read of a workspace waiting for its k-th write).
+vector step reads what the cube wrote at the same step before it. This is
+the fast path, and every program starts on it.
+
+Note [Cube and vector in lockstep]
+A flow from vector to cube (UB -> L1, or UB -> GM workspace -> L1) needs
+both vector cores' halves before the cube reads them, which one serial pass
+per vid cannot give. On the NPU (TL_ASCEND_AUTO_CV_COMBINE / AUTO_CV_SYNC)
+the cube part and the vector part of the body are concurrent programs, and
+the k-th read of a workspace waits for its k-th write. When tracing meets
+such a flow it raises NeedsLockstep, and T.prim_func traces the body again
+in lockstep: the statements run once each in program order, the cube's
+once per block, each vector step (a T.copy, T.tile.*, T.reduce_* or store
+on a UB buffer) once per vector core inside `for v in 0..2: vid = v`, vid
+being a variable the steps set, and each UB buffer one per core (a leading
+dimension of 2 that the step's vid indexes). Program order is a schedule
+the two concurrent programs can take whenever each read of a workspace
+comes after its write in the text, so the emulation computes what the NPU
+computes; the read-write pairs are checked as the kernel is traced:
+- a read of a workspace before the other side's first write of it
+  (the NPU would let the reader wait for a later write) is not emulated,
+  reported at the read;
+- more reads than writes per block (loop trip counts multiplied out, when
+  static) is a read that waits forever: a deadlock on the NPU, reported at
+  the read that has no write;
+- T.wait_cross_flag with no T.set_cross_flag of its flag before it is the
+  same deadlock; the flags order nothing further.
+A branch on vid outside a vector step has no core's vid to test and is not
+emulated yet; T.Scope("C") / T.Scope("V"), whose two bodies would have to
+be interleaved at their flags, is not either.
+
 Within a core there is one instruction stream here, so the pipe flags and
 barriers (T.set_flag, T.wait_flag, T.barrier_all, T.pipe_barrier) order
 nothing further and are accepted.
@@ -31,14 +57,15 @@ that TileLang-Ascend's code generator reserves, at the line that allocates.
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Callable, Dict, Iterable, Optional
 
-from . import dtypes
+from . import ascend_tile, dtypes
 from .loops import LoopRange
 from .ops import _alloc, _region, _region_handle, _shape_list
-from .spans import error, user_span
+from .spans import error, span_text, user_span
 from .tracer import KernelFrame
-from .values import BufferProxy, Region, current_tracer, is_symbolic, static_value, to_handle
+from .values import (BufferProxy, Region, Value, _index_tuple, call_intrinsic, current_tracer,
+                     is_symbolic, min_max, static_value, to_handle)
 
 # Bytes of each memory on A2/A3, as TileLang-Ascend's code generator
 # reserves them (src/target/codegen_ascend.cc: ASCEND_A2A3_*_SIZE; L1 and UB
@@ -49,22 +76,56 @@ CAPACITY: Dict[str, int] = {"L1": 524032, "L0A": 65536, "L0B": 65536, "L0C": 131
 # Memory -> tilejit scope.
 _SCOPE = {"L1": "shared", "L0A": "shared", "L0B": "shared", "L0C": "fragment", "UB": "shared"}
 
-# The data paths of the core (src, dst). L0C -> UB is TileLang-Ascend's
-# "virtual channel" (through GM on the NPU, direct here).
+# The data paths of the core (src, dst). L0C -> UB and UB -> L1 are
+# TileLang-Ascend's "virtual channels" (through GM on the NPU, direct here;
+# UB -> L1, checked apart in check_copy, needs lockstep).
 _PATHS = {("GM", "L1"), ("GM", "UB"), ("L1", "L0A"), ("L1", "L0B"), ("L0C", "GM"),
           ("L0C", "UB"), ("UB", "GM"), ("UB", "UB")}
-_PATHS_TEXT = "GM->L1, GM->UB, L1->L0A, L1->L0B, L0C->GM, L0C->UB, UB->GM, UB->UB"
+_PATHS_TEXT = "GM->L1, GM->UB, L1->L0A, L1->L0B, L0C->GM, L0C->UB, UB->GM, UB->UB, UB->L1"
 
 
 class NpuBuffer(BufferProxy):
     """An on-chip buffer of the Ascend core; `memory` is L1, L0A, L0B, L0C
-    or UB."""
+    or UB. In lockstep (Note [Cube and vector in lockstep]) a UB buffer is
+    one per vector core: the IR buffer has a leading dimension of 2, which
+    `core_prefix` (the vid of the vector core running) indexes."""
 
     memory = ""
+    core_prefix: Optional[Value] = None
 
     def check_copy(self, src: Region, dst: Region) -> None:
         """T.copy(src, dst) with this buffer on one side (ops.copy asks)."""
         check_copy(src, dst)
+
+    def __getitem__(self, key: Any) -> Any:
+        if self.core_prefix is None:
+            return super().__getitem__(key)
+        idx = _index_tuple(key)
+        if any(isinstance(k, slice) for k in idx):
+            return self.region(idx)
+        self._check_rank(len(idx), "indexed")
+        tr = current_tracer("indexing a buffer")
+        handles = [self.core_prefix.h] + [to_handle(tr, k, what="index") for k in idx]
+        return Value(tr.b.load(self.buf, handles), (self, list(idx)))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if self.core_prefix is None:
+            return super().__setitem__(key, value)
+        idx = _index_tuple(key)
+        if any(isinstance(k, slice) for k in idx):
+            return super().__setitem__(key, value)  # the error
+        self._check_rank(len(idx), "indexed")
+        tr = current_tracer("storing to a buffer")
+        span = user_span()
+
+        def store() -> None:
+            b = tr.tile(f"storing to {self.name}", span)
+            handles = [self.core_prefix.h] + [to_handle(tr, k, what="index") for k in idx]
+            h = to_handle(tr, value, self.dtype, "stored value")
+            if b.dtype(h) != self.dtype:
+                h = b.cast(self.dtype, h)
+            b.store(self.buf, handles, h, span)
+        per_core(tr, [self], store)
 
 
 def memory_of(buf: BufferProxy) -> str:
@@ -78,30 +139,138 @@ def memory_of(buf: BufferProxy) -> str:
 
 # --- the kernel --------------------------------------------------------------
 
+class NeedsLockstep(Exception):
+    """Raised while a kernel is traced in the serial vid loop when it turns
+    out to need its cube and vector parts run in lockstep; T.prim_func
+    traces it again that way (Note [Cube and vector in lockstep])."""
+
+
 def enter_npu_kernel(tr: Any, grid: list, span: Any) -> Any:
     """T.Kernel(n, is_npu=True).__enter__: n blocks of one thread whose body
-    runs once per vector core (Note [Ascend emulation]); yields (cid, vid)."""
+    runs once per vector core (Note [Ascend emulation]), or in lockstep
+    (Note [Cube and vector in lockstep]); yields (cid, vid)."""
     if len(grid) != 1:
         raise error(ValueError, f"T.Kernel(is_npu=True) takes one grid extent (the number of "
                                 f"AI cores used), got {len(grid)}", span)
     cid = tr.enter_kernel(grid, 1, span)
-    tr.b.set_dialect("ascend")  # the CPU target emulates it; "auto" picks the CPU
-    loop = tr.ir_loop(LoopRange("T.Kernel", "serial", [(0, 2)]), "vid")
-    vid = next(loop)
-    tr.npu_state = {"loop": loop, "usage": {}}
+    b = tr.b
+    b.set_dialect("ascend")  # the CPU target emulates it; "auto" picks the CPU
+    state: Dict[str, Any] = {"usage": {}, "writes": {}, "reads": {}, "flags": {},
+                             "lockstep": bool(getattr(tr, "npu_lockstep", False)),
+                             "in_vector": False,
+                             # hooks of ops.py and tracer.py, which do not import this module
+                             "per_core": per_core, "check_branch": check_branch,
+                             "reduce": reduce_per_core, "copy_relu": ascend_tile.copy_relu}
+    if state["lockstep"]:
+        # vid is a variable that each vector step sets (per_core).
+        zero = b.const(0, "int32")
+        vid_buf = b.alloc(tr.fresh_name("vid"), [b.const(1, "int64")], "int32", "local", span)
+        b.store(vid_buf, [zero], zero, span)
+        state["vid_buf"] = vid_buf
+        vid = Value(b.load(vid_buf, [zero]))
+        state["vid"] = vid
+    else:
+        loop = tr.ir_loop(LoopRange("T.Kernel", "serial", [(0, 2)]), "vid")
+        vid = next(loop)
+        state["loop"] = loop
+    tr.npu_state = state
     return cid, vid
+
+
+def per_core(tr: Any, buffers: Iterable[Any], emit: Callable[[], Any]) -> Any:
+    """Emits a vector-core step: in lockstep, when one of `buffers` is one
+    per vector core, inside `for v in 0..2: vid = v` (Note [Cube and vector
+    in lockstep]); otherwise as it is."""
+    state = getattr(tr, "npu_state", None)
+    if state is None or not state["lockstep"] or state["in_vector"] or \
+            not any(getattr(x, "core_prefix", None) is not None for x in buffers):
+        return emit()
+    b = tr.b
+    span = user_span()
+    zero = b.const(0, "int32")
+    v = b.begin_for("vid", zero, b.const(2, "int32"), "serial", 0, span)
+    b.store(state["vid_buf"], [zero], v, span)
+    state["in_vector"] = True
+    try:
+        result = emit()
+    finally:
+        state["in_vector"] = False
+    b.end_for(span)
+    return result
+
+
+def reduce_per_core(tr: Any, op: str, src: Region, dst: Region, kind: str, dim: int,
+                    clear: bool) -> None:
+    """T.reduce_* of a UB buffer in lockstep, as element loops (the CPU
+    backend's reduction takes 1-D and 2-D tiles; one per core adds the vid
+    dimension). ops.reduce asks."""
+    def ranges(r: Region) -> list:
+        return list(r.ranges) if r.ranges is not None else [(0, e) for e in r.buffer.shape]
+    s_r, d_r = ranges(src), ranges(dst)
+    keep = [k for k in range(len(s_r)) if k != dim]
+    if len(d_r) == len(s_r):
+        d_r = [d_r[k] for k in keep]  # the reduced dimension kept with extent 1
+    if len(d_r) != len(keep):
+        raise error(ValueError, f"{op}: the destination {dst.buffer.name} has {len(d_r)} "
+                                f"dimensions; reducing {src.buffer.name} along {dim} leaves "
+                                f"{len(keep)}")
+
+    def element(x: Any) -> Any:
+        return call_intrinsic("abs", x) if kind in ("abssum", "absmax") else x
+
+    def combine(a: Any, b: Any) -> Any:
+        return a + b if kind in ("sum", "abssum") else min_max(
+            "min" if kind == "min" else "max", a, b)
+
+    def emit() -> None:
+        outer = LoopRange(op, "parallel", [(0, e) for _, e in d_r]) if d_r else None
+        loops = tr.ir_loop(outer, tuple("ijkl"[:len(d_r)])) if outer else iter([()])
+        for ivs in loops:
+            ivs = ivs if isinstance(ivs, tuple) else (ivs,)
+            didx = tuple(m + i for (m, _), i in zip(d_r, ivs))
+
+            def sidx(j: Any) -> tuple:
+                idx = [0] * len(s_r)
+                for k, i in zip(keep, ivs):
+                    idx[k] = s_r[k][0] + i
+                idx[dim] = s_r[dim][0] + j
+                return tuple(idx)
+            start = 0
+            if clear:
+                dst.buffer[didx] = element(src.buffer[sidx(0)])
+                start = 1
+            n = s_r[dim][1]
+            for j in tr.ir_loop(LoopRange(op, "serial", [(start, n - start)]), "r"):
+                dst.buffer[didx] = combine(dst.buffer[didx], element(src.buffer[sidx(j)]))
+    per_core(tr, [src.buffer, dst.buffer], emit)
+
+
+def check_branch(tr: Any, cond: Any, span: Any) -> None:
+    """A symbolic if in lockstep: a condition on vid outside a vector step
+    would see no core's vid (Tracer.if_ asks)."""
+    state = tr.npu_state
+    if state["in_vector"]:
+        return
+    name = tr.b.text(state["vid"].h)
+    if name in tr.b.text(cond):
+        raise error(NotImplementedError, f"a branch on vid ('{tr.b.text(cond)}') in a kernel "
+                                         f"whose cube and vector parts run in lockstep is not "
+                                         f"emulated yet (Note [Cube and vector in lockstep])",
+                    span)
 
 
 def exit_npu_kernel(tr: Any, failed: bool) -> None:
     state = getattr(tr, "npu_state", None)
     tr.npu_state = None
-    if state is not None and not failed:
+    if state is not None and not failed and "loop" in state:
         next(state["loop"], None)  # ends the vid loop
     elif failed:
         # The body raised inside the vid loop: drop its frames, keep the error.
         while tr.frames and not isinstance(tr.frames[-1], KernelFrame):
             tr.frames.pop()
     tr.exit_kernel(failed)
+    if state is not None and not failed:
+        _check_pairs(state)
 
 
 def _npu_state(op: str) -> Dict[str, Any]:
@@ -122,8 +291,11 @@ def _alloc_npu(memory: str, op: str, shape: Any, dtype: Any) -> NpuBuffer:
         if not isinstance(dim, int):
             raise error(ValueError, f"{op}: dimension {d} of the shape is '{dim!r}'; on-chip "
                                     f"buffers have static shapes", span)
-    buf = _alloc(op, dims, dtype, _SCOPE[memory], NpuBuffer)
+    per_vid = memory == "UB" and state["lockstep"]
+    buf = _alloc(op, [2] + dims if per_vid else dims, dtype, _SCOPE[memory], NpuBuffer)
     buf.memory = memory
+    if per_vid:
+        buf.shape, buf.ndim, buf.core_prefix = tuple(dims), len(dims), state["vid"]
     count = 1
     for dim in dims:
         count *= dim
@@ -170,38 +342,98 @@ def check_copy(src: Region, dst: Region) -> None:
     """T.copy between Ascend memories: only along the core's data paths.
     Called by T.copy when either side is an on-chip Ascend buffer."""
     s, d = memory_of(src.buffer), memory_of(dst.buffer)
+    state = getattr(current_tracer("T.copy"), "npu_state", None)
+    if (s, d) == ("UB", "L1") and state is not None:
+        # The vector-to-cube channel: the cube needs both vector cores' halves.
+        if not state["lockstep"]:
+            raise NeedsLockstep()
+        return
     if (s, d) in _PATHS:
-        _check_gm_round_trip(src, dst, s, d)
+        if state is not None:
+            _workspace_event(state, src, dst, s, d)
         return
     where = f"{src.buffer.name} ({s or src.buffer.scope()}) to {dst.buffer.name} " \
             f"({d or dst.buffer.scope()})"
-    if (s, d) == ("UB", "L1"):
-        raise error(NotImplementedError, f"T.copy: {where}, the vector-to-cube channel, is not "
-                                         f"emulated yet (Note [Ascend emulation])")
     raise error(ValueError, f"T.copy: {where} is not a data path of the Ascend core; the "
                             f"paths are {_PATHS_TEXT}")
 
 
-def _check_gm_round_trip(src: Region, dst: Region, s: str, d: str) -> None:
-    """A GM tensor that the vector cores write (UB -> GM) and the cube reads
-    (GM -> L1) in one kernel is the vector-to-cube channel through a
-    workspace: the cube needs both vector cores' writes of the same step,
-    which the serial vid loop cannot give (Note [Ascend emulation])."""
-    state = getattr(current_tracer("T.copy"), "npu_state", None)
-    if state is None:
+# (src, dst) memories -> (side, "read" / "write") of the GM tensor.
+_GM_EVENTS = {("GM", "L1"): ("cube", "read"), ("GM", "UB"): ("vector", "read"),
+              ("L0C", "GM"): ("cube", "write"), ("UB", "GM"): ("vector", "write")}
+_OTHER = {"cube": "vector", "vector": "cube"}
+_HOW = {("cube", "read"): "GM->L1", ("vector", "read"): "GM->UB",
+        ("cube", "write"): "L0C->GM", ("vector", "write"): "UB->GM"}
+
+
+def _side_text(side: str) -> str:
+    return "the cube" if side == "cube" else "the vector cores"
+
+
+def _workspace_event(state: Dict[str, Any], src: Region, dst: Region, s: str, d: str) -> None:
+    """Records a GM read or write of one side, for the workspaces the cube
+    and vector parts exchange (Note [Cube and vector in lockstep]): a read
+    of a tensor the other side writes comes after a write of it in program
+    order (else the NPU would reorder it, which the emulation cannot), and
+    a vector-to-cube flow needs lockstep."""
+    event = _GM_EVENTS.get((s, d))
+    if event is None:
         return
-    if (s, d) == ("UB", "GM"):
-        gm, mine, other = dst.buffer, "vector_writes", "cube_reads"
-    elif (s, d) == ("GM", "L1"):
-        gm, mine, other = src.buffer, "cube_reads", "vector_writes"
-    else:
+    side, kind = event
+    gm = src.buffer if kind == "read" else dst.buffer
+    span = user_span()
+    count = _loop_count(current_tracer("T.copy"))
+    key = (gm.name, side)
+    if kind == "write":
+        state["writes"].setdefault(key, []).append((count, span))
+        early = state["reads"].get((gm.name, _OTHER[side]))
+        if early is not None and early[0][2]:
+            raise error(NotImplementedError,
+                        f"T.copy: {_side_text(_OTHER[side])} read the workspace {gm.name} "
+                        f"({_HOW[(_OTHER[side], 'read')]}) before {_side_text(side)} write it "
+                        f"({_HOW[event]} at {span_text(span)}): on the NPU the read waits "
+                        f"for that later write; the emulation runs the two parts in program "
+                        f"order and cannot reorder them (Note [Cube and vector in lockstep])",
+                        early[0][1])
         return
-    state.setdefault(mine, set()).add(gm.name)
-    if gm.name in state.get(other, ()):
-        raise error(NotImplementedError, f"T.copy: {gm.name} is written by the vector cores "
-                                         f"(UB->GM) and read by the cube (GM->L1): the "
-                                         f"vector-to-cube channel through a workspace is not "
-                                         f"emulated yet (Note [Ascend emulation])")
+    written = (gm.name, _OTHER[side]) in state["writes"]
+    state["reads"].setdefault(key, []).append((count, span, not written))
+    if written and side == "cube" and not state["lockstep"]:
+        raise NeedsLockstep()
+
+
+def _loop_count(tr: Any) -> Optional[int]:
+    """How many times a statement here runs per block (the product of the
+    enclosing loops' extents), None when one is symbolic."""
+    n = 1
+    for ext in getattr(tr, "loop_extents", ()):
+        if not isinstance(ext, int):
+            return None
+        n *= ext
+    return n
+
+
+def _check_pairs(state: Dict[str, Any]) -> None:
+    """At the end of the kernel: the k-th read of a workspace waits for its
+    k-th write; more reads than writes is a read that waits forever."""
+    for (name, side), reads in state["reads"].items():
+        writes = state["writes"].get((name, _OTHER[side]))
+        if not writes:
+            continue  # a tensor only read here: an input, not a workspace
+        if any(c is None for c, *_ in reads) or any(c is None for c, _ in writes):
+            continue  # symbolic trip counts: not counted
+        total = sum(c for c, _ in writes)
+        seen = 0
+        for c, span, _ in reads:
+            seen += c
+            if seen > total:
+                raise error(ValueError,
+                            f"T.copy: {_side_text(side)} read the workspace {name} "
+                            f"({_HOW[(side, 'read')]}) {sum(c for c, *_ in reads)} times per "
+                            f"block but {_side_text(_OTHER[side])} write it "
+                            f"({_HOW[(_OTHER[side], 'write')]}) {total} times: read "
+                            f"{total + 1} waits for a write that never comes (a deadlock "
+                            f"on the NPU)", span)
 
 
 def gemm_v0(A: Any, B: Any, C: Any, transpose_A: bool = False,  # noqa: N803
@@ -303,7 +535,56 @@ def not_emulated(name: str) -> Any:
     return refuse
 
 
-set_cross_flag = not_emulated("set_cross_flag")
-wait_cross_flag = not_emulated("wait_cross_flag")
+def set_cross_flag(pipe: str, flag: Any) -> None:
+    """Signals `flag` to the other side (cube <-> vector) after `pipe`. In
+    program order (Note [Cube and vector in lockstep]) it orders nothing
+    further; it is counted, so that a wait with no signal before it is
+    reported."""
+    state = _npu_state("T.set_cross_flag")
+    _pipe("T.set_cross_flag", pipe)
+    key = static_value(flag)
+    state["flags"][key] = state["flags"].get(key, 0) + 1
+
+
+def wait_cross_flag(flag: Any) -> None:
+    """Waits for the other side's T.set_cross_flag(..., flag)."""
+    state = _npu_state("T.wait_cross_flag")
+    key = static_value(flag)
+    if not state["flags"].get(key) and state.get("scope"):
+        raise error(NotImplementedError,
+                    f"T.wait_cross_flag({key!r}) in T.Scope({state['scope']!r}) waits for a "
+                    f"flag that no statement before it sets: the T.Scope bodies would have to "
+                    f"run interleaved at their flags, which is not emulated yet (Note [Cube "
+                    f"and vector in lockstep])")
+    if not state["flags"].get(key):
+        raise error(ValueError, f"T.wait_cross_flag({key!r}): no T.set_cross_flag(..., "
+                                f"{key!r}) comes before it in the program, so it waits forever "
+                                f"(a deadlock on the NPU)")
+
+
+class Scope:
+    """with T.Scope("C") / T.Scope("V"): the cube's or the vector cores' part
+    of the body. The parts run in program order (Note [Cube and vector in
+    lockstep]): a "C" part then a "V" part that waits for the cube's flags
+    runs as on the NPU; parts that wait for each other in turn would need
+    interleaving and are reported at the wait."""
+
+    def __init__(self, name: str) -> None:
+        if name not in ("C", "V"):
+            raise error(ValueError, f"T.Scope: expected \"C\" (the cube) or \"V\" (the "
+                                    f"vector cores), got {name!r}")
+        self.name = name
+        self.state: Optional[Dict[str, Any]] = None
+
+    def __enter__(self) -> "Scope":
+        self.state = _npu_state("T.Scope")
+        self.outer = self.state.get("scope")
+        self.state["scope"] = self.name
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.state is not None:
+            self.state["scope"] = self.outer
+
+
 sync_all = not_emulated("sync_all")
-Scope = not_emulated("Scope")

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional
 
+from .. import _C
 from . import dtypes
 from .loops import LoopRange
-from .ops import reduce as _reduce
+from .ops import _alloc, _per_core, reduce as _reduce
 from .spans import error
 from .values import (BufferProxy, Region, Value, VarBuffer, call_intrinsic, current_tracer,
                      min_max, static_value)
@@ -26,7 +27,7 @@ from .values import (BufferProxy, Region, Value, VarBuffer, call_intrinsic, curr
 __all__ = ["fill", "add", "sub", "mul", "div", "max", "min", "exp", "ln", "log", "abs",
            "reciprocal", "sqrt", "rsqrt", "relu", "sigmoid", "silu", "leaky_relu", "axpy",
            "mul_add_dst", "cast", "compare", "select", "broadcast", "reduce_sum", "reduce_max",
-           "reduce_min"]
+           "reduce_min", "topk", "gather_mask"]
 
 
 class _Tile:
@@ -44,7 +45,7 @@ class _Tile:
         else:
             raise error(TypeError, f"{op}: {what} must be a buffer or a slice of one, "
                                    f"got {_describe(x)}")
-        self.extents = [static_value(e) for e in self.extents]
+        self.extents = [_extent(e) for e in self.extents]
         self.kept = [d for d, e in enumerate(self.extents) if e != 1]
         self.name = self.buffer.name
 
@@ -62,6 +63,15 @@ class _Tile:
         for k, d in enumerate(self.kept):
             idx[d] = ivs[k] if _is_zero(self.mins[d]) else self.mins[d] + ivs[k]
         self.buffer[tuple(idx)] = value
+
+
+def _extent(e: Any) -> Any:
+    """A slice's extent, stop - start as written (x[i * 4:i * 4 + 4]), as
+    its int when it simplifies to one."""
+    if isinstance(e, Value):
+        h = _C.simplify(e.h)
+        return h.value if h.is_const else e
+    return static_value(e)
 
 
 def _is_zero(x: Any) -> bool:
@@ -105,8 +115,12 @@ def _loop(op: str, dst: _Tile, body: Callable[[List[Any]], None]) -> None:
     tr = current_tracer(op)
     shape = dst.shape() or [1]
     names = tuple("ijklmn"[d] for d in range(len(shape)))
-    for ivs in tr.ir_loop(LoopRange(op, "parallel", [(0, e) for e in shape]), names):
-        body(list(ivs) if dst.kept else [])
+
+    def emit() -> None:
+        for ivs in tr.ir_loop(LoopRange(op, "parallel", [(0, e) for e in shape]), names):
+            body(list(ivs) if dst.kept else [])
+    # In lockstep, once per vector core (ascend.py, Note [Cube and vector in lockstep]).
+    _per_core(tr, (dst.buffer,), emit)
 
 
 def _elementwise(op: str, dst: Any, fn: Callable[..., Any], *srcs: Any,
@@ -340,6 +354,74 @@ def reduce_max(src: Any, dst: Any, dim: int = -1, clear: bool = True) -> None:
 def reduce_min(src: Any, dst: Any, dim: int = -1, clear: bool = True) -> None:
     """dst = the minimum of src along dim (T.reduce_min)."""
     _reduce(src, dst, "min", dim, clear)
+
+
+def copy_relu(src: Region, dst: Region) -> None:
+    """T.copy(src, dst, enable_relu=True): dst = max(src, 0) (ops.copy asks)."""
+    def operand(r: Region) -> Any:
+        return r.buffer if r.ranges is None else r
+    _elementwise("T.copy", operand(dst), lambda x: min_max("max", x, 0.0), operand(src))
+
+
+# --- top-k and gather_mask ---------------------------------------------------
+
+def topk(dst: Any, src: Any, top_k: int, count: Any) -> None:
+    """dst[2 t], dst[2 t + 1] = the t-th largest of src's first `count`
+    elements and its index (ties: the lower index first), t < top_k. The
+    NPU's sort stores the index's uint32 bits in the pair; here it is the
+    index's value in dst's dtype, which T.tile.gather_mask then picks and
+    T.tile.cast converts to the integer index."""
+    op = "T.tile.topk"
+    tr = current_tracer(op)
+    d = _Tile(op, "the destination", dst)
+    s = _Tile(op, "src", src)
+    k, n = static_value(top_k), static_value(count)
+    if len(d.shape()) != 1 or len(s.shape()) != 1 or not isinstance(k, int) or \
+            not isinstance(n, int) or d.shape()[0] < 2 * k or s.shape()[0] < n:
+        raise error(ValueError, f"{op}: expected a 1-d destination of 2 * top_k elements and "
+                                f"a 1-d src of count elements, got {d.name} {_text(d.shape())}, "
+                                f"{s.name} {_text(s.shape())}, top_k {top_k!r}, count "
+                                f"{count!r}")
+    rank = _alloc("T.tile.topk", [1], "int32", "local")
+
+    def emit() -> None:
+        for j in tr.ir_loop(LoopRange(op, "serial", [(0, n)]), "j"):
+            rank[0] = 0
+            v = s.at([j])
+            for i in tr.ir_loop(LoopRange(op, "serial", [(0, n)]), "i"):
+                u = s.at([i])
+                before = _select(u > v, 1, _select(u == v, _select(i < j, 1, 0), 0))
+                rank[0] = rank[0] + before
+            st = tr.if_(rank[0] < k)
+            d.store([rank[0] * 2], v)
+            d.store([rank[0] * 2 + 1], j)
+            tr.endif_(st)
+    _per_core(tr, (d.buffer, s.buffer), emit)
+
+
+def gather_mask(dst: Any, src: Any, pattern: str) -> None:
+    """dst = the elements of src that a fixed pattern selects: "Pabcd" takes,
+    of each 4 elements, element 0 where d is 1, 1 where c is, 2 where b is,
+    3 where a is (so "P0101" the even ones, "P1010" the odd ones)."""
+    op = "T.tile.gather_mask"
+    if not isinstance(pattern, str) or len(pattern) != 5 or pattern[0] != "P" or \
+            set(pattern[1:]) - {"0", "1"} or "1" not in pattern:
+        raise error(NotEmulatedError, f"{op}: pattern {pattern!r} is not emulated yet; the "
+                                      f"fixed patterns \"Pxxxx\" are")
+    offsets = [e for e in range(4) if pattern[4 - e] == "1"]
+    d = _Tile(op, "the destination", dst)
+    s = _Tile(op, "src", src)
+    if len(d.shape()) != 1 or len(s.shape()) != 1:
+        raise error(ValueError, f"{op}: expected 1-d operands, got {d.name} "
+                                f"{_text(d.shape())} and {s.name} {_text(s.shape())}")
+    c = len(offsets)
+
+    def pos(t: Any) -> Any:
+        within: Any = offsets[0]
+        for q in range(1, c):
+            within = _select(t % c == q, offsets[q], within)
+        return (t // c) * 4 + within
+    _loop(op, d, lambda ivs: d.store(ivs, s.at([pos(ivs[0])])))
 
 
 class NotEmulatedError(NotImplementedError, AttributeError):

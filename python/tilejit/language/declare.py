@@ -13,14 +13,14 @@ from __future__ import annotations
 import inspect
 import sys
 import threading
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from .. import _C
 from . import builder as _builder
 from . import rewrite as _rewrite
 from . import tracer as _tracer
 from .active import active, factory_name
-from .ascend import enter_npu_kernel, exit_npu_kernel
+from .ascend import NeedsLockstep, enter_npu_kernel, exit_npu_kernel
 from .dtypes import DType, dtype_name
 from .spans import Span, annotated_parameter, error, strip_internal_frames, user_span
 from .values import view_not_supported
@@ -192,6 +192,14 @@ def _resolve_annotation(ann: Any, fn: Any, caller_locals: Dict[str, Any], kernel
         _resolving.owner = _resolving.shape_error = None
 
 
+def _trace(fn: Any, name: str, params: List[Any], lockstep: bool) -> Any:
+    tracer = _tracer.Tracer(name, params, _builder.make_builder)
+    tracer.npu_lockstep = lockstep
+    body = _rewrite.rewritten(fn, tracer, name)
+    tracer.param_spans = _rewrite.param_spans(fn)
+    return _tracer.run(tracer, body)
+
+
 def prim_func(fn: Any = None, **options: Any) -> Any:
     """Declares a kernel: runs ``fn`` once (rewritten, see rewrite.py) with
     parameter proxies and returns the PrimFunc (signature in annotation
@@ -219,11 +227,14 @@ def prim_func(fn: Any = None, **options: Any) -> Any:
         else:
             raise TypeError(f"{name}: parameter '{p.name}' is annotated with {ann!r}; expected "
                             f"T.Tensor(shape, dtype) or T.int32 / T.int64 / T.float32")
-    tracer = _tracer.Tracer(name, params, _builder.make_builder)
     try:
-        body = _rewrite.rewritten(fn, tracer, name)
-        tracer.param_spans = _rewrite.param_spans(fn)
-        return _tracer.run(tracer, body)
+        try:
+            return _trace(fn, name, params, lockstep=False)
+        except NeedsLockstep:
+            # A TileLang-Ascend kernel whose data flows from vector to cube:
+            # traced again with its cube and vector parts in lockstep
+            # (ascend.py, Note [Cube and vector in lockstep]).
+            return _trace(fn, name, params, lockstep=True)
     except Exception as e:
         strip_internal_frames(e)
         raise e.with_traceback(e.__traceback__) from e.__cause__

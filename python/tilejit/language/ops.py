@@ -197,6 +197,12 @@ def _describe(x: Any) -> str:
 
 
 def _region_handle(tr: Any, r: Region) -> Any:
+    prefix = getattr(r.buffer, "core_prefix", None)
+    if prefix is not None:
+        # A UB buffer, one per vector core (ascend.py, Note [Cube and vector
+        # in lockstep]): the region of the core running.
+        inner = r.ranges if r.ranges is not None else [(0, e) for e in r.buffer.shape]
+        return _core_region(tr, r, prefix, inner)
     if r.ranges is None:
         return (r.buffer.buf, None)
     ranges = []
@@ -205,6 +211,24 @@ def _region_handle(tr: Any, r: Region) -> Any:
         hext = None if ext is None else to_handle(tr, ext, tr.b.dtype(hmin), "region extent")
         ranges.append((hmin, hext))
     return (r.buffer.buf, ranges)
+
+
+def _core_region(tr: Any, r: Region, prefix: Any, inner: Any) -> Any:
+    one = tr.b.const(1, "int32")
+    ranges = [(prefix.h, one)]
+    for mn, ext in inner:
+        hmin = to_handle(tr, mn, "int32", "region bound")
+        hext = None if ext is None else to_handle(tr, ext, tr.b.dtype(hmin), "region extent")
+        ranges.append((hmin, hext))
+    return (r.buffer.buf, ranges)
+
+
+def _per_core(tr: Any, buffers: Any, emit: Any) -> Any:
+    """ascend.per_core for a statement on Ascend buffers, else emit()."""
+    state = getattr(tr, "npu_state", None)
+    if state is None or not any(getattr(x, "core_prefix", None) is not None for x in buffers):
+        return emit()
+    return state["per_core"](tr, buffers, emit)
 
 
 def copy(src: Any, dst: Any, coalesced_width: Any = None, disable_tma: bool = False,
@@ -222,7 +246,16 @@ def copy(src: Any, dst: Any, coalesced_width: Any = None, disable_tma: bool = Fa
             check(s, d)
             break
     b = tr.tile("T.copy", span)
-    b.copy(_region_handle(tr, s), _region_handle(tr, d), span)
+    if options.get("enable_relu"):
+        # TileLang-Ascend's L0C -> GM copy with a ReLU on the way (ascend.py).
+        state = getattr(tr, "npu_state", None)
+        if state is None:
+            raise error(ValueError, "T.copy: enable_relu is TileLang-Ascend's, valid inside a "
+                                    "T.Kernel(..., is_npu=True) block", span)
+        state["copy_relu"](s, d)
+        return
+    _per_core(tr, (s.buffer, d.buffer),
+              lambda: b.copy(_region_handle(tr, s), _region_handle(tr, d), span))
 
 
 class GemmWarpPolicy(enum.IntEnum):
@@ -265,7 +298,7 @@ def fill(buffer: Any, value: Any, annotations: Any = None) -> None:
     h = to_handle(tr, value, r.buffer.dtype, "fill value")
     if b.dtype(h) != r.buffer.dtype:
         h = b.cast(r.buffer.dtype, h)
-    b.fill(_region_handle(tr, r), h, span)
+    _per_core(tr, (r.buffer,), lambda: b.fill(_region_handle(tr, r), h, span))
 
 
 def clear(buffer: Any, annotations: Any = None) -> None:
@@ -274,7 +307,8 @@ def clear(buffer: Any, annotations: Any = None) -> None:
     tr = current_tracer("T.clear")
     r = _region("T.clear", "destination", buffer)
     b = tr.tile("T.clear", span)
-    b.fill(_region_handle(tr, r), to_handle(tr, 0, r.buffer.dtype), span)
+    h = to_handle(tr, 0, r.buffer.dtype)
+    _per_core(tr, (r.buffer,), lambda: b.fill(_region_handle(tr, r), h, span))
 
 
 _REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax")
@@ -299,8 +333,13 @@ def reduce(buffer: Any, out: Any, reduce_type: str, dim: int = -1, clear: bool =
     if is_symbolic(clear) or not isinstance(clear, (bool, int)):
         raise error(TypeError, f"{op}: clear must be a Python bool, got {_describe(clear)}", span)
     b = tr.tile(op, span)
-    b.reduce(reduce_type, _region_handle(tr, src), _region_handle(tr, dst),
-             dim + rank if dim < 0 else dim, bool(clear), span)
+    axis = dim + rank if dim < 0 else dim
+    if getattr(src.buffer, "core_prefix", None) is not None:
+        # A UB buffer, one per vector core (ascend.py, Note [Cube and vector in lockstep]).
+        tr.npu_state["reduce"](tr, op, src, dst, reduce_type, axis, bool(clear))
+        return
+    b.reduce(reduce_type, _region_handle(tr, src), _region_handle(tr, dst), axis, bool(clear),
+             span)
 
 
 def reduce_sum(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1,

@@ -133,7 +133,10 @@ class Tracer:
         self.mode: Optional[str] = None  # None, "source" or "tile"
         self.mode_span: Optional[Span] = None
         self.frames: List[Any] = []
+        self.loop_extents: List[Any] = []  # of the open IR loops (ascend.py counts with them)
         self.kernels_entered = 0
+        self.npu_lockstep = False  # ascend.py, Note [Cube and vector in lockstep]
+        self.npu_state: Any = None
         # phase 1
         self.grid: Optional[List[Any]] = None
         self.threads: Any = 1
@@ -394,7 +397,10 @@ class Tracer:
             return _IfState(False, bool(cond))
         span = user_span()
         b = self.tile("a symbolic if", span)
-        b.begin_if(as_bool_handle(self, cond), span)
+        h = as_bool_handle(self, cond)
+        if self.npu_state is not None and self.npu_lockstep:
+            self.npu_state["check_branch"](self, h, span)  # ascend.check_branch
+        b.begin_if(h, span)
         self.frames.append(IF)
         return _IfState(True, False)
 
@@ -459,6 +465,7 @@ class Tracer:
             hext = to_handle(self, ext, b.dtype(hmin), "loop extent")
             v = b.begin_for(name, hmin, hext, kinds[lr.kind], lr.stages, span)
             self.frames.append(FOR)
+            self.loop_extents.append(static_value(ext))
             loop_vars.append(Value(v))
         if lr.step != 1:
             stepped = loop_vars[0] * lr.step
@@ -468,6 +475,7 @@ class Tracer:
         for _ in lr.dims:
             b.end_for(end)
             self.frames.pop()
+            self.loop_extents.pop()
 
     def while_(self, cond: Callable[[], Any]) -> Any:
         c = cond()
