@@ -100,14 +100,7 @@ void CudaTileCodegen::emit_register_runs(const std::vector<const ir::ForStmt*>& 
   indent();
   line("const int tilejit_r = tilejit_run * " + v + " + tilejit_v;");
   line("const int64_t " + var_name(lane) + " = " + first + " + tilejit_v;");
-  reg_vars_ = {nest[0]->var.var_id()};
-  if (!layout.flat) reg_vars_.push_back(lane.var_id());
-  reg_layout_ = &layout;
-  parallel_depth_ += 1;
-  emit_stmt(nest.back()->body);
-  parallel_depth_ -= 1;
-  reg_layout_ = nullptr;
-  reg_vars_.clear();
+  emit_register_body(nest, layout, !layout.flat);
   dedent();
   line("}");
   end_run(staged, arrays, lane, layout.v, first, true);

@@ -255,18 +255,12 @@ void CudaTileCodegen::emit_parallel_nest(const ir::ForStmt& op) {
          (layout->flat ? "::col(tilejit_r);" : "::row(tilejit_r);"));
     // Note [Short accumulators]: the rows only registers have.
     if (layout->m_real > 0) line("if (" + var_name(nest[0]->var) + " >= " + str(layout->m_real) + ") continue;");
-    reg_vars_ = {nest[0]->var.var_id()};
-    if (!layout->rows() && !layout->flat) {
+    const bool tile = !layout->rows() && !layout->flat;
+    if (tile) {
       line("const int64_t " + var_name(nest[1]->var) + " = " + layout->type() +
            "::col(tilejit_r);");
-      reg_vars_.push_back(nest[1]->var.var_id());
     }
-    reg_layout_ = layout;
-    parallel_depth_ += 1;
-    emit_stmt(nest.back()->body);
-    parallel_depth_ -= 1;
-    reg_layout_ = nullptr;
-    reg_vars_.clear();
+    emit_register_body(nest, *layout, tile);
     dedent();
     line("}");
     return;
@@ -313,6 +307,18 @@ void CudaTileCodegen::emit_parallel_nest(const ir::ForStmt& op) {
   nest_vars_.clear();
   dedent();
   line("}");
+}
+
+void CudaTileCodegen::emit_register_body(const std::vector<const ir::ForStmt*>& nest,
+                                         const AccLayout& layout, bool both_indices) {
+  reg_vars_ = {nest[0]->var.var_id()};
+  if (both_indices) reg_vars_.push_back(nest[1]->var.var_id());
+  reg_layout_ = &layout;
+  parallel_depth_ += 1;
+  emit_stmt(nest.back()->body);
+  parallel_depth_ -= 1;
+  reg_layout_ = nullptr;
+  reg_vars_.clear();
 }
 
 // Note [Reductions in a T.Parallel nest]

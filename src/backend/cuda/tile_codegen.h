@@ -149,6 +149,10 @@ class CudaTileCodegen final : public backend::TileCodegen {
   /// next iteration) only where what is pending meets them again.
   void emit_body(const ir::Stmt& body, bool back_edge);
   void emit_parallel_nest(const ir::ForStmt& op);
+  /// The nest's body in its register loop over `layout`, whose indices
+  /// (the row, and the column where `both_indices`) the loop has bound.
+  void emit_register_body(const std::vector<const ir::ForStmt*>& nest, const AccLayout& layout,
+                          bool both_indices);
   /// Note [Vectorised runs] (emit_runs.cpp). The accesses of `body` that a
   /// run over `lane` stages, writes too when `stage_writes`; none under
   /// debug bounds.
