@@ -29,18 +29,18 @@ def here():
     return inspect.currentframe().f_back.f_lineno
 
 
-def at(line, call, nth=1):
-    """file:line:col of the nth call `call(` of this file from that line on
-    (of `call` itself when it ends with a colon)."""
+def at(line, call, nth=1, path=F):
+    """file:line:col of the nth call `call(` of the file `path` (this one)
+    from that line on (of `call` itself when it ends with a colon)."""
     needle = call if call.endswith(":") else call + "("
     for _ in range(200):
-        text = linecache.getline(F, line)
+        text = linecache.getline(path, line)
         if needle in text:
             nth -= 1
             if nth == 0:
-                return f"{F}:{line}:{text.index(needle) + 1}"
+                return f"{path}:{line}:{text.index(needle) + 1}"
         line += 1
-    raise AssertionError(f"no {needle!r} in the 200 lines from {F}:{line - 200}")
+    raise AssertionError(f"no {needle!r} in the 200 lines from {path}:{line - 200}")
 
 
 # --- programs --------------------------------------------------------------

@@ -3,41 +3,21 @@ examples/), each kernel written here in the dialect with the structure and
 ops of the example named above it, at small shapes, run on the CPU
 emulation (python/tilejit/language/ascend.py) and checked against numpy."""
 
-import inspect
-import linecache
-
 import numpy as np
 import pytest
 
 import tilejit as tilelang
 import tilejit.language as T
 from support import raises_exact
+from test_ascend import at as _at, here, pass_configs
 from test_tile_kernels import needs_tile_cpu
 
 F = __file__
 
-pass_configs = {
-    tilelang.PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE: True,
-    tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: True,
-    tilelang.PassConfigKey.TL_ASCEND_MEMORY_PLANNING: True,
-    tilelang.PassConfigKey.TL_ASCEND_AUTO_CV_SYNC: True,
-}
-
-
-def here():
-    return inspect.currentframe().f_back.f_lineno
-
 
 def at(line, call, nth=1):
     """file:line:col of the nth `call(` of this file from that line on."""
-    for _ in range(200):
-        text = linecache.getline(F, line)
-        if call + "(" in text:
-            nth -= 1
-            if nth == 0:
-                return f"{F}:{line}:{text.index(call + '(') + 1}"
-        line += 1
-    raise AssertionError(f"no {call}( in the 200 lines from {F}:{line - 200}")
+    return _at(line, call, nth, path=F)
 
 
 # --- examples/activation/gelu_mul.py: vector cores only --------------------
