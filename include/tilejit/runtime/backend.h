@@ -46,6 +46,10 @@ struct SourceRequest {
   /// A tile body's scalar loads and stores of tile buffers check their
   /// indices at run time (JitOptions::debug_bounds).
   bool debug_bounds = false;
+  /// The architecture the source will be compiled for, as the backend
+  /// names it (Backend::source_arch; CUDA: "sm_90a", "compute_80"); "":
+  /// the backend's default.
+  std::string arch;
 };
 
 /// What generate() makes: the translation unit, what its kernel takes, and
@@ -178,6 +182,9 @@ class Backend {
   /// Everything besides the source that decides the binary: compiler
   /// identity and version, flags, architecture. Part of the disk-cache key.
   virtual std::string toolchain_key(const CompileOptions& options, Device device) = 0;
+  /// The architecture a source compiled with `options` for `device` targets,
+  /// for SourceRequest::arch ("": the target has one).
+  virtual std::string source_arch(const CompileOptions&, Device) { return ""; }
   /// Compiles `source` (whose entry points generate() made for
   /// `kernel_name`) into binary bytes. Throws CompileError with the
   /// compiler's command, log and the numbered source lines around the first

@@ -33,7 +33,12 @@ void CudaTileCodegen::sync() {
     line("tilejit::cuda::group_barrier<" + str(group_barrier_) + ", " + str(group_.count) +
          (pending_async_ ? ", true" : ", false") + ">();");
   } else {
-    line(pending_async_ ? "tilejit::cuda::barrier();" : "__syncthreads();");
+    if (swizzles()) {
+      // Note [Warpgroup gemms]: what the block wrote, wgmma sees.
+      line(std::string("tilejit::cuda::proxy_barrier<") + (pending_async_ ? "true" : "false") + ">();");
+    } else {
+      line(pending_async_ ? "tilejit::cuda::barrier();" : "__syncthreads();");
+    }
   }
   pending_async_ = false;
   synced_at_ = lines_written();

@@ -41,6 +41,9 @@ class CudaBackend final : public runtime::Backend {
   std::string toolchain_key(const runtime::CompileOptions& options, Device device) override {
     return cuda::toolchain_key(options, device);
   }
+  std::string source_arch(const runtime::CompileOptions& options, Device device) override {
+    return cuda::source_arch(options, device);
+  }
   std::string compile(const std::string& source, const std::string& kernel_name,
                       const runtime::CompileOptions& options, Device device) override {
     return compile_source(source, kernel_name, options, device);

@@ -59,6 +59,9 @@ void emit_args_struct(std::ostream& os, const ir::PrimFunc& f,
 
 /// NVRTC version, target architecture for `device` and flags.
 std::string toolchain_key(const runtime::CompileOptions& options, Device device);
+/// The architecture NVRTC compiles for with `options` on `device` ("sm_90a",
+/// "compute_80"; Note [Choosing the architecture]).
+std::string source_arch(const runtime::CompileOptions& options, Device device);
 
 /// Compiles with NVRTC for `device`'s architecture (sm_90a when the driver
 /// or the device is absent). Returns the binary: a tag byte ('C' cubin, 'P'

@@ -179,6 +179,11 @@ std::string program_name(const std::string& kernel_name) {
   return stem.substr(0, 64) + ".cu";
 }
 
+std::string source_arch(const runtime::CompileOptions& options, Device device) {
+  check_cuda_device(device, "source_arch");
+  return choose_target(nvrtc(), user_flags(options), device).arch;
+}
+
 std::string toolchain_key(const runtime::CompileOptions& options, Device device) {
   check_cuda_device(device, "toolchain_key");
   const NvrtcApi& api = nvrtc();
@@ -233,6 +238,15 @@ std::string compile_source(const std::string& source, const std::string& kernel_
   r = api.nvrtcCompileProgram(guard.prog, int(argv.size()), argv.data());
   if (TILEJIT_UNLIKELY(r != NVRTC_SUCCESS)) {
     throw_compile_failure(api, r, kernel_name, flags, program_log(api, guard.prog), source, program);
+  }
+
+  // Note [Warpgroup gemms]: ptxas serialises wgmma it cannot pipeline (an
+  // accumulator it had to move, a fence missing), a many-fold slowdown the
+  // lowering must never cause; it fails the compile rather than run slow.
+  if (const std::string log = program_log(api, guard.prog);
+      log.find("wgmma") != std::string::npos && log.find("serializ") != std::string::npos) {
+    TILEJIT_THROW(kCompileError) << kernel_name << ": ptxas serialised the kernel's wgmma ("
+                                 << backend::clip_log(log) << ")";
   }
 
   std::string binary(1, target.cubin ? 'C' : 'P');

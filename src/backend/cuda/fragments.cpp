@@ -1,6 +1,7 @@
 // Note [Register accumulators] and Note [Padded gemm operands] in
 // fragments.h.
 #include "backend/cuda/fragments.h"
+#include "backend/cuda/warpgroup_gemms.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -60,9 +61,10 @@ struct Nest {
 // The A operand in registers of a gemm into an accumulator over wm x wr
 // warps: an m x k tile over wm warp rows, held alike by the wr warps of
 // each.
-AccLayout operand_layout(int64_t m, int64_t k, int wm, int wr) {
+AccLayout operand_layout(int64_t m, int64_t k, int wm, int wr, bool il_rows) {
   AccLayout l{m, k, wm, 1};
   l.wr = wr;
+  l.il_rows = il_rows;
   return l;
 }
 
@@ -368,7 +370,7 @@ bool mma_gemm(const ir::GemmOp& g, const AccLayout& layout, const AccLayout* a_l
   const int64_t n = g.trans_b ? dim(b, 0) : dim(b, 1);
   // A in registers: the C's warp rows, each of its WN warps holding the whole row's A.
   if (a_layout != nullptr &&
-      !(*a_layout == operand_layout(m, k, layout.wm, layout.wn) && !g.trans_a)) {
+      !(*a_layout == operand_layout(m, k, layout.wm, layout.wn, layout.il_rows) && !g.trans_a)) {
     return false;
   }
   // Short accumulators read 16 rows of an untransposed A (Note [Short accumulators]).
@@ -668,7 +670,8 @@ static bool fit_register_budget(const Uses& uses, int threads, std::map<uint64_t
 static FragmentChoice choose_registers(Uses& uses, int threads,
                                        const std::set<uint64_t>& in_groups,
                                        std::map<uint64_t, runtime::Diagnostic>& vector_why,
-                                       int min_cols, bool* over_budget) {
+                                       int min_cols, bool* over_budget, bool warpgroups,
+                                       const std::map<uint64_t, int>& swizzlable) {
   // A register layout spreads a tile over the whole block's warps.
   uses.out.insert(in_groups.begin(), in_groups.end());
   uses.repl_out.insert(in_groups.begin(), in_groups.end());
@@ -684,6 +687,21 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
     // Note [Short accumulators]: fewer than 16 rows are an mma tile's first.
     const int64_t rows = dim(buffer, 0), n = dim(buffer, 1);
     const int64_t m = std::max<int64_t>(rows, 16);
+    // Note [Warpgroup gemms]: every warp on 16 rows of each 64 * G.
+    if (warpgroups) {
+      AccLayout layout{m, n, warps, 1};
+      layout.il_rows = true;
+      std::string why = warpgroup_accumulator(g, swizzlable, m, n, threads);
+      if (why.empty() && layout.registers() > kMaxAccRegisters) {
+        why = std::to_string(layout.registers()) + " accumulator registers a thread, past " +
+              std::to_string(kMaxAccRegisters);
+      }
+      if (why.empty()) {
+        regs.emplace(id, layout);
+        continue;
+      }
+      choice.not_warpgroup[id] = why;
+    }
     for (auto [wm, wn] : grids(warps, g.front()->policy, m, n)) {
       AccLayout layout{m, n, wm, wn, rows < 16 ? rows : 0};
       if (m % (16 * wm) != 0 || n % (min_cols * wn) != 0) continue;
@@ -701,7 +719,8 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
     if (uses.out.count(id) || uses.as_c.count(id)) continue;
     auto c = regs.find(g.front()->c.buffer.id());
     if (c == regs.end() || c->second.m_real != 0) continue;
-    const AccLayout layout = operand_layout(dim(buffer, 0), dim(buffer, 1), c->second.wm, c->second.wn);
+    const AccLayout layout = operand_layout(dim(buffer, 0), dim(buffer, 1), c->second.wm,
+                                           c->second.wn, c->second.il_rows);
     if (layout.m % (16 * layout.wm) != 0 || layout.n % 16 != 0 ||
         layout.registers() > kMaxAccRegisters) {
       continue;
@@ -771,13 +790,14 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
       choice.padded_rows[op->a.buffer.id()] = c->second.m;
     }
   }
+  if (warpgroups) choice.swizzled = swizzled_operands(uses.all_gemms, swizzlable, regs);
   // The 16-bit operands of gemms that may run on tensor cores (into
   // registers, or in the library's gemm on shared C).
   for (const ir::GemmOp* op : uses.all_gemms) {
     for (const ir::Buffer* x : {&op->a.buffer, &op->b.buffer}) {
       if (is_16bit_float(x->dtype()) && x->rank() == 2 && dim(*x, 1) > 0 && dim(*x, 1) % 8 == 0 &&
           (x->scope() == ir::Scope::kShared || x->scope() == ir::Scope::kFragment) &&
-          !in_regs(x->id())) {
+          !in_regs(x->id()) && !choice.swizzled.count(x->id())) {
         choice.padded[x->id()] = true;
       }
     }
@@ -785,18 +805,24 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
   return choice;
 }
 
+bool covers_buffer(const ir::Region& r) { return is_whole(r); }
+
 FragmentChoice choose_fragments(const ir::KernelStmt& kernel, int threads,
-                                const std::set<uint64_t>& in_groups) {
+                                const std::set<uint64_t>& in_groups, bool warpgroups) {
   Uses uses;
   uses.visit(kernel.body);
   std::map<uint64_t, runtime::Diagnostic> vector_why;
   bool over_budget = false;
-  FragmentChoice choice = choose_registers(uses, threads, in_groups, vector_why, 8, &over_budget);
+  const std::map<uint64_t, int> swizzlable =
+      warpgroups ? swizzlable_operands(kernel, in_groups) : std::map<uint64_t, int>{};
+  FragmentChoice choice = choose_registers(uses, threads, in_groups, vector_why, 8, &over_budget,
+                                           warpgroups, swizzlable);
   if (over_budget) {
     // Note [Register budget]: warp tiles of 8 columns serve row vectors and
     // operands held alike; without them, wider ones read fewer fragments.
     vector_why.clear();
-    choice = choose_registers(uses, threads, in_groups, vector_why, 16, &over_budget);
+    choice = choose_registers(uses, threads, in_groups, vector_why, 16, &over_budget, warpgroups,
+                              swizzlable);
   }
   explain_shared(uses, threads, in_groups, vector_why, choice);
   return choice;

@@ -161,6 +161,9 @@ struct AccLayout {
   /// with WN = wr warps on a warp row, or the A operand in registers of a
   /// gemm into one (each of them holds the row's whole A).
   int wr = 1;
+  /// Interleaved rows (Note [Warpgroup gemms]): warp w holds rows 16 * w +
+  /// 16 * wm * mt of its 16-row blocks mt, as wgmma leaves them.
+  bool il_rows = false;
   bool rows() const { return n == 0 && !repl; }
   bool part() const { return tc > 0; }
   int64_t buffer_rows() const { return m_real > 0 ? m_real : m; }
@@ -186,6 +189,7 @@ struct AccLayout {
       r.tc = tc;
     } else {
       r.wr = wn;
+      r.il_rows = il_rows;
     }
     return r;
   }
@@ -227,6 +231,12 @@ struct FragmentChoice {
   /// Buffer id -> its register layout (Note [Register accumulators]); the
   /// element type is the buffer's.
   std::map<uint64_t, AccLayout> registers;
+  /// Buffer id -> the bytes of its panels' rows (32, 64 or 128), for the
+  /// shared operands of warpgroup gemms (Note [Warpgroup gemms]).
+  std::map<uint64_t, int> swizzled;
+  /// Accumulator id -> why it did not take the warpgroup layout, where the
+  /// target has wgmma (the lowering report's reason for mma.sync).
+  std::map<uint64_t, std::string> not_warpgroup;
   /// Buffer ids of the padded gemm operands (Note [Padded gemm operands]).
   std::map<uint64_t, bool> padded;
   /// Buffer id -> rows allocated, for the A operands in shared memory of
@@ -238,15 +248,20 @@ struct FragmentChoice {
   std::map<uint64_t, runtime::Diagnostic> kept_shared;
 };
 
+/// Whether the region spans all of its buffer.
+bool covers_buffer(const ir::Region& r);
+
 /// The partitioned layout of an m x n tile over `threads` threads (Note
 /// [Partitioned fragments]), or none (part_layout.cpp).
 std::optional<AccLayout> part_layout(int64_t m, int64_t n, int threads);
 
 /// The choice for the kernel `kernel`, run with `threads` threads.
 /// `in_groups`: buffers that ops of a thread range (Note [Thread
-/// semantics]) touch, which stay in shared memory.
+/// semantics]) touch, which stay in shared memory. `warpgroups`: the
+/// target has wgmma (sm_90a; Note [Warpgroup gemms]).
 FragmentChoice choose_fragments(const ir::KernelStmt& kernel, int threads,
-                                const std::set<uint64_t>& in_groups = {});
+                                const std::set<uint64_t>& in_groups = {},
+                                bool warpgroups = false);
 
 /// The loops of the T.Parallel nest that starts at `op`: each loop whose
 /// body is (a sequence of one) T.Parallel loop, outermost first.

@@ -10,6 +10,7 @@
 #include "backend/common/accesses.h"
 #include "backend/cuda/tile_codegen.h"
 #include "backend/cuda/tile_memory.h"
+#include "backend/cuda/warpgroup_gemms.h"
 #include "tilejit/core/error.h"
 #include "tilejit/ir/buffer.h"
 
@@ -77,7 +78,7 @@ void CudaTileCodegen::emit_tile_op(const ir::Stmt& s) {
     pending_async_ = true;  // copy.h uses cp.async
   }
   switch (s.kind()) {
-    case ir::StmtKind::kCopy: backend::lower_copy(*this, *s.as<ir::CopyOp>()); break;
+    case ir::StmtKind::kCopy: emit_copy(*s.as<ir::CopyOp>()); break;
     case ir::StmtKind::kGemm: backend::lower_gemm(*this, *s.as<ir::GemmOp>()); break;
     case ir::StmtKind::kFill: backend::lower_fill(*this, *s.as<ir::FillOp>()); break;
     case ir::StmtKind::kReduce: backend::lower_reduce(*this, *s.as<ir::ReduceOp>()); break;
@@ -118,8 +119,7 @@ void CudaTileCodegen::emit_prefetch(const ir::ForStmt& op,
     a.name = a.data = "(" + base + " + (" + stage + ") * " + str(stride) + ")";
     set_access(dst, a);
     const auto ahead = pipelines_.ahead.find(copy);
-    backend::lower_copy(*this, ahead == pipelines_.ahead.end() ? *copy
-                                                               : *ahead->second.as<ir::CopyOp>());
+    emit_copy(ahead == pipelines_.ahead.end() ? *copy : *ahead->second.as<ir::CopyOp>());
     set_access(dst, saved);
   }
   bind_var(op.var, k);
@@ -148,6 +148,7 @@ void CudaTileCodegen::emit_pipelined(const ir::ForStmt& op,
   // Iteration k's group has landed once at most stages - 2 newer ones are
   // in flight; the barrier shows it to every thread.
   line("tilejit::cuda::async_wait_group<" + str(stages - 2) + ">();");
+  if (swizzles()) line("tilejit::cuda::async_proxy_fence();");  // Note [Warpgroup gemms]
   line("__syncthreads();");
   synced_at_ = lines_written();
   read_since_.clear();
@@ -180,6 +181,65 @@ void CudaTileCodegen::emit_pipelined(const ir::ForStmt& op,
   line("}");
   line("tilejit::cuda::async_wait_all();");
   sync();
+}
+
+void CudaTileCodegen::emit_copy(const ir::CopyOp& op) {
+  auto sw = choice_.swizzled.find(op.dst.buffer.id());
+  if (sw == choice_.swizzled.end()) {
+    backend::lower_copy(*this, op);
+    return;
+  }
+  // Note [Warpgroup gemms]: the whole tile, written as wgmma reads it.
+  TILEJIT_ICHECK(!own_code() && group_args().empty())
+      << func().name << ": a copy into the swizzled tile " << op.dst.buffer.name()
+      << " that is not the block's";
+  const backend::BufferAccess& dst = access(op.dst.buffer, op.span, "T.copy");
+  line("// T.copy(" + ir::to_string(op.src) + ", " + ir::to_string(op.dst) + "): swizzled");
+  line("tilejit::cuda::copy_swizzled<" + str(sw->second) + ", " + str(dst.static_shape[0]) + ", " +
+       str(dst.static_shape[1]) + copy_template_tail(op) + ">(" + dst.data + ", " +
+       backend::copy_side_rect(*this, op, true) + ");");
+}
+
+void CudaTileCodegen::emit_warpgroup_gemm(const ir::GemmOp& op, const AccLayout& c) {
+  const WarpgroupGemm g = warpgroup_gemm(op, choice_);
+  const backend::BufferAccess& a = access(op.a.buffer, op.span, "T.gemm");
+  const backend::BufferAccess& b = access(op.b.buffer, op.span, "T.gemm");
+  const std::string acc = access(op.c.buffer, op.span, "T.gemm").name;
+  const std::string tb = op.trans_b ? "true" : "false";
+  const std::string clear = op.clear_accum ? "true" : "false";
+  const std::string head = "// T.gemm(" + ir::to_string(op.a) + ", " + ir::to_string(op.b) + ", " +
+                           ir::to_string(op.c) + "): ";
+  if (g.columns == 0) {
+    // mma.sync over the warpgroup layout's 16-row blocks.
+    line(head + "tensor cores into registers (mma.sync: " + g.why + ")");
+    if (const AccLayout* la = register_layout(op.a.buffer)) {
+      line("tilejit::cuda::acc_gemm_rs<" + c.type() + ", " + str(la->n) + ", " + tb + ", " +
+           str(b.static_shape[1]) + ">(" + acc + ", " + a.name + ", " + b.data + ", " + clear +
+           ");");
+      return;
+    }
+    const int64_t k = op.trans_a ? a.static_shape[0] : op.a.buffer.shape()[1].int_value();
+    line("tilejit::cuda::acc_gemm<" + c.type() + ", " + str(k) + ", " +
+         (op.trans_a ? "true" : "false") + ", " + tb + ", " + str(a.static_shape[1]) + ", " +
+         str(b.static_shape[1]) + ">(" + acc + ", " + a.data + ", " + b.data + ", " + clear + ");");
+    return;
+  }
+  wgmma_columns_.insert(g.columns);
+  const int swb = choice_.swizzled.at(op.b.buffer.id());
+  const std::string b_tail = str(b.static_shape[0]) + ", " + str(swb) + ", " + str(g.columns);
+  if (g.a_in_registers) {
+    const AccLayout* la = register_layout(op.a.buffer);
+    line(head + "wgmma, A from registers");
+    line("tilejit::cuda::acc_gemm_wg_rs<" + c.type() + ", " + str(la->n) + ", " + tb + ", " +
+         b_tail + ">(" + acc + ", " + a.name + ", " + b.data + ", " + clear + ");");
+    return;
+  }
+  const int64_t k = op.trans_a ? a.static_shape[0] : a.static_shape[1];
+  line(head + "wgmma");
+  line("tilejit::cuda::acc_gemm_wg<" + c.type() + ", " + str(k) + ", " +
+       (op.trans_a ? "true" : "false") + ", " + tb + ", " + str(a.static_shape[0]) + ", " +
+       str(choice_.swizzled.at(op.a.buffer.id())) + ", " + b_tail + ">(" + acc + ", " + a.data +
+       ", " + b.data + ", " + clear + ");");
 }
 
 // The copy of a whole 16-bit shared tile into an A operand in registers
@@ -223,6 +283,10 @@ bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
       const auto* op = s.as<ir::GemmOp>();
       const AccLayout* l = register_layout(op->c.buffer);
       if (l == nullptr) return false;
+      if (l->il_rows) {
+        emit_warpgroup_gemm(*op, *l);
+        return true;
+      }
       const backend::BufferAccess& a = access(op->a.buffer, s.span(), "T.gemm");
       const backend::BufferAccess& b = access(op->b.buffer, s.span(), "T.gemm");
       const std::string c = access(op->c.buffer, s.span(), "T.gemm").name;

@@ -6,6 +6,7 @@
 
 #include "backend/cuda/tile_codegen.h"
 #include "backend/cuda/tile_memory.h"
+#include "backend/cuda/warpgroup_gemms.h"
 #include "tilejit/ir/visitor.h"
 #include "tilejit/transform/thread_uniformity.h"
 
@@ -150,7 +151,17 @@ Diagnostic copy_record(const ir::CopyOp& op, const FragmentChoice& choice, int t
 Diagnostic gemm_record(const ir::GemmOp& op, const FragmentChoice& choice, int threads) {
   Diagnostic d{"T.gemm", op.span, "mma", ""};
   const ir::Buffer &a = op.a.buffer, &b = op.b.buffer, &c = op.c.buffer;
-  if (layout(choice, c) != nullptr) return d;  // tensor cores into registers
+  if (const AccLayout* l = layout(choice, c)) {  // tensor cores into registers
+    if (l->il_rows) {
+      // Note [Warpgroup gemms].
+      const WarpgroupGemm g = warpgroup_gemm(op, choice);
+      d.path = g.columns > 0 ? "wgmma" : "mma";
+      d.reason = g.why;
+    } else if (auto why = choice.not_warpgroup.find(c.id()); why != choice.not_warpgroup.end()) {
+      d.reason = "not wgmma: " + why->second;
+    }
+    return d;
+  }
   // The library's gemm on a C in shared memory (tilejit/cuda/gemm.h): mma
   // where its static conditions hold, SIMT otherwise.
   const std::vector<int64_t> ea = extents(op.a), eb = extents(op.b);

@@ -17,11 +17,15 @@ std::string AccLayout::type() const {
     return "tilejit::cuda::PartTile<" + std::to_string(m) + ", " + std::to_string(n) + ", " +
            std::to_string(tr) + ", " + std::to_string(tc) + ", " + std::to_string(v) + ">";
   }
-  const std::string rep = wr > 1 ? ", " + std::to_string(wr) : std::string();
+  // Trailing template arguments, each printed where it or one after it
+  // differs from its default.
+  const std::string il = il_rows ? ", true" : "";
+  const std::string rep = wr > 1 || il_rows ? ", " + std::to_string(wr) + il : std::string();
   if (rows()) return "tilejit::cuda::MmaRows<" + std::to_string(m) + ", " + std::to_string(wm) + rep + ">";
   return "tilejit::cuda::MmaAcc<" + std::to_string(m) + ", " + std::to_string(n) + ", " +
          std::to_string(wm) + ", " + std::to_string(wn) +
-         (m_real > 0 || wr > 1 ? ", " + std::to_string(m_real > 0 ? m_real : m) : std::string()) +
+         (m_real > 0 || wr > 1 || il_rows ? ", " + std::to_string(m_real > 0 ? m_real : m)
+                                          : std::string()) +
          rep + ">";
 }
 

@@ -18,7 +18,7 @@ namespace {
 
 constexpr int64_t kAlign = 128;
 
-int64_t align_up(int64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+int64_t align_up(int64_t x, int64_t align = kAlign) { return (x + align - 1) / align * align; }
 
 /// The statements of `s`'s sequence, nested sequences flattened.
 void flatten(const ir::Stmt& s, std::vector<const ir::Stmt*>* out) {
@@ -392,10 +392,11 @@ SmemPlan plan_shared_memory(const ir::Stmt& body, const std::vector<SmemRequest>
       }
     }
     std::sort(taken.begin(), taken.end());
+    const int64_t align = std::max(kAlign, requests[i].align);
     int64_t offset = 0;
     for (const auto& [lo, hi] : taken) {
       if (offset + bytes <= lo) break;  // fits below this one, and so below all later ones
-      offset = std::max(offset, align_up(hi));
+      offset = std::max(offset, align_up(hi, align));
     }
     plan.offsets[requests[i].buffer.id()] = offset;
     plan.bytes[requests[i].buffer.id()] = bytes;

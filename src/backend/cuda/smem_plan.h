@@ -42,7 +42,7 @@
 //    the rule at each level. A `continue` or `break` before the overwrite skips
 //    the rest of the iteration or leaves the loop, so neither breaks 3.
 //  - Offsets are then assigned largest buffer first, each at the lowest
-//    multiple of 128 bytes where it meets no buffer already placed whose live
+//    multiple of 128 bytes (or of its request's alignment) where it meets no buffer already placed whose live
 //    range overlaps its own. A buffer the body never accesses is taken to
 //    be live throughout (it may stand for memory the lowering uses in ways
 //    the body does not show), so it shares no byte.
@@ -67,6 +67,9 @@ namespace tilejit::cuda {
 struct SmemRequest {
   ir::Buffer buffer;
   int64_t bytes;
+  /// The alignment of its offset, past the 128 bytes every buffer gets:
+  /// 1024 for a swizzled tile (Note [Warpgroup gemms]).
+  int64_t align = 128;
 };
 
 struct SmemPlan {

@@ -118,6 +118,12 @@ class CudaTileCodegen final : public backend::TileCodegen {
   /// The shared memory the body's tiles take, known once emitted.
   int64_t smem_bytes() const { return smem_bytes_; }
 
+  /// The columns of the wgmma instructions the body's gemms use (Note
+  /// [Warpgroup gemms]): the unit includes tilejit/cuda/wgmma/m64n<N>.h.
+  const std::set<int>& wgmma_columns() const { return wgmma_columns_; }
+  /// Some shared tile is swizzled: the shared memory starts 1024-aligned.
+  bool swizzles() const { return !choice_.swizzled.empty(); }
+
   /// The copies proven inside their tensors (Note [Copies inside their
   /// tensor] in inside_copies.h), lowered without copy.h's edge walk.
   std::set<const ir::CopyOp*> inside_copies_;
@@ -197,6 +203,14 @@ class CudaTileCodegen final : public backend::TileCodegen {
   /// false when it has none.
   bool emit_register_op(const ir::Stmt& s);
   bool operand_from_shared(const ir::CopyOp& op, const AccLayout& to);
+  /// A T.copy the block makes: into a swizzled tile through copy_swizzled
+  /// (Note [Warpgroup gemms]), else the common lowering.
+  void emit_copy(const ir::CopyOp& op);
+  /// T.gemm into a register accumulator of the warpgroup layout: wgmma, or
+  /// mma.sync in that layout.
+  void emit_warpgroup_gemm(const ir::GemmOp& op, const AccLayout& c);
+  /// ", rows padded" or the swizzle of a shared tile, for its declaration.
+  std::string layout_note(const ir::Buffer& b) const;
   const AccLayout* register_layout(const ir::Buffer& b) const;
   const AccLayout* register_layout_of(uint64_t id) const;
   /// Bytes of shared memory at a new 128-byte boundary; returns the offset.
@@ -236,6 +250,7 @@ class CudaTileCodegen final : public backend::TileCodegen {
   int64_t synced_at_ = -1;  // lines_written() after the last barrier
   std::set<uint64_t> read_since_, written_since_;
   std::set<uint64_t> locals_;  // local buffers (per thread)
+  std::set<int> wgmma_columns_;
 };
 
 }  // namespace tilejit::cuda

@@ -41,6 +41,11 @@ int64_t align128(int64_t v) { return (v + 127) / 128 * 128; }
 
 }  // namespace
 
+int64_t stage_bytes(int64_t bytes, bool swizzled) {
+  const int64_t align = swizzled ? 1024 : 128;
+  return (bytes + align - 1) / align * align;
+}
+
 // The shared-memory tiles of `kernel` with their bytes (padded rows, stages)
 // and where they lie (smem_plan.h).
 SmemPlan plan_tiles(const ir::KernelStmt& kernel, const FragmentChoice& choice,
@@ -58,7 +63,9 @@ SmemPlan plan_tiles(const ir::KernelStmt& kernel, const FragmentChoice& choice,
     const int64_t elements = tile_elements(b, choice);
     auto st = pipelines.stages.find(b.id());
     const int64_t bytes = elements * b.dtype().bytes();
-    requests.push_back({b, st == pipelines.stages.end() ? bytes : align128(bytes) * st->second});
+    const bool swizzled = choice.swizzled.count(b.id()) != 0;
+    requests.push_back({b, st == pipelines.stages.end() ? bytes : stage_bytes(bytes, swizzled) * st->second,
+                        swizzled ? 1024 : 128});
   }
   return plan_shared_memory(kernel.body, requests);
 }

@@ -18,6 +18,10 @@ namespace tilejit::cuda {
 /// padding of gemm operands (longer rows, more rows: fragments.h).
 int64_t tile_elements(const ir::Buffer& b, const FragmentChoice& choice);
 
+/// The bytes of one pipeline stage of a tile of `bytes`: whole 128-byte
+/// lines, or 1024 for a swizzled tile (Note [Warpgroup gemms]).
+int64_t stage_bytes(int64_t bytes, bool swizzled);
+
 /// The shared memory the row reductions across warps of `choice` need.
 int64_t scratch_bytes(const FragmentChoice& choice);
 

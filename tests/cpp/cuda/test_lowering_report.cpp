@@ -19,12 +19,14 @@ namespace {
 
 namespace ex = ::examples::tile;
 
-runtime::LoweringReport report_of(const ir::PrimFunc& f) {
+// `arch`: the architecture the source is for ("": the default, sm_90a).
+runtime::LoweringReport report_of(const ir::PrimFunc& f, const std::string& arch = "") {
   const ir::PrimFunc func = transform::plan_workspaces(transform::verify(f));
   const std::vector<std::string> symbols = symbols_of(func);
   runtime::SourceRequest request;
   request.func = &func;
   request.symbols = symbols;
+  request.arch = arch;
   return cuda_backend().generate(request).report;
 }
 
@@ -59,8 +61,12 @@ TEST(CudaLoweringReport, SixteenBitGemm) {
     EXPECT_GT(b.bytes, 0) << b.name;
   }
   ASSERT_EQ(ops(r, "T.gemm").size(), 1u);
-  EXPECT_EQ(ops(r, "T.gemm")[0]->path, "mma");
+  EXPECT_EQ(ops(r, "T.gemm")[0]->path, "wgmma");
   EXPECT_EQ(ops(r, "T.gemm")[0]->reason, "");
+  // Before Hopper, mma.sync.
+  const runtime::LoweringReport ampere = report_of(ex::gemm(cfg), "sm_80");
+  ASSERT_EQ(ops(ampere, "T.gemm").size(), 1u);
+  EXPECT_EQ(ops(ampere, "T.gemm")[0]->path, "mma");
   const auto pipelined = ops(r, "T.Pipelined");
   ASSERT_EQ(pipelined.size(), 1u);
   EXPECT_EQ(pipelined[0]->path, "pipelined, 3 stages");
@@ -71,6 +77,39 @@ TEST(CudaLoweringReport, SixteenBitGemm) {
   EXPECT_EQ(copies[0]->path, "cp_async");
   EXPECT_EQ(copies[1]->path, "cp_async");
   EXPECT_EQ(copies[2]->path, "registers");
+}
+
+// Note [Warpgroup gemms]: a shared tile the program also reads element by
+// element keeps its row-major layout, and the gemm that reads it runs on
+// mma.sync in the warpgroup accumulator's layout, the report naming why.
+TEST(CudaLoweringReport, AGemmWhoseTileIsAlsoReadRunsOnMma) {
+  using ir::Expr;
+  ir::TileBuilder b("gemm_reads_b");
+  const DataType f16 = DataType::float16(), f32 = DataType::float32();
+  const ir::Buffer A = b.tensor_param("A", {Expr(128), Expr(128)}, f16);
+  const ir::Buffer B = b.tensor_param("B", {Expr(128), Expr(128)}, f16);
+  const ir::Buffer C = b.tensor_param("C", {Expr(128), Expr(128)}, f32);
+  b.begin_kernel({Expr(1)}, {128});
+  const ir::Buffer A_s = b.alloc("A_s", {128, 128}, f16, ir::Scope::kShared);
+  const ir::Buffer B_s = b.alloc("B_s", {128, 128}, f16, ir::Scope::kShared);
+  const ir::Buffer C_l = b.alloc("C_l", {128, 128}, f32, ir::Scope::kFragment);
+  b.copy(ir::whole(A), ir::whole(A_s));
+  b.copy(ir::whole(B), ir::whole(B_s));
+  b.gemm(ir::whole(A_s), ir::whole(B_s), ir::whole(C_l), false, false, true);
+  const Expr i = b.begin_for("i", 0, 128, ir::ForKind::kParallel);
+  const Expr j = b.begin_for("j", 0, 128, ir::ForKind::kParallel);
+  b.store(C_l, {i, j}, ir::load(C_l, {i, j}) + ir::cast(f32, ir::load(B_s, {i, j})));
+  b.end_for();
+  b.end_for();
+  b.copy(ir::whole(C_l), ir::whole(C));
+  b.end_kernel();
+  const runtime::LoweringReport r = report_of(b.finish());
+  const auto gemms = ops(r, "T.gemm");
+  ASSERT_EQ(gemms.size(), 1u);
+  EXPECT_EQ(gemms[0]->path, "mma");
+  EXPECT_NE(gemms[0]->reason.find("B B_s is not a shared tile that only whole-tile copies write"),
+            std::string::npos)
+      << gemms[0]->reason;
 }
 
 TEST(CudaLoweringReport, FlashAttention) {
@@ -86,7 +125,7 @@ TEST(CudaLoweringReport, FlashAttention) {
   }
   const auto gemms = ops(r, "T.gemm");
   ASSERT_EQ(gemms.size(), 2u);
-  for (const runtime::Diagnostic* g : gemms) EXPECT_EQ(g->path, "mma") << g->reason;
+  for (const runtime::Diagnostic* g : gemms) EXPECT_EQ(g->path, "wgmma") << g->reason;
   // Q, K and V through cp.async, the output through the registers' layout
   // or 16-byte chunks; nothing element by element.
   int async = 0;

@@ -30,10 +30,12 @@ struct Lowered {
   runtime::GeneratedSource generated;
 };
 
-Lowered lower(const ir::PrimFunc& f) {
+// `arch`: the architecture the source is for ("": the default, sm_90a).
+Lowered lower(const ir::PrimFunc& f, const std::string& arch = "") {
   Lowered out{transform::plan_workspaces(transform::verify(f)), {}, {}};
   out.symbols = symbols_of(out.func);
   runtime::SourceRequest request{&out.func, out.symbols};
+  request.arch = arch;
   out.generated = cuda_backend().generate(request);
   return out;
 }
@@ -65,12 +67,15 @@ std::vector<std::string> barriers_in_thread_loops(const std::string& source) {
 
 // Generates and compiles `f`; returns the lowering for further checks.
 // Every lowering keeps barriers out of its threads' own loops.
-Lowered compiles(const ir::PrimFunc& f) {
-  Lowered l = lower(f);
+// `arch` as lower()'s, and the compile's too.
+Lowered compiles(const ir::PrimFunc& f, const std::string& arch = "") {
+  Lowered l = lower(f, arch);
   const std::vector<std::string> bad = barriers_in_thread_loops(l.generated.source);
   EXPECT_TRUE(bad.empty()) << l.func.name << ": a barrier inside a T.Parallel nest: " << bad[0];
   runtime::Backend& be = cuda_backend();
-  const std::string binary = be.compile(l.generated.source, l.func.name, {}, Device::cuda(0));
+  runtime::CompileOptions options;
+  if (!arch.empty()) options.extra_flags = {"--gpu-architecture=" + arch};
+  const std::string binary = be.compile(l.generated.source, l.func.name, options, Device::cuda(0));
   EXPECT_FALSE(binary.empty()) << l.func.name;
   return l;
 }
@@ -98,12 +103,14 @@ bool has(const Lowered& l, const std::string& text) {
 }
 
 // Note [Register accumulators]: a 16-bit GEMM's accumulator is in registers
-// and its K steps run on the tensor cores; the operands' rows are padded.
+// and its K steps run on the tensor cores; before Hopper through mma.sync,
+// the operands' rows padded.
 TEST_F(CudaTileCodegen, SixteenBitGemmAccumulatesInRegisters) {
   ex::GemmConfig cfg;
   cfg.in = DataType::bfloat16();
-  const Lowered l = compiles(ex::gemm(cfg));
+  const Lowered l = compiles(ex::gemm(cfg), "sm_80");
   EXPECT_TRUE(has(l, "// fragment in registers: tilejit::cuda::MmaAcc<")) << l.generated.source;
+  EXPECT_FALSE(has(l, "wgmma")) << l.generated.source;
   EXPECT_TRUE(has(l, "tilejit::cuda::acc_gemm<")) << l.generated.source;
   EXPECT_TRUE(has(l, "tilejit::cuda::acc_store<")) << l.generated.source;
   EXPECT_TRUE(has(l, "rows padded")) << l.generated.source;
@@ -113,6 +120,35 @@ TEST_F(CudaTileCodegen, SixteenBitGemmAccumulatesInRegisters) {
   // A float32 GEMM keeps its accumulator in shared memory (no tensor-core route).
   cfg.in = DataType::float32();
   EXPECT_FALSE(has(compiles(ex::gemm(cfg)), "MmaAcc<"));
+}
+
+// Note [Warpgroup gemms]: on sm_90a the same GEMM runs on wgmma, its
+// accumulator in the warpgroup layout (every warp on 16 rows of each 64),
+// its tiles swizzled in 128-byte panels (rows of 64 halves), 1024-aligned,
+// written by copy_swizzled, and its pipeline fences the async proxy. The
+// compile fails where ptxas serialises a wgmma (cuda_compiler.cpp).
+TEST_F(CudaTileCodegen, SixteenBitGemmRunsOnWarpgroupsOnHopper) {
+  ex::GemmConfig cfg;
+  cfg.in = DataType::bfloat16();
+  const Lowered l = compiles(ex::gemm(cfg));
+  const std::string& src = l.generated.source;
+  const std::string acc = "tilejit::cuda::MmaAcc<128, 128, 4, 1, 128, 1, true>";
+  EXPECT_TRUE(has(l, "float C_l[128];  // fragment in registers: " + acc)) << src;
+  EXPECT_TRUE(has(l, "tilejit::cuda::acc_gemm_wg<" + acc + ", 64, false, false, 128, 128, 64, 128, 128>("))
+      << src;
+  EXPECT_TRUE(has(l, "#include \"tilejit/cuda/wgmma/m64n128.h\"")) << src;
+  EXPECT_TRUE(has(l, "tilejit::cuda::copy_swizzled<128, 128, 64, ")) << src;
+  EXPECT_TRUE(has(l, "tilejit::cuda::copy_swizzled<128, 64, 128, ")) << src;
+  EXPECT_TRUE(has(l, "swizzled in panels of 128 bytes")) << src;
+  EXPECT_TRUE(has(l, "__align__(1024) unsigned char tilejit_smem[]")) << src;
+  EXPECT_TRUE(has(l, "tilejit::cuda::async_proxy_fence();")) << src;
+  EXPECT_FALSE(has(l, "rows padded")) << src;
+  EXPECT_FALSE(has(l, "tilejit::cuda::acc_gemm<")) << src;
+  // Narrower rows take narrower panels: K = 32 halves are 64 bytes.
+  cfg.block_k = 32;
+  const Lowered k32 = compiles(ex::gemm(cfg));
+  EXPECT_TRUE(has(k32, "tilejit::cuda::copy_swizzled<64, 128, 32, ")) << k32.generated.source;
+  EXPECT_TRUE(has(k32, ", 32, false, false, 128, 64, 32, 128, 128>(")) << k32.generated.source;
 }
 
 // T.use_swizzle: the (bx, by) the body sees are the hardware's block remapped
@@ -170,13 +206,22 @@ TEST_F(CudaTileCodegen, AutotuneGemmConfigsAccumulateInRegisters) {
     cfg.block_m = c.bm, cfg.block_n = c.bn, cfg.block_k = c.bk;
     cfg.stages = c.stages, cfg.threads = c.threads, cfg.enable_rasteration = c.raster;
     cfg.dtype = DataType::bfloat16();
-    const Lowered l = compiles(ex::gemm_autotune(cfg));
     const std::string what = std::to_string(c.bm) + "x" + std::to_string(c.bn) + "x" +
                              std::to_string(c.bk) + " " + std::to_string(c.threads);
+    const Lowered l = compiles(ex::gemm_autotune(cfg), "sm_80");
     EXPECT_TRUE(has(l, std::string("// fragment in registers: tilejit::cuda::") + c.acc))
         << what << "\n" << l.generated.source;
     EXPECT_TRUE(has(l, std::to_string(c.stages) + " stages of")) << what;
     EXPECT_EQ(l.generated.abi.launches[0].threads[0], c.threads) << what;
+    // Note [Warpgroup gemms]: on sm_90a, every warp on 16 rows of each 64.
+    const Lowered hopper = compiles(ex::gemm_autotune(cfg));
+    const std::string wg = "MmaAcc<" + std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " +
+                           std::to_string(c.threads / 32) + ", 1, " + std::to_string(c.bm) +
+                           ", 1, true>";
+    EXPECT_TRUE(has(hopper, "// fragment in registers: tilejit::cuda::" + wg))
+        << what << "\n" << hopper.generated.source;
+    EXPECT_TRUE(has(hopper, "tilejit::cuda::acc_gemm_wg<tilejit::cuda::" + wg)) << what;
+    EXPECT_TRUE(has(hopper, std::to_string(c.stages) + " stages of")) << what;
   }
 }
 
@@ -189,7 +234,7 @@ TEST_F(CudaTileCodegen, FlashAttentionAccumulatorsInRegisters) {
   ex::FlashAttentionConfig cfg;
   cfg.dtype = DataType::float16();
   cfg.stages = 2;
-  const Lowered l = compiles(ex::flash_attention(cfg));
+  const Lowered l = compiles(ex::flash_attention(cfg), "sm_80");
   const std::string& src = l.generated.source;
   EXPECT_TRUE(has(l, "acc_reduce_rows_to<tilejit::cuda::ReduceKind::kMax")) << src;
   EXPECT_TRUE(has(l, "tilejit::cuda::acc_gemm_rs<")) << src;

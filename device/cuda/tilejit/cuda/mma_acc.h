@@ -53,9 +53,10 @@
 
 namespace tilejit::cuda {
 
-template <int M, int N, int WM, int WN, int MR = M, int WR = 1>
+template <int M, int N, int WM, int WN, int MR = M, int WR = 1, bool IL = false>
 struct MmaAcc {
   static constexpr int kM = M, kN = N, kWM = WM, kWN = WN, kWR = WR;
+  static constexpr bool kIL = IL;
   static constexpr int kMR = MR;  // the tile's rows; those past them only registers hold
   static constexpr int kWarpM = M / WM, kWarpN = N / WN;
   static constexpr int MT = kWarpM / 16, NT = kWarpN / 8;
@@ -64,12 +65,16 @@ struct MmaAcc {
 
   __device__ __forceinline__ static int warp() { return thread_rank() / 32; }
   __device__ __forceinline__ static int lane() { return thread_rank() % 32; }
-  __device__ __forceinline__ static int row0() { return (warp() / (WN * WR)) * kWarpM; }
+  // The first row of the warp's first 16-row block: its warp tile's, or,
+  // interleaved (IL, Note [Warpgroup gemms]), its 16 rows of each 16 * WM.
+  __device__ __forceinline__ static int row0() { return (warp() / (WN * WR)) * (IL ? 16 : kWarpM); }
+  /// The first row of the warp's 16-row block mt.
+  __device__ __forceinline__ static int block_row(int mt) { return row0() + mt * (IL ? 16 * WM : 16); }
   __device__ __forceinline__ static int col0() { return ((warp() / WR) % WN) * kWarpN; }
   // The one of a warp tile's WR warps that stores it to memory.
   __device__ __forceinline__ static bool holder() { return WR == 1 || warp() % WR == 0; }
   __device__ __forceinline__ static int row(int r) {
-    return row0() + (r / (NT * 4)) * 16 + lane() / 4 + ((r % 4) / 2) * 8;
+    return block_row(r / (NT * 4)) + lane() / 4 + ((r % 4) / 2) * 8;
   }
   __device__ __forceinline__ static int col(int r) {
     return col0() + ((r / 4) % NT) * 8 + (lane() % 4) * 2 + r % 2;
@@ -78,14 +83,15 @@ struct MmaAcc {
   __host__ __device__ static constexpr int row_slot(int r) { return (r / (NT * 4)) * 2 + (r % 4) / 2; }
 };
 
-template <int M, int WM, int WR = 1>
+template <int M, int WM, int WR = 1, bool IL = false>
 struct MmaRows {
   static constexpr int kM = M, kWM = WM, kWR = WR, kWarpM = M / WM, MT = kWarpM / 16;
+  static constexpr bool kIL = IL;
   static constexpr int kCount = MT * 2;
   static_assert(M % (16 * WM) == 0, "warp tiles of whole 16-row blocks");
   __device__ __forceinline__ static int row(int s) {
-    return (thread_rank() / (32 * WR)) * kWarpM + (s / 2) * 16 + (thread_rank() % 32) / 4 +
-           (s % 2) * 8;
+    return (thread_rank() / (32 * WR)) * (IL ? 16 : kWarpM) + (s / 2) * (IL ? 16 * WM : 16) +
+           (thread_rank() % 32) / 4 + (s % 2) * 8;
   }
   // The one of a row's 4 * WR holders (a quad in each of WR warps) that
   // stores it to memory.
@@ -127,7 +133,17 @@ __device__ __forceinline__ void acc_gemm(float* acc, const T* a, const T* b, boo
 #pragma unroll
     for (int r = 0; r < L::kCount; ++r) acc[r] = 0.f;
   }
-  warp_mma<L::MT, L::NT, TA, TB, LDA, LDB, K>(tiles, a, b, L::row0(), L::col0());
+  if constexpr (L::kIL) {
+    // Interleaved rows (a warpgroup layout on tensor cores without wgmma):
+    // each 16-row block on its own.
+#pragma unroll
+    for (int mt = 0; mt < L::MT; ++mt) {
+      warp_mma<1, L::NT, TA, TB, LDA, LDB, K>(*reinterpret_cast<float(*)[1][L::NT][4]>(tiles[mt]), a,
+                                              b, L::block_row(mt), L::col0());
+    }
+  } else {
+    warp_mma<L::MT, L::NT, TA, TB, LDA, LDB, K>(tiles, a, b, L::row0(), L::col0());
+  }
 }
 
 // A from registers (an MmaAcc<M, K, WM, 1, M, WN> of T, the C's rows and
@@ -259,7 +275,7 @@ __device__ __forceinline__ void acc_load_shared(T* acc, const T* src) {
 #pragma unroll
     for (int kk = 0; kk < L::NT / 2; ++kk) {
       unsigned r[4];
-      load_a<false, LD>(r, src, L::row0() + mt * 16, kk * 16);
+      load_a<false, LD>(r, src, L::block_row(mt), kk * 16);
       T* t = acc + (mt * L::NT + 2 * kk) * 4;
 #pragma unroll
       for (int q = 0; q < 4; ++q) mma_detail::unpack16(r[q], t + 2 * q);
@@ -300,7 +316,7 @@ __device__ __forceinline__ void acc_reduce_rows(const float* acc, D* dst, bool c
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float v = mma_detail::row_value<kKind, L>(acc, mt, h);
-      const int row = L::row0() + mt * 16 + L::lane() / 4 + h * 8;
+      const int row = L::block_row(mt) + L::lane() / 4 + h * 8;
       if (L::lane() % 4 == 0 && row < L::kMR) {
         if constexpr (L::kWN == 1) {
           const float prev =
@@ -342,13 +358,13 @@ __device__ __forceinline__ void acc_reduce_rows_to(const float* acc, float* rows
     if (L::lane() % 4 == 0) {
 #pragma unroll
       for (int s = 0; s < L::MT * 2; ++s) {
-        scratch[wn * L::kM + L::row0() + (s / 2) * 16 + L::lane() / 4 + (s % 2) * 8] = v[s];
+        scratch[wn * L::kM + L::block_row(s / 2) + L::lane() / 4 + (s % 2) * 8] = v[s];
       }
     }
     __syncthreads();
 #pragma unroll
     for (int s = 0; s < L::MT * 2; ++s) {
-      const int row = L::row0() + (s / 2) * 16 + L::lane() / 4 + (s % 2) * 8;
+      const int row = L::block_row(s / 2) + L::lane() / 4 + (s % 2) * 8;
       float x = scratch[row];
 #pragma unroll
       for (int w = 1; w < L::kWN; ++w) x = combine<kKind>(x, scratch[w * L::kM + row]);

@@ -20,6 +20,7 @@
 //   barrier()                async_wait_all(), then __syncthreads(): what
 //                            any thread wrote or copied before it is seen
 //                            by every thread after it
+//   async_proxy_fence(), proxy_barrier<ASYNC>()   the same, seen by wgmma too
 #pragma once
 
 #include "tilejit/cuda/prelude.h"
@@ -114,6 +115,23 @@ __device__ __forceinline__ void async_wait_group() {
 
 __device__ __forceinline__ void barrier() {
   async_wait_all();
+  __syncthreads();
+}
+
+// What this thread wrote to shared memory through the generic proxy
+// (stores, cp.async copies that have landed) is ordered before the async
+// proxy's later reads (wgmma's operands: Note [Warpgroup gemms]), once a
+// barrier after it has met the reader.
+__device__ __forceinline__ void async_proxy_fence() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// barrier() (ASYNC) or __syncthreads(), with async_proxy_fence() before
+// it: the barriers of a kernel whose shared tiles wgmma reads.
+template <bool ASYNC>
+__device__ __forceinline__ void proxy_barrier() {
+  if constexpr (ASYNC) async_wait_all();
+  async_proxy_fence();
   __syncthreads();
 }
 

@@ -1,0 +1,240 @@
+// T.gemm on Hopper (sm_90a) through wgmma.mma_async: Note [Warpgroup gemms]
+// (src/backend/cuda/warpgroup_gemms.h).
+//
+// A shared operand lies in the swizzled layout wgmma reads (SwizzledTile
+// below): the tile is cut into panels SW bytes wide (SW = 32, 64 or 128),
+// each panel's rows SW bytes apart, and the 16-byte chunks of a row XORed
+// with the row's bits as the hardware swizzle of that width does (bits
+// [4, 4 + log2(SW / 16)) of the byte offset XOR bits [7, ...)). Copies into
+// such a tile (copy_swizzled) write it so; the tile starts 1024-aligned.
+//
+// The accumulator is an MmaAcc<M, N, WM, 1, M, 1, true> over WM = 4 * G
+// warps (G warpgroups, all along M): warp w holds rows 16 * w + 16 * WM * mt
+// of each 16-row block mt, which is the wgmma m64 accumulator of warpgroup
+// w / 4 for its 64-row block mt (PTX ISA, "Register Fragments and Shared
+// Memory Matrix Layouts": the same per-warp layout as mma.m16n8, 16 rows per
+// warp); its registers (mt * NT + nt) * 4 + q are the instruction's d
+// registers in order.
+//
+//   acc_gemm_wg<L, K, TA, TB, AR, SWA, BR, SWB, NC>(acc, a, b, clear)
+//     acc (+)= op(A) op(B), A (AR rows) and B (BR rows) swizzled shared
+//     tiles of SWA / SWB bytes wide panels; NC the columns of one
+//     instruction (N / NC of them per 64-row block and k16 step).
+//   acc_gemm_wg_rs<L, K, TB, BR, SWB, NC>(acc, a_regs, b, clear)
+//     A from registers: an MmaAcc<M, K, WM, 1, M, 1, true> of T, whose
+//     registers are the instruction's A fragments.
+//   copy_swizzled<SW, ROWS, COLS, THREADS, ASYNC, INSIDE>(tile, src)
+//     a whole swizzled tile from a Rect (copy.h's meaning: 0 where src has
+//     no element).
+// Every function is called by all of the block's threads together, after a
+// barrier that follows the writes of the shared operands with
+// async_proxy_fence() (tile.h: the kernel's barriers are proxy_barrier and
+// its pipelines fence before theirs), so that wgmma's async proxy sees them.
+#pragma once
+
+#include "tilejit/cuda/copy.h"
+#include "tilejit/cuda/mma_acc.h"
+#include "tilejit/cuda/tile.h"
+
+namespace tilejit::cuda {
+
+/// The instruction m64nNk16 (one generated header per N, tilejit/cuda/wgmma/).
+template <int N>
+struct WgmmaOp;
+
+namespace wg_detail {
+
+/// The byte offset of element (r, c) of a ROWS-row tile of T swizzled in
+/// panels SW bytes wide.
+template <int SW, int ROWS, typename T>
+__device__ __forceinline__ int swizzled_byte(int r, int c) {
+  constexpr int kPanel = SW / int(sizeof(T));  // elements of a panel's row
+  const int byte = (c / kPanel) * (ROWS * SW) + r * SW + (c % kPanel) * int(sizeof(T));
+  return byte ^ (((byte >> 7) & (SW / 16 - 1)) << 4);
+}
+
+// The matrix descriptor of a swizzled operand at shared address `addr`:
+// LBO / SBO in bytes (PTX ISA, "Matrix Descriptor Format").
+template <int SW>
+__device__ __forceinline__ uint64_t descriptor(unsigned addr, unsigned lbo, unsigned sbo) {
+  constexpr uint64_t kMode = SW == 128 ? 1 : SW == 64 ? 2 : 3;
+  return uint64_t((addr >> 4) & 0x3FFF) | (uint64_t((lbo >> 4) & 0x3FFF) << 16) |
+         (uint64_t((sbo >> 4) & 0x3FFF) << 32) | (kMode << 62);
+}
+
+// An operand of ROWS x (its panels) stored rows, K_MAJOR when its rows run
+// along M or N (the stored tile is M x K or N x K), else along K. The
+// descriptor of its 64-row (or NC-column) block at `mn` and k16 step at `k`.
+// K-major: the 8-row core matrices are 8 * SW apart (SBO); a k16 step moves
+// the start 32 bytes along the panel's row, or to the next panel. MN-major:
+// a panel holds SW / 2 columns of M or N; panels are ROWS * SW apart (LBO),
+// 8-row groups of K 8 * SW apart (SBO).
+template <int SW, int ROWS, bool K_MAJOR, typename T>
+__device__ __forceinline__ uint64_t operand(unsigned base, int mn, int k) {
+  constexpr int kPanel = SW / int(sizeof(T));
+  if constexpr (K_MAJOR) {
+    const unsigned at = base + (k / kPanel) * (ROWS * SW) + mn * SW + (k % kPanel) * sizeof(T);
+    return descriptor<SW>(at, 16, 8 * SW);
+  } else {
+    const unsigned at = base + (mn / kPanel) * (ROWS * SW) + k * SW;
+    return descriptor<SW>(at, ROWS * SW, 8 * SW);
+  }
+}
+
+__device__ __forceinline__ void fence_registers(float& x) { asm volatile("" : "+f"(x)::"memory"); }
+__device__ __forceinline__ void fence_registers(unsigned& x) { asm volatile("" : "+r"(x)::"memory"); }
+
+__device__ __forceinline__ void arrive() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+}  // namespace wg_detail
+
+template <typename L, int K, bool TA, bool TB, int AR, int SWA, int BR, int SWB, int NC, typename T>
+__device__ __forceinline__ void acc_gemm_wg(float* acc, const T* a, const T* b, bool clear) {
+  static_assert(L::kIL && L::kWN == 1 && L::kWR == 1 && L::kWM % 4 == 0, "a warpgroup layout");
+  static_assert(K % 16 == 0 && L::kN % NC == 0 && NC % 8 == 0 && NC <= 256, "whole instructions");
+  constexpr int G = L::kWM / 4;
+  const int g = L::warp() / 4;
+  const unsigned a0 = mma_detail::smem_addr(a), b0 = mma_detail::smem_addr(b);
+#pragma unroll
+  for (int r = 0; r < L::kCount; ++r) wg_detail::fence_registers(acc[r]);
+  wg_detail::arrive();
+#pragma unroll
+  for (int s = 0; s < K / 16; ++s) {
+#pragma unroll
+    for (int mt = 0; mt < L::MT; ++mt) {
+      const uint64_t da = wg_detail::operand<SWA, AR, !TA, T>(a0, 64 * (g + mt * G), s * 16);
+#pragma unroll
+      for (int c = 0; c < L::kN / NC; ++c) {
+        const uint64_t db = wg_detail::operand<SWB, BR, TB, T>(b0, c * NC, s * 16);
+        WgmmaOp<NC>::template ss<T, TA, !TB>(acc + (mt * L::NT + c * (NC / 8)) * 4, da, db,
+                                             (s > 0 || !clear) ? 1 : 0);
+      }
+    }
+  }
+  wg_detail::commit();
+  wg_detail::wait<0>();
+#pragma unroll
+  for (int r = 0; r < L::kCount; ++r) wg_detail::fence_registers(acc[r]);
+}
+
+template <typename L, int K, bool TB, int BR, int SWB, int NC, typename T>
+__device__ __forceinline__ void acc_gemm_wg_rs(float* acc, const T* a, const T* b, bool clear) {
+  static_assert(L::kIL && L::kWN == 1 && L::kWR == 1 && L::kWM % 4 == 0, "a warpgroup layout");
+  static_assert(K % 16 == 0 && L::kN % NC == 0 && NC % 8 == 0 && NC <= 256, "whole instructions");
+  constexpr int KT = K / 8;  // A's 8-column tiles per 16-row block
+  const unsigned b0 = mma_detail::smem_addr(b);
+  // A's fragments, packed before the first instruction and kept in their
+  // registers until the last has read them.
+  unsigned af[K / 16][L::MT][4];
+#pragma unroll
+  for (int s = 0; s < K / 16; ++s) {
+#pragma unroll
+    for (int mt = 0; mt < L::MT; ++mt) {
+      const T* t = a + (mt * KT + 2 * s) * 4;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) af[s][mt][q] = mma_detail::pack16(t[2 * q], t[2 * q + 1]);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < L::kCount; ++r) wg_detail::fence_registers(acc[r]);
+  wg_detail::arrive();
+#pragma unroll
+  for (int s = 0; s < K / 16; ++s) {
+#pragma unroll
+    for (int mt = 0; mt < L::MT; ++mt) {
+#pragma unroll
+      for (int c = 0; c < L::kN / NC; ++c) {
+        const uint64_t db = wg_detail::operand<SWB, BR, TB, T>(b0, c * NC, s * 16);
+        WgmmaOp<NC>::template rs<T, !TB>(acc + (mt * L::NT + c * (NC / 8)) * 4, af[s][mt], db,
+                                         (s > 0 || !clear) ? 1 : 0);
+      }
+    }
+  }
+  wg_detail::commit();
+  wg_detail::wait<0>();
+#pragma unroll
+  for (int r = 0; r < L::kCount; ++r) wg_detail::fence_registers(acc[r]);
+#pragma unroll
+  for (int s = 0; s < K / 16; ++s) {
+#pragma unroll
+    for (int mt = 0; mt < L::MT; ++mt) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) wg_detail::fence_registers(af[s][mt][q]);
+    }
+  }
+}
+
+namespace wg_detail {
+
+// One chunk of copy_swizzled element by element: a left edge of src inside
+// the chunk, or rows src does not align to 16 bytes.
+template <int KVEC, typename D, typename SV>
+__device__ __noinline__ void chunk_elements(D* o, const SV* i, bool row, int64_t c_lo, int64_t c_hi) {
+  for (int k = 0; k < KVEC; ++k) {
+    o[k] = row && k >= c_lo && k < c_hi ? convert<D>(i[k]) : convert<D>(0.f);
+  }
+}
+
+}  // namespace wg_detail
+
+// A whole swizzled tile from `src`: 16-byte chunks, consecutive threads on
+// consecutive chunks of a row (whole transactions of global memory, and
+// conflict-free shared stores: a row's chunks land in distinct banks),
+// unrolled. A tile at a tensor's edge moves each chunk that src has whole
+// or in a prefix (or not at all) as one vector, zero-filled (cp.async's
+// zero-fill where ASYNC); a chunk across src's left edge, and rows src does
+// not align to 16 bytes, go element by element.
+template <int SW, int ROWS, int COLS, int THREADS, bool ASYNC, bool INSIDE = false, typename D,
+          typename S>
+__device__ __forceinline__ void copy_swizzled(D* tile, const Rect<S>& src, int rank = thread_rank()) {
+  using SV = typename RemoveConst<S>::type;
+  constexpr int kVec = 16 / int(sizeof(D));
+  constexpr int kChunks = COLS / kVec;
+  constexpr int kTotal = ROWS * kChunks;
+  static_assert(COLS % kVec == 0, "rows of whole 16-byte chunks");
+  char* const bytes = reinterpret_cast<char*>(tile);
+  const SV* const origin = src.base + src.origin;
+  const bool aligned = is_same_v<D, SV> && (reinterpret_cast<uint64_t>(origin) |
+                                            uint64_t(src.stride * int64_t(sizeof(D)))) % 16 == 0;
+  const bool whole = INSIDE || (src.r_lo <= 0 && src.r_hi >= ROWS && src.c_lo <= 0 && src.c_hi >= COLS);
+  const SV* nowhere = reinterpret_cast<const SV*>(reinterpret_cast<uint64_t>(src.base) & ~uint64_t(15));
+#pragma unroll
+  for (int step = 0; step < (kTotal + THREADS - 1) / THREADS; ++step) {
+    const int e = rank + step * THREADS;
+    if (kTotal % THREADS != 0 && e >= kTotal) break;
+    const int r = e / kChunks, c = (e % kChunks) * kVec;
+    D* o = reinterpret_cast<D*>(bytes + wg_detail::swizzled_byte<SW, ROWS, D>(r, c));
+    const SV* i = origin + int64_t(r) * src.stride + c;
+    if (INSIDE || (aligned && whole)) {
+      if constexpr (ASYNC) {
+        copy_detail::cp_async_whole<16>(o, i);
+      } else {
+        *reinterpret_cast<Bytes<16>*>(o) = *reinterpret_cast<const Bytes<16>*>(i);
+      }
+      continue;
+    }
+    const bool row = r >= src.r_lo && r < src.r_hi;
+    const int64_t hi = src.c_hi - c < kVec ? src.c_hi - c : kVec;
+    if (aligned && (!row || src.c_lo <= c)) {
+      const int n = row && hi > 0 ? int(hi) * int(sizeof(D)) : 0;
+      if constexpr (ASYNC) {
+        copy_detail::cp_async<16>(o, n > 0 ? i : nowhere, n);
+      } else if (n == 16) {
+        *reinterpret_cast<Bytes<16>*>(o) = *reinterpret_cast<const Bytes<16>*>(i);
+      } else {
+        wg_detail::chunk_elements<kVec>(o, i, row, 0, n / int(sizeof(D)));
+      }
+    } else {
+      wg_detail::chunk_elements<kVec>(o, i, row, src.c_lo - c, src.c_hi - c);
+    }
+  }
+}
+
+}  // namespace tilejit::cuda

@@ -1,0 +1,177 @@
+// Note [Warpgroup gemms] in warpgroup_gemms.h.
+#include "backend/cuda/warpgroup_gemms.h"
+
+#include "tilejit/ir/buffer.h"
+#include "tilejit/ir/visitor.h"
+
+namespace tilejit::cuda {
+namespace {
+
+int64_t dim(const ir::Buffer& b, size_t d) {
+  const ir::Expr& e = b.shape()[d];
+  return e.is_const() ? e.int_value() : -1;
+}
+
+bool is_16bit_float(DataType t) { return t == DataType::bfloat16() || t == DataType::float16(); }
+
+// The uses of the kernel's shared tiles: a tile stays a candidate while
+// every use is a whole-tile copy into it from memory the block reads, or a
+// whole operand of a gemm.
+class OperandUses : public ir::IRVisitor {
+ public:
+  std::map<uint64_t, int> candidates;
+
+ private:
+  void drop(const ir::Buffer& b) { candidates.erase(b.id()); }
+  void ranges(const ir::Region& r) { ir::IRVisitor::visit_region(r); }
+
+  void visit_alloc(const ir::AllocStmt* op, const ir::Stmt& s) override {
+    const ir::Buffer& b = op->buffer;
+    if (b.scope() == ir::Scope::kShared && b.rank() == 2 && is_16bit_float(b.dtype()) &&
+        dim(b, 0) > 0 && dim(b, 0) % 8 == 0 && dim(b, 1) > 0) {
+      if (const int sw = swizzle_bytes(dim(b, 1), b.dtype().bytes())) candidates.emplace(b.id(), sw);
+    }
+    ir::IRVisitor::visit_alloc(op, s);
+  }
+  void visit_region(const ir::Region& r) override {
+    drop(r.buffer);
+    ranges(r);
+  }
+  void visit_load(const ir::LoadNode* op, const ir::Expr& e) override {
+    drop(op->buffer);
+    ir::IRVisitor::visit_load(op, e);
+  }
+  void visit_store(const ir::StoreStmt* op, const ir::Stmt& s) override {
+    drop(op->buffer);
+    ir::IRVisitor::visit_store(op, s);
+  }
+  void visit_copy(const ir::CopyOp* op, const ir::Stmt&) override {
+    // Into the whole tile from global memory or another shared tile: the
+    // copy writes it swizzled. A register fragment's own stores do not.
+    const ir::Scope from = op->src.buffer.scope();
+    if (!covers_buffer(op->dst) || (from != ir::Scope::kGlobal && from != ir::Scope::kShared)) {
+      drop(op->dst.buffer);
+    }
+    drop(op->src.buffer);
+    ranges(op->src);
+    ranges(op->dst);
+  }
+  void visit_gemm(const ir::GemmOp* op, const ir::Stmt&) override {
+    for (const ir::Region* r : {&op->a, &op->b}) {
+      if (!covers_buffer(*r)) drop(r->buffer);
+      ranges(*r);
+    }
+    drop(op->c.buffer);
+    ranges(op->c);
+  }
+};
+
+// The columns of one instruction for n columns of B (0: none): n itself up
+// to 256, else the widest multiple of 8 (of a panel's columns, for a B
+// whose panels run along N) that divides it.
+int instruction_columns(int64_t n, bool b_mn_major, int b_swizzle, int64_t element_bytes) {
+  if (n <= 0 || n % 8 != 0) return 0;
+  if (n <= 256) return int(n);
+  const int64_t panel = b_mn_major ? b_swizzle / element_bytes : 8;
+  for (int64_t nc = 256; nc >= 8; nc -= 8) {
+    if (n % nc == 0 && nc % panel == 0) return int(nc);
+  }
+  return 0;
+}
+
+// The gemm's shape, or why it cannot run on wgmma with operands that may
+// be swizzled as `swizzlable` says (and A from registers where it is a
+// fragment).
+std::string unfit(const ir::GemmOp& op, const std::map<uint64_t, int>& swizzlable, int* columns) {
+  const ir::Buffer &a = op.a.buffer, &b = op.b.buffer;
+  if (!is_16bit_float(a.dtype()) || a.dtype() != b.dtype()) return "A and B are not 16-bit floats of one dtype";
+  if (!covers_buffer(op.a) || !covers_buffer(op.b) || a.rank() != 2 || b.rank() != 2) {
+    return "an operand is a slice of its buffer";
+  }
+  const auto sb = swizzlable.find(b.id());
+  if (sb == swizzlable.end()) {
+    return "B " + b.name() + " is not a shared tile that only whole-tile copies write and gemms read";
+  }
+  const bool a_regs = a.scope() == ir::Scope::kFragment && !op.trans_a;
+  if (!a_regs && !swizzlable.count(a.id())) {
+    return "A " + a.name() + " is not a shared tile that only whole-tile copies write and gemms read";
+  }
+  const int64_t k = op.trans_a ? dim(a, 0) : dim(a, 1);
+  if (k <= 0 || k % 16 != 0) return "K = " + std::to_string(k) + " is not a multiple of 16";
+  const int64_t n = op.trans_b ? dim(b, 0) : dim(b, 1);
+  *columns = instruction_columns(n, !op.trans_b, sb->second, b.dtype().bytes());
+  if (*columns == 0) return "N = " + std::to_string(n) + " cuts into no instructions of 8 to 256 columns";
+  return "";
+}
+
+}  // namespace
+
+int swizzle_bytes(int64_t cols, int64_t element_bytes) {
+  const int64_t bytes = cols * element_bytes;
+  if (bytes == 32 || bytes == 64) return int(bytes);
+  return bytes > 0 && bytes % 128 == 0 ? 128 : 0;
+}
+
+std::map<uint64_t, int> swizzlable_operands(const ir::KernelStmt& kernel,
+                                            const std::set<uint64_t>& in_groups) {
+  OperandUses uses;
+  uses.visit(kernel.body);
+  for (uint64_t id : in_groups) uses.candidates.erase(id);
+  return uses.candidates;
+}
+
+std::string warpgroup_accumulator(const std::vector<const ir::GemmOp*>& gemms,
+                                  const std::map<uint64_t, int>& swizzlable, int64_t m, int64_t n,
+                                  int threads) {
+  if (threads % 128 != 0) return std::to_string(threads) + " threads are not whole warpgroups";
+  if (m % (64 * (threads / 128)) != 0) {
+    return "M = " + std::to_string(m) + " is not a multiple of 64 rows for each of the " +
+           std::to_string(threads / 128) + " warpgroups";
+  }
+  if (n % 8 != 0) return "N = " + std::to_string(n) + " is not a multiple of 8";
+  for (const ir::GemmOp* op : gemms) {
+    int columns = 0;
+    if (std::string why = unfit(*op, swizzlable, &columns); !why.empty()) return why;
+    const int64_t rows = op->trans_a ? dim(op->a.buffer, 1) : dim(op->a.buffer, 0);
+    const int64_t cols = op->trans_b ? dim(op->b.buffer, 0) : dim(op->b.buffer, 1);
+    if (rows != m || cols != n) return "the operands' rows or columns are not the accumulator's";
+  }
+  return "";
+}
+
+std::map<uint64_t, int> swizzled_operands(const std::vector<const ir::GemmOp*>& gemms,
+                                          const std::map<uint64_t, int>& swizzlable,
+                                          const std::map<uint64_t, AccLayout>& regs) {
+  std::map<uint64_t, int> out;
+  std::set<uint64_t> refused;
+  for (const ir::GemmOp* op : gemms) {
+    auto c = regs.find(op->c.buffer.id());
+    const bool warpgroup = c != regs.end() && c->second.il_rows;
+    for (const ir::Buffer* x : {&op->a.buffer, &op->b.buffer}) {
+      auto it = swizzlable.find(x->id());
+      if (it == swizzlable.end()) continue;
+      if (warpgroup) {
+        out.emplace(it->first, it->second);
+      } else {
+        refused.insert(it->first);
+      }
+    }
+  }
+  for (uint64_t id : refused) out.erase(id);
+  return out;
+}
+
+WarpgroupGemm warpgroup_gemm(const ir::GemmOp& op, const FragmentChoice& choice) {
+  WarpgroupGemm g;
+  int columns = 0;
+  g.why = unfit(op, choice.swizzled, &columns);
+  auto a = choice.registers.find(op.a.buffer.id());
+  g.a_in_registers = a != choice.registers.end();
+  if (g.why.empty() && op.a.buffer.scope() == ir::Scope::kFragment && !g.a_in_registers) {
+    g.why = "A " + op.a.buffer.name() + " is a fragment kept in shared memory";
+  }
+  if (g.why.empty()) g.columns = columns;
+  return g;
+}
+
+}  // namespace tilejit::cuda

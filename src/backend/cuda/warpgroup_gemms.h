@@ -1,0 +1,83 @@
+// Which gemms of a CUDA tile kernel run on Hopper's warpgroup instructions,
+// and which shared tiles they read swizzled.
+//
+// Note [Warpgroup gemms]
+// On sm_90a a T.gemm into a register accumulator runs on wgmma.mma_async
+// (tilejit/cuda/wgmma.h): each warpgroup of four warps computes 64-row
+// blocks of C from operands that the instruction reads from shared memory
+// itself (SS), or A from registers (RS: flash attention's probabilities),
+// with no ldmatrix and no per-warp operand fragments. What it needs:
+//  - the accumulator in wgmma's layout: every warpgroup along M (G =
+//    threads / 128 of them, M a multiple of 64 * G), warp w on rows
+//    16 * w + 16 * WM * mt of its blocks mt (AccLayout::il_rows); N a
+//    multiple of 8, cut into instructions of at most 256 columns. The
+//    accumulator takes this layout when every gemm into it has its
+//    operands below; its row vectors and its A operands in registers then
+//    take the same rows, and everything else that reads them (register
+//    loops, reductions, copies) goes through MmaAcc / MmaRows as before;
+//  - each shared operand in the swizzled layout (SwizzledTile in
+//    wgmma.h): panels of 32, 64 or 128 bytes of row, the widest the row
+//    allows (rows of 32 or 64 bytes, or a multiple of 128), 1024-aligned,
+//    written only by whole-tile T.copy from global or shared memory (which
+//    then writes it swizzled: copy_swizzled) and read only by such gemms.
+//    A tile used any other way (an element read, a copy out of it, a gemm
+//    into an accumulator of another layout) keeps the row-major layout,
+//    and the gemms that read it run on mma.sync in the accumulator's
+//    layout, with the reason in the lowering report;
+//  - A and B of one 16-bit dtype, whole buffers, K a multiple of 16.
+// A stage of a pipelined operand is a whole tile: the stage bytes round up
+// to 1024. What the generic proxy wrote to shared memory (stores and
+// cp.async alike) reaches wgmma's async proxy through a fence.proxy.async
+// by each writing thread before the barrier that hands the tile over: in a
+// kernel with swizzled tiles every block barrier is proxy_barrier, and a
+// pipeline fences before its per-iteration barrier. The gemm waits for its
+// instructions before it returns, so a later copy may overwrite the tiles
+// it read, and the registers it wrote are the accumulator's again.
+// The target decides: the generated source is for one architecture
+// (SourceRequest::arch), and on any other the gemms run on mma.sync in the
+// layouts of Note [Register accumulators].
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/fragments.h"
+#include "tilejit/ir/stmt.h"
+
+namespace tilejit::cuda {
+
+/// The bytes of a swizzled panel's row for a 2-D 16-bit tile of `cols`
+/// columns: 32, 64 or 128, or 0 where its rows take none.
+int swizzle_bytes(int64_t cols, int64_t element_bytes);
+
+/// The kernel's shared tiles that may be swizzled operands, with their
+/// panel bytes: 2-D 16-bit shared buffers written only by whole-tile copies
+/// and read only as whole gemm operands.
+std::map<uint64_t, int> swizzlable_operands(const ir::KernelStmt& kernel,
+                                            const std::set<uint64_t>& in_groups);
+
+/// Why an m x n accumulator written by `gemms` cannot take the warpgroup
+/// layout at `threads` threads ("": it can).
+std::string warpgroup_accumulator(const std::vector<const ir::GemmOp*>& gemms,
+                           const std::map<uint64_t, int>& swizzlable, int64_t m, int64_t n,
+                           int threads);
+
+/// Of `swizzlable`, the tiles every gemm of which has its C in `regs` in the
+/// warpgroup layout.
+std::map<uint64_t, int> swizzled_operands(const std::vector<const ir::GemmOp*>& gemms,
+                                          const std::map<uint64_t, int>& swizzlable,
+                                          const std::map<uint64_t, AccLayout>& regs);
+
+/// How a gemm into a warpgroup accumulator runs: `columns` per wgmma
+/// instruction (0: on mma.sync, for `why`), A from registers or not.
+struct WarpgroupGemm {
+  int columns = 0;
+  bool a_in_registers = false;
+  std::string why;
+};
+WarpgroupGemm warpgroup_gemm(const ir::GemmOp& op, const FragmentChoice& choice);
+
+}  // namespace tilejit::cuda
