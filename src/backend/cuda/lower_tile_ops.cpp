@@ -130,60 +130,18 @@ void CudaTileCodegen::emit_prefetch(const ir::ForStmt& op,
   line("}");
 }
 
-// Note [Warpgroup gemms in flight]
-// A pipelined loop whose body, but for its prefetched copies, is one gemm
-// on wgmma from shared tiles (a GEMM's main loop) keeps one gemm running
-// while the next is issued, as a Hopper GEMM's main loop does:
-//
-//   if the loop runs at all:
-//     for k: wait for stage k; fence; barrier
-//            issue gemm k (not waited for)
-//            wait until gemm k - 1 is done; barrier
-//            prefetch iteration k + S - 1 into stage (k - 1) % S
-//     wait for the last gemm
-//
-// The second barrier tells every warpgroup that every other one's gemm
-// k - 1 is done before any thread overwrites the stage it read; both
-// barriers and the prefetch's issue run while gemm k keeps the tensor
-// cores busy, where the plain loop left them idle from one gemm's wait to
-// the next one's issue.
-const ir::GemmOp* CudaTileCodegen::gemm_in_flight(const ir::ForStmt& op,
-                                                  const std::vector<const ir::CopyOp*>& copies) {
-  const ir::GemmOp* gemm = nullptr;
-  for (const ir::Stmt& s : flatten(op.body)) {
-    bool copy = false;
-    for (const ir::CopyOp* c : copies) copy = copy || s.get() == static_cast<const ir::StmtNode*>(c);
-    if (copy) continue;
-    if (s.kind() != ir::StmtKind::kGemm || gemm != nullptr) return nullptr;
-    gemm = s.as<ir::GemmOp>();
-  }
-  if (gemm == nullptr) return nullptr;
-  const AccLayout* c = register_layout(gemm->c.buffer);
-  if (c == nullptr || !c->il_rows) return nullptr;
-  const WarpgroupGemm g = warpgroup_gemm(*gemm, choice_);
-  return g.columns > 0 && !g.a_in_registers ? gemm : nullptr;
-}
-
 void CudaTileCodegen::emit_pipelined(const ir::ForStmt& op,
                                      const std::vector<const ir::CopyOp*>& copies) {
   const int stages = pipelines_.stages.at(copies.front()->dst.buffer.id());
   const std::string k = var_name(op.var);
   const std::string lo = expr(op.min);
   const std::string end = loop_end(k, op, lo);
-  const ir::GemmOp* in_flight = gemm_in_flight(op, copies);
   sync();
   line("// T.Pipelined(num_stages=" + str(stages) + "): " + str(int64_t(copies.size())) +
        " tile loads through " + str(stages) + " stages");
   for (int s = 0; s + 1 < stages; ++s) {
     emit_prefetch(op, copies, lo + " + " + str(s), str(s),
                   lo + " + " + str(s) + " < " + end);
-  }
-  if (in_flight != nullptr) {
-    // A loop that runs at least once: its exit is its last iteration's, so
-    // no merge with the values before it moves the accumulator's registers
-    // while the last gemm runs (which makes ptxas serialise the wgmma).
-    line("if (" + lo + " < " + end + ") {");
-    indent();
   }
   line("for (int64_t " + k + " = " + lo + "; " + k + " < " + end + "; ++" + k + ") {");
   indent();
@@ -197,12 +155,9 @@ void CudaTileCodegen::emit_pipelined(const ir::ForStmt& op,
   written_since_.clear();
   pending_async_ = false;
   const std::string rel = "(" + k + " - " + lo + ")";
-  auto prefetch = [&] {
-    emit_prefetch(op, copies, k + " + " + str(stages - 1),
-                  "(" + rel + " + " + str(stages - 1) + ") % " + str(stages),
-                  k + " + " + str(stages - 1) + " < " + end);
-  };
-  if (in_flight == nullptr) prefetch();
+  emit_prefetch(op, copies, k + " + " + str(stages - 1),
+                "(" + rel + " + " + str(stages - 1) + ") % " + str(stages),
+                k + " + " + str(stages - 1) + " < " + end);
   // The body reads stage (k - lo) % stages.
   std::map<uint64_t, backend::BufferAccess> saved;
   for (const ir::CopyOp* copy : copies) {
@@ -216,31 +171,14 @@ void CudaTileCodegen::emit_pipelined(const ir::ForStmt& op,
     a.name = a.data = name;
     set_access(dst, a);
   }
-  gemm_in_flight_ = in_flight != nullptr;
   for (const ir::Stmt& s : flatten(op.body)) {
     bool skip = false;
     for (const ir::CopyOp* copy : copies) skip = skip || s.get() == static_cast<const ir::StmtNode*>(copy);
     if (!skip) emit_stmt(s);
   }
-  gemm_in_flight_ = false;
   for (const ir::CopyOp* copy : copies) set_access(copy->dst.buffer, saved.at(copy->dst.buffer.id()));
-  std::string wait_last;
-  if (in_flight != nullptr) {
-    // Note [Warpgroup gemms in flight].
-    const std::string acc = access(in_flight->c.buffer, in_flight->span, "T.gemm").name;
-    const std::string type = register_layout(in_flight->c.buffer)->type();
-    line("tilejit::cuda::acc_wg_wait<1, " + type + ">(" + acc + ");  // gemm k - 1 is done");
-    line("__syncthreads();");
-    prefetch();
-    wait_last = "tilejit::cuda::acc_wg_wait<0, " + type + ">(" + acc + ");";
-  }
   dedent();
   line("}");
-  if (!wait_last.empty()) {
-    line(wait_last);
-    dedent();
-    line("}");
-  }
   line("tilejit::cuda::async_wait_all();");
   sync();
 }
@@ -297,12 +235,11 @@ void CudaTileCodegen::emit_warpgroup_gemm(const ir::GemmOp& op, const AccLayout&
     return;
   }
   const int64_t k = op.trans_a ? a.static_shape[0] : a.static_shape[1];
-  line(head + (gemm_in_flight_ ? "wgmma, left running" : "wgmma"));
+  line(head + "wgmma");
   line("tilejit::cuda::acc_gemm_wg<" + c.type() + ", " + str(k) + ", " +
        (op.trans_a ? "true" : "false") + ", " + tb + ", " + str(a.static_shape[0]) + ", " +
-       str(choice_.swizzled.at(op.a.buffer.id())) + ", " + b_tail +
-       (gemm_in_flight_ ? ", false" : "") + ">(" + acc + ", " + a.data + ", " + b.data + ", " +
-       clear + ");");
+       str(choice_.swizzled.at(op.a.buffer.id())) + ", " + b_tail + ">(" + acc + ", " + a.data +
+       ", " + b.data + ", " + clear + ");");
 }
 
 // The copy of a whole 16-bit shared tile into an A operand in registers

@@ -209,9 +209,6 @@ class CudaTileCodegen final : public backend::TileCodegen {
   /// T.gemm into a register accumulator of the warpgroup layout: wgmma, or
   /// mma.sync in that layout.
   void emit_warpgroup_gemm(const ir::GemmOp& op, const AccLayout& c);
-  /// The gemm a pipelined loop keeps in flight (Note [Warpgroup gemms in
-  /// flight] in lower_tile_ops.cpp), or none.
-  const ir::GemmOp* gemm_in_flight(const ir::ForStmt& op, const std::vector<const ir::CopyOp*>& copies);
   /// ", rows padded" or the swizzle of a shared tile, for its declaration.
   std::string layout_note(const ir::Buffer& b) const;
   const AccLayout* register_layout(const ir::Buffer& b) const;
@@ -254,7 +251,6 @@ class CudaTileCodegen final : public backend::TileCodegen {
   std::set<uint64_t> read_since_, written_since_;
   std::set<uint64_t> locals_;  // local buffers (per thread)
   std::set<int> wgmma_columns_;
-  bool gemm_in_flight_ = false;  // the gemm being emitted is left running
 };
 
 }  // namespace tilejit::cuda

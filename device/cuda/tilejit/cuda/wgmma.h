@@ -16,11 +16,10 @@
 // warp); its registers (mt * NT + nt) * 4 + q are the instruction's d
 // registers in order.
 //
-//   acc_gemm_wg<L, K, TA, TB, AR, SWA, BR, SWB, NC[, WAIT]>(acc, a, b, clear)
+//   acc_gemm_wg<L, K, TA, TB, AR, SWA, BR, SWB, NC>(acc, a, b, clear)
 //     acc (+)= op(A) op(B), A (AR rows) and B (BR rows) swizzled shared
 //     tiles of SWA / SWB bytes wide panels; NC the columns of one
-//     instruction (N / NC of them per 64-row block and k16 step). WAIT =
-//     false leaves them running: acc_wg_wait<N, L>(acc) waits.
+//     instruction (N / NC of them per 64-row block and k16 step).
 //   acc_gemm_wg_rs<L, K, TB, BR, SWB, NC>(acc, a_regs, b, clear)
 //     A from registers: an MmaAcc<M, K, WM, 1, M, 1, true> of T, whose
 //     registers are the instruction's A fragments.
@@ -96,21 +95,15 @@ __device__ __forceinline__ void wait() {
 
 }  // namespace wg_detail
 
-// WAIT = false (a pipelined loop's gemm, Note [Warpgroup gemms in flight]):
-// the instructions are committed and left running; acc_wg_wait<N, L> waits.
-template <typename L, int K, bool TA, bool TB, int AR, int SWA, int BR, int SWB, int NC,
-          bool WAIT = true, typename T>
+template <typename L, int K, bool TA, bool TB, int AR, int SWA, int BR, int SWB, int NC, typename T>
 __device__ __forceinline__ void acc_gemm_wg(float* acc, const T* a, const T* b, bool clear) {
   static_assert(L::kIL && L::kWN == 1 && L::kWR == 1 && L::kWM % 4 == 0, "a warpgroup layout");
   static_assert(K % 16 == 0 && L::kN % NC == 0 && NC % 8 == 0 && NC <= 256, "whole instructions");
   constexpr int G = L::kWM / 4;
   const int g = L::warp() / 4;
   const unsigned a0 = mma_detail::smem_addr(a), b0 = mma_detail::smem_addr(b);
-  if constexpr (WAIT) {
-    // (Left running, the previous gemm may still write them: untouched.)
 #pragma unroll
-    for (int r = 0; r < L::kCount; ++r) wg_detail::fence_registers(acc[r]);
-  }
+  for (int r = 0; r < L::kCount; ++r) wg_detail::fence_registers(acc[r]);
   wg_detail::arrive();
 #pragma unroll
   for (int s = 0; s < K / 16; ++s) {
@@ -126,26 +119,9 @@ __device__ __forceinline__ void acc_gemm_wg(float* acc, const T* a, const T* b, 
     }
   }
   wg_detail::commit();
-  if constexpr (WAIT) {
-    wg_detail::wait<0>();
+  wg_detail::wait<0>();
 #pragma unroll
-    for (int r = 0; r < L::kCount; ++r) wg_detail::fence_registers(acc[r]);
-  }
-}
-
-/// Waits until at most N of this warpgroup's committed wgmma groups run;
-/// with N = 0 the accumulator `acc` (of layout L) is the registers' again,
-/// pinned after the wait (an empty asm that reads and writes each) so that
-/// no read of them moves above it. With a gemm still running nothing may
-/// touch them: even an empty asm's copy of a register makes ptxas
-/// serialise the wgmma.
-template <int N, typename L>
-__device__ __forceinline__ void acc_wg_wait(float* acc) {
-  wg_detail::wait<N>();
-  if constexpr (N == 0) {
-#pragma unroll
-    for (int r = 0; r < L::kCount; ++r) wg_detail::fence_registers(acc[r]);
-  }
+  for (int r = 0; r < L::kCount; ++r) wg_detail::fence_registers(acc[r]);
 }
 
 template <typename L, int K, bool TB, int BR, int SWB, int NC, typename T>
