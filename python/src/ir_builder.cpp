@@ -24,7 +24,8 @@
 //   truncdiv(a, b), infinity(dtype),
 //   call_intrinsic(name, args)              name in exp exp2 log log2 sqrt
 //                                           rsqrt tanh sigmoid abs floor
-//                                           ceil sin cos pow
+//                                           ceil sin cos pow, shfl_sync
+//                                           shfl_up shfl_down shfl_xor
 //   load(buffer, indices) -> Expr
 //   binary(op, a, b)                        op: add sub mul div floordiv floormod
 //                                           ceildiv min max eq ne lt le gt ge and or

@@ -144,7 +144,7 @@ const char* init_name(WorkspaceInit init) {
 }
 
 ir::Intrinsic parse_intrinsic(const std::string& s) {
-  for (int i = 0; i <= int(ir::Intrinsic::kPow); ++i) {
+  for (int i = 0; i <= int(ir::kLastIntrinsic); ++i) {
     if (s == ir::intrinsic_name(ir::Intrinsic(i))) return ir::Intrinsic(i);
   }
   throw_error(ErrorKind::kValueError, "unknown intrinsic '" + s + "'");

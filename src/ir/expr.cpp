@@ -185,12 +185,16 @@ const char* binary_op_name(ExprKind k) {
 const char* intrinsic_name(Intrinsic op) {
   static constexpr const char* kNames[] = {"exp",  "exp2",    "log", "log2",  "sqrt",
                                            "rsqrt", "tanh",   "sigmoid", "abs", "floor",
-                                           "ceil", "sin",     "cos", "pow"};
-  static_assert(std::size(kNames) == size_t(Intrinsic::kPow) + 1);
+                                           "ceil", "sin",     "cos", "pow",
+                                           "shfl_sync", "shfl_up", "shfl_down", "shfl_xor"};
+  static_assert(std::size(kNames) == size_t(kLastIntrinsic) + 1);
   return size_t(op) < std::size(kNames) ? kNames[size_t(op)] : "?";
 }
 
-int intrinsic_arity(Intrinsic op) { return op == Intrinsic::kPow ? 2 : 1; }
+int intrinsic_arity(Intrinsic op) {
+  if (is_shuffle(op)) return 4;
+  return op == Intrinsic::kPow ? 2 : 1;
+}
 
 // ---------------------------------------------------------------------------
 // Leaves
@@ -382,6 +386,15 @@ Expr call_intrinsic(Intrinsic op, std::vector<Expr> args) {
         << "an argument of " << intrinsic_name(op) << " is an undefined expression";
   }
   DataType type = args[0].dtype();
+  if (is_shuffle(op)) {
+    // The value's dtype; the lane, width and mask are integers.
+    for (size_t i = 1; i < args.size(); ++i) {
+      TILEJIT_CHECK(args[i].dtype().is_int(), kTypeError)
+          << intrinsic_name(op) << ": argument " << i << " is " << args[i].dtype().name()
+          << "; the lane, width and mask are integers";
+    }
+    return Expr(std::make_shared<const CallNode>(type, op, std::move(args)));
+  }
   if (op == Intrinsic::kPow) {
     if (is_imm(args[0]) && !is_imm(args[1])) args[0] = adopt(args[0], args[1].dtype());
     if (is_imm(args[1]) && !is_imm(args[0])) args[1] = adopt(args[1], args[0].dtype());

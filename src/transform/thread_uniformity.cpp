@@ -9,6 +9,7 @@
 #include "tilejit/core/error.h"
 #include "tilejit/ir/tile_builder.h"
 #include "tilejit/ir/visitor.h"
+#include "tilejit/transform/hoist_shuffles.h"
 
 namespace tilejit::transform {
 
@@ -35,6 +36,11 @@ class VariantExpr : public ir::IRVisitor {
   void visit_load(const ir::LoadNode* op, const Expr& e) override {
     if (buffers_.count(op->buffer.id())) found = true;
     ir::IRVisitor::visit_load(op, e);
+  }
+  // A warp shuffle reads another lane's value (Note [Warp shuffles]).
+  void visit_call(const ir::CallNode* op, const Expr& e) override {
+    if (ir::is_shuffle(op->op)) found = true;
+    ir::IRVisitor::visit_call(op, e);
   }
   const std::set<uint64_t>& vars_;
   const std::set<uint64_t>& buffers_;
@@ -356,6 +362,21 @@ class UniformityAnalysis {
         << "or a range of the thread index (tx < c, tx >= c, c <= tx < d)";
   }
 
+  // Note [Warp shuffles]: a T.Parallel loop's iterations are spread over the
+  // threads as the target's layout decides, so which lanes meet at a shuffle
+  // in its body is not the program's to say.
+  void reject_shuffle(const Stmt& loop) const {
+    const Stmt let = first_shuffle(loop.as<ir::ForStmt>()->body);
+    if (!let.defined()) return;
+    const ir::CallNode* call = shuffle_of(*let.as<ir::LetStmt>());
+    TILEJIT_THROW(kValueError)
+        << ir::diagnostic_prefix(let.span(), func_, std::string("T.") + ir::intrinsic_name(call->op))
+        << "a warp shuffle inside a T.Parallel loop (line " << loop.span().line
+        << "), whose iterations the target spreads over the threads as its layout decides, so "
+           "which lanes exchange values is not defined; shuffle outside the loop, a value of "
+           "each thread's own (T.get_thread_binding, T.alloc_local / T.alloc_var)";
+  }
+
   // The divergence check; `div` is the innermost thread-dependent construct
   // that is not a thread range (null when none), `group` the threads here.
   void check(const Stmt& s, const Stmt* div, ThreadRange group) {
@@ -375,6 +396,7 @@ class UniformityAnalysis {
         const auto* op = s.as<ir::ForStmt>();
         if (op->for_kind == ir::ForKind::kParallel) {
           if (div != nullptr) reject(s, *div, where());
+          reject_shuffle(s);
           return;  // its body is one thread's code
         }
         check(op->body, div != nullptr ? div : (loop_divergent(op) ? &s : nullptr), group);

@@ -104,11 +104,20 @@ enum class Intrinsic : uint8_t {
   kSin,
   kCos,
   kPow,  // two arguments
+  // Warp shuffles (Note [Warp shuffles] in tilejit/transform/hoist_shuffles.h),
+  // four arguments: (value, lane or delta, width, mask); the value's dtype.
+  kShflSync,
+  kShflUp,
+  kShflDown,
+  kShflXor,
 };
-/// "exp", "exp2", ..., "pow".
+inline constexpr Intrinsic kLastIntrinsic = Intrinsic::kShflXor;
+/// "exp", "exp2", ..., "pow", "shfl_sync", "shfl_up", "shfl_down", "shfl_xor".
 const char* intrinsic_name(Intrinsic op);
-/// Arguments the intrinsic takes (1, or 2 for pow).
+/// Arguments the intrinsic takes (1, 2 for pow, 4 for a shuffle).
 int intrinsic_arity(Intrinsic op);
+/// T.shfl_sync / shfl_up / shfl_down / shfl_xor.
+constexpr bool is_shuffle(Intrinsic op) { return op >= Intrinsic::kShflSync; }
 
 struct ExprNode;
 struct IntImmNode;

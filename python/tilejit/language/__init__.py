@@ -20,7 +20,8 @@ records both. Supported: ``T.Kernel``, ``T.get_thread_binding``,
 ``T.alloc_shared / alloc_fragment / alloc_local / alloc_var /
 alloc_reducer / alloc_global``, ``T.copy``, ``T.gemm``, ``T.fill``,
 ``T.clear``, ``T.reduce_sum / max / min / abssum / absmax``,
-``T.atomic_add``, ``T.finalize_reducer``, ``T.print``, ``T.cast`` /
+``T.atomic_add``, ``T.finalize_reducer``, ``T.print``, ``T.sync_threads``,
+``T.shfl_sync / shfl_up / shfl_down / shfl_xor``, ``T.cast`` /
 ``T.Cast`` / ``.astype``, ``T.max / min / abs / exp / exp2 / log / log2 /
 sqrt / rsqrt / tanh / sigmoid``, ``T.if_then_else``, ``T.infinity``,
 ``T.ceildiv``, dtype objects (``T.float16`` ...) and strings, ``T.symbolic``
@@ -76,7 +77,8 @@ from .ops import (Cast, GemmWarpPolicy, Parallel, Pipelined, abs, alloc_fragment
                   ceildiv, clear, copy, exp, exp2, fill, finalize_reducer, floordiv, floormod,
                   gemm, get_thread_binding, if_then_else, infinity, log, log2, max, min, ninf,
                   print, reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min,
-                  reduce_sum, rsqrt, Serial, serial, sigmoid, sqrt, sync_threads, tanh, unroll,
+                  reduce_sum, rsqrt, Serial, serial, shfl_down, shfl_sync, shfl_up, shfl_xor,
+                  sigmoid, sqrt, sync_threads, tanh, unroll,
                   use_swizzle, vectorized, Unroll, Vectorized, cdiv, clamp, get_block_binding,
                   index_to_coordinates)
 from .spans import error as _error
@@ -103,6 +105,7 @@ __all__ = [
     "serial", "Serial", "unroll", "Unroll", "vectorized", "Vectorized", "use_swizzle", "Pipelined", "Parallel",
     "copy", "gemm", "GemmWarpPolicy", "fill", "clear", "reduce", "reduce_sum", "reduce_max",
     "reduce_min", "reduce_abssum", "reduce_absmax", "atomic_add", "print", "sync_threads",
+    "shfl_sync", "shfl_up", "shfl_down", "shfl_xor",
     "cast", "Cast", "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh",
     "sigmoid", "clamp", "if_then_else", "infinity", "ninf", "ceildiv", "cdiv", "floordiv",
     "floormod", "index_to_coordinates",

@@ -475,51 +475,87 @@ void lower_gemm(TileCodegen& cg, const ir::GemmOp& op) {
           cg.group_args() + ");");
 }
 
+// Note [N-D reductions]
+// The tile library reduces a ROWS x COLS matrix with a leading dimension
+// along its rows (dim 1: ROWS results) or its columns (dim 0: COLS results),
+// the results consecutive in the destination. A source region of any rank
+// is such matrices in a loop: its last dimension is the matrix's columns;
+// the rows are the reduced dimension when that is not the last, else the
+// dimension before the last; every other dimension of extent above 1 is a
+// loop around the call, whose index places both source and destination
+// (the source's dimensions but the reduced one are the destination's, in
+// order, unit dimensions aside). The loops are uniform, so on CUDA each
+// call is the block's (or its thread range's) as a single one would be.
 void lower_reduce(TileCodegen& cg, const ir::ReduceOp& op) {
   const std::string name = std::string("T.reduce_") + ir::reduce_kind_name(op.reduce_kind);
-  if (op.src.buffer.rank() > 2) {
+  const ir::Region src_region = resolve(cg, op.src, nullptr, op.span, name);
+  const Side src = make_side(cg, src_region, op.span, name, "source");
+  if (src.access->global) {
     cg.fail(ErrorKind::kValueError, op.span, name,
-            "source " + ir::to_string(op.src) + " has " + str(op.src.buffer.rank()) +
-                " dimensions; the " + cg.display() + " backend reduces dimension 0 or 1 of a 1-D or 2-D tile");
+            "source " + ir::to_string(op.src) + " is a global tensor; the operands are shared, "
+            "fragment or local buffers (T.copy it into one first)");
   }
-  const Matrix src = matrix(cg, op.src, op.span, name, "source", true);
   const Side dst = make_side(cg, resolve(cg, op.dst, nullptr, op.span, name), op.span, name,
                              "destination");
-  const int src_rank = op.src.buffer.rank();
-  // The library's (ROWS, COLS, dim): a 1-D source is one row.
-  int dim = op.dim;
-  if (src_rank == 1) {
-    if (dim != 0) {
-      cg.fail(ErrorKind::kValueError, op.span, name,
-              "dim " + str(dim) + " of the 1-D source " + ir::to_string(op.src));
-    }
-    dim = 1;
-  } else {
-    if (dim != 0 && dim != 1) {
-      cg.fail(ErrorKind::kValueError, op.span, name,
-              "dim " + str(op.dim) + " of " + ir::to_string(op.src) +
-                  "; the " + cg.display() + " backend reduces dimension 0 or 1 of a 1-D or 2-D tile");
+  const int rank = int(src.extents.size());
+  const int dim = op.dim;
+  if (dim < 0 || dim >= rank) {
+    cg.fail(ErrorKind::kValueError, op.span, name,
+            "dim " + str(dim) + " of the " + str(rank) + "-D source " + ir::to_string(op.src));
+  }
+  const int col_dim = rank - 1;
+  const int row_dim = dim == col_dim ? rank - 2 : dim;  // -1: a 1-D source is one row
+  const int lib_dim = dim == col_dim ? 1 : 0;
+  const int64_t rows = row_dim >= 0 ? src.extents[size_t(row_dim)] : 1;
+  const int64_t cols = src.extents[size_t(col_dim)];
+  int64_t ld = 1;  // the row stride, in the tile's (padded) static shape
+  for (int d = row_dim + 1; d < rank; ++d) ld *= src.access->static_shape[size_t(d)];
+  if (row_dim < 0) ld = cols;
+  // The destination dimension of each source dimension but `dim` (-1: a
+  // unit dimension, which has none).
+  std::vector<int> to_dst(size_t(rank), -1);
+  {
+    size_t next = 0;
+    for (int d = 0; d < rank; ++d) {
+      if (d == dim || src.extents[size_t(d)] == 1) continue;
+      if (next < dst.iter_dims.size()) to_dst[size_t(d)] = dst.iter_dims[next];
+      ++next;
     }
   }
-  const int64_t count = dim == 1 ? src.rows : src.cols;
-  int64_t dst_count = 1;
-  for (int64_t e : dst.extents) dst_count *= e;
-  // dst's elements must be consecutive: one iteration dimension at most, of stride 1.
-  const bool contiguous =
-      dst.iter_dims.size() <= 1 && (dst.iter_dims.empty() || dst.strides[size_t(dst.iter_dims[0])] == "1");
-  if (dst.access->global || dst_count != count || !contiguous) {
+  const int out_dim = lib_dim == 1 ? row_dim : col_dim;
+  const int64_t count = lib_dim == 1 ? rows : cols;
+  const int out_dst = out_dim >= 0 ? to_dst[size_t(out_dim)] : -1;
+  const bool contiguous = count == 1 || (out_dst >= 0 && dst.strides[size_t(out_dst)] == "1");
+  if (dst.access->global || !contiguous) {
     cg.fail(ErrorKind::kValueError, op.span, name,
-            "destination " + ir::to_string(op.dst) + " is not " + str(count) +
-                " consecutive elements of a tile (the source " + ir::to_string(op.src) +
-                " reduced over dim " + str(op.dim) + ")");
+            "destination " + ir::to_string(op.dst) + " does not hold the results of each row (" +
+                str(count) + " of them) as consecutive elements of a tile (the source " +
+                ir::to_string(op.src) + " reduced over dim " + str(op.dim) + ")");
   }
   static const char* const kKinds[] = {"kSum", "kMax", "kMin", "kAbsSum", "kAbsMax"};
   cg.line("// " + name + "(" + ir::to_string(op.src) + ", " + ir::to_string(op.dst) + ", dim=" +
           str(op.dim) + ", clear=" + (op.clear ? "True" : "False") + ")");
+  // The loops over the other dimensions (Note [N-D reductions]).
+  std::vector<std::string> src_pos = src.mins, dst_pos = dst.mins;
+  size_t loops = 0;
+  for (int d = 0; d < rank; ++d) {
+    if (d == row_dim || d == col_dim || src.extents[size_t(d)] == 1) continue;
+    const std::string v = cg.fresh("tilejit_r");
+    cg.line("for (int64_t " + v + " = 0; " + v + " < " + str(src.extents[size_t(d)]) + "; ++" +
+            v + ") {");
+    cg.indent();
+    ++loops;
+    auto at = [&](const std::string& min) { return min == "0" ? v : "(" + min + " + " + v + ")"; };
+    src_pos[size_t(d)] = at(src.mins[size_t(d)]);
+    const int j = to_dst[size_t(d)];
+    if (j >= 0) dst_pos[size_t(j)] = at(dst.mins[size_t(j)]);
+  }
   cg.line(std::string(cg.lib() + "::reduce<" + cg.lib() + "::ReduceKind::") +
-          kKinds[int(op.reduce_kind)] + ", " + str(src.rows) + ", " + str(src.cols) + ", " +
-          str(dim) + ", " + str(src.ld) + cg.group_template_tail() + ">(" + src.ptr + ", " +
-          pointer_at(dst, dst.mins) + ", " + (op.clear ? "true" : "false") + cg.group_args() + ");");
+          kKinds[int(op.reduce_kind)] + ", " + str(rows) + ", " + str(cols) + ", " +
+          str(lib_dim) + ", " + str(ld) + cg.group_template_tail() + ">(" +
+          pointer_at(src, src_pos) + ", " + pointer_at(dst, dst_pos) + ", " +
+          (op.clear ? "true" : "false") + cg.group_args() + ");");
+  close_loops(cg, loops);
 }
 
 void lower_print(TileCodegen& cg, const ir::PrintOp& op) {

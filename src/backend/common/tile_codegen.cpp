@@ -12,6 +12,7 @@
 #include "tilejit/core/error.h"
 #include "tilejit/ir/tile_builder.h"
 #include "tilejit/ir/visitor.h"
+#include "tilejit/transform/hoist_shuffles.h"
 #include "tilejit/transform/predicate.h"
 #include "tilejit/transform/verify.h"
 
@@ -117,6 +118,11 @@ class ExprEmitter : public ir::ExprFunctor<std::string> {
   }
   std::string visit_call(const ir::CallNode* op, const Expr& e) override {
     const std::string ct = TileCodegen::compute_type(e.dtype());
+    if (ir::is_shuffle(op->op)) {
+      std::vector<std::string> args;
+      for (const Expr& a : op->args) args.push_back(visit_expr(a));
+      return cg_.shuffle(*op, args);
+    }
     std::vector<std::string> args;
     for (const Expr& a : op->args) args.push_back(ct + "(" + visit_expr(a) + ")");
     auto fn = [&](const char* name) { return cg_.math(name, ct.c_str(), args); };
@@ -137,6 +143,7 @@ class ExprEmitter : public ir::ExprFunctor<std::string> {
       case ir::Intrinsic::kSin: return fn("sin");
       case ir::Intrinsic::kCos: return fn("cos");
       case ir::Intrinsic::kPow: return fn("pow");
+      default: break;
     }
     ir::unhandled_expr(walk_name(), e);
   }
@@ -178,6 +185,7 @@ ir::PrimFunc prepare_tile_func(const runtime::SourceRequest& request,
                                transform::LayoutTarget target) {
   TILEJIT_ICHECK(request.func != nullptr) << "SourceRequest without a PrimFunc";
   ir::PrimFunc f = transform::verify(*request.func);
+  f = transform::hoist_shuffles(f);  // Note [Warp shuffles]
   f = transform::predicate(f);
   f = transform::select_layouts(f, target);
   const ir::TileBody& tile = *f.tile();

@@ -181,6 +181,10 @@ class TileCodegen {
   /// "floor", "ceil", "sin", "cos", "pow", "min", "max".
   virtual std::string math(const char* fn, const char* ct,
                            const std::vector<std::string>& args) const = 0;
+  /// The C++ of a warp shuffle (Note [Warp shuffles] in
+  /// tilejit/transform/hoist_shuffles.h), `args` the C++ of its value (in
+  /// its compute type), lane or delta, width and mask.
+  virtual std::string shuffle(const ir::CallNode& call, const std::vector<std::string>& args) = 0;
 
  protected:
   /// Note [Line directives]: each statement's lines are preceded by a #line

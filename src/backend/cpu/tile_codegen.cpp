@@ -18,6 +18,7 @@
 // else get a suffix (`i`, `i_1`).
 #include "backend/cpu/tile_codegen.h"
 
+#include <cstdio>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -32,12 +33,31 @@
 #include "tilejit/core/error.h"
 #include "tilejit/ir/tile_builder.h"
 #include "tilejit/ir/visitor.h"
+#include "tilejit/transform/hoist_shuffles.h"
 #include "tilejit/transform/layout_select.h"
 
 namespace tilejit::cpu {
 
 using ir::Expr;
 using transform::ThreadUniformity;
+
+namespace {
+
+// "0-15, 20" for the set bits of a lane mask.
+std::string lane_list(uint32_t lanes) {
+  std::string out;
+  for (int lane = 0; lane < 32; ++lane) {
+    if (!(lanes >> lane & 1)) continue;
+    int last = lane;
+    while (last + 1 < 32 && (lanes >> (last + 1) & 1)) ++last;
+    out += (out.empty() ? "" : ", ") + std::to_string(lane) +
+           (last > lane ? "-" + std::to_string(last) : std::string());
+    lane = last;
+  }
+  return out;
+}
+
+}  // namespace
 
 CpuTileCodegen::CpuTileCodegen(const ir::PrimFunc& func, const std::vector<std::string>& symbols,
                                std::ostream& os, const ir::KernelStmt& kernel,
@@ -85,6 +105,27 @@ bool CpuTileCodegen::emit_own(const ir::Stmt& s) {
     }
     return false;  // its statements are emitted one by one
   }
+  if (transform::holds_shuffle(s)) {
+    // Note [Warp shuffles]: hoist_shuffles left each shuffle the value of a
+    // let of its own, which runs on every thread of the group here.
+    if (const auto* let = s.as<ir::LetStmt>(); let != nullptr && transform::shuffle_of(*let)) {
+      emit_shuffle(*let, s);
+      return true;
+    }
+    if (!uniformity_.divergent(s)) return false;  // its statements are emitted one by one
+    if (const auto* op = s.as<ir::IfStmt>()) {
+      if (uniformity_.branch_range(op, true) || uniformity_.branch_range(op, false)) {
+        emit_range_if(*op);
+        return true;
+      }
+    }
+    const char* construct = s.kind() == ir::StmtKind::kIf      ? "if"
+                            : s.kind() == ir::StmtKind::kWhile ? "while"
+                                                               : "loop";
+    shuffle_unreachable(s, s.span(), construct,
+                        std::string("this ") + construct +
+                            " depends on the thread index and is not a range of it");
+  }
   if (!uniformity_.variant(s)) return false;  // once, for every thread
   const bool control = s.kind() == ir::StmtKind::kFor || s.kind() == ir::StmtKind::kWhile ||
                        s.kind() == ir::StmtKind::kIf;
@@ -93,16 +134,8 @@ bool CpuTileCodegen::emit_own(const ir::Stmt& s) {
   return true;
 }
 
-void CpuTileCodegen::emit_thread_loop(const ir::Stmt& s) {
-  if (group_.count <= 0) return;
-  const auto* let = s.as<ir::LetStmt>();
-  std::string slots;
-  if (let != nullptr) {
-    // Note [CPU lowering of tile IR]: a thread's let, one slot per thread.
-    slots = fresh(let->var.var_name() + "_t");
-    line(std::string(compute_type(let->var.dtype())) + " " + slots + "[" +
-         std::to_string(uniformity_.threads()) + "];");
-  }
+template <typename Body>
+void CpuTileCodegen::thread_loop(Body body) {
   const std::string end = std::to_string(group_.first + group_.count);
   line("for (int64_t tilejit_t = " + std::to_string(group_.first) + "; tilejit_t < " + end +
        "; ++tilejit_t) {");
@@ -116,15 +149,110 @@ void CpuTileCodegen::emit_thread_loop(const ir::Stmt& s) {
     inner *= extent;
   }
   in_thread_ = true;
-  if (let != nullptr) {
-    line(slots + "[tilejit_t] = " + expr(let->value) + ";");
-  } else {
-    emit_stmt(s);
-  }
+  body();
   in_thread_ = false;
   dedent();
   line("}");
+}
+
+void CpuTileCodegen::emit_thread_loop(const ir::Stmt& s) {
+  if (group_.count <= 0) return;
+  const auto* let = s.as<ir::LetStmt>();
+  std::string slots;
+  if (let != nullptr) {
+    // Note [CPU lowering of tile IR]: a thread's let, one slot per thread.
+    slots = fresh(let->var.var_name() + "_t");
+    line(std::string(compute_type(let->var.dtype())) + " " + slots + "[" +
+         std::to_string(uniformity_.threads()) + "];");
+  }
+  thread_loop([&] {
+    if (let != nullptr) {
+      line(slots + "[tilejit_t] = " + expr(let->value) + ";");
+    } else {
+      emit_stmt(s);
+    }
+  });
   if (let != nullptr) bind_var(let->var, slots + "[tilejit_t]");
+}
+
+void CpuTileCodegen::shuffle_unreachable(const ir::Stmt& s, const ir::Span& span,
+                                         const std::string& construct, const std::string& where) {
+  const ir::Stmt let = transform::first_shuffle(s);
+  const auto* call = transform::shuffle_of(*let.as<ir::LetStmt>());
+  const int line = let.span().line;
+  fail(ErrorKind::kValueError, span, construct,
+       std::string("T.") + ir::intrinsic_name(call->op) +
+           (line > 0 ? " (line " + std::to_string(line) + ")" : std::string()) +
+           " exchanges values between the lanes of a warp, which the CPU target emulates where "
+           "every thread of the block, or of a range of its threads, runs it; " + where +
+           ": make it uniform, or a range of the thread index (tx < c, tx >= c, c <= tx < d)");
+}
+
+std::string CpuTileCodegen::shuffle(const ir::CallNode& call, const std::vector<std::string>&) {
+  TILEJIT_ICHECK(false) << func().name << ": CPU tile codegen: T." << ir::intrinsic_name(call.op)
+                        << " outside a let of its own (transform::hoist_shuffles makes one)";
+  return "";
+}
+
+void CpuTileCodegen::emit_shuffle(const ir::LetStmt& let, const ir::Stmt& s) {
+  const ir::CallNode& call = *transform::shuffle_of(let);
+  const std::string op = std::string("T.") + ir::intrinsic_name(call.op);
+  const ir::Expr& width = call.args[2];
+  const ir::Expr& mask = call.args[3];
+  if (!width.is_const() || width.int_value() < 1 || width.int_value() > 32 ||
+      (width.int_value() & (width.int_value() - 1)) != 0) {
+    fail(ErrorKind::kValueError, s.span(), op,
+         "width " + ir::to_string(width) + "; the CPU target takes a constant power of two from "
+         "1 to 32");
+  }
+  if (!mask.is_const()) {
+    fail(ErrorKind::kValueError, s.span(), op,
+         "mask " + ir::to_string(mask) + " is not a constant; the CPU target needs to know which "
+         "lanes shuffle");
+  }
+  // Every lane of the mask that exists must run the shuffle here, and no
+  // other: the threads of the group, warp by warp.
+  const uint32_t lanes = uint32_t(uint64_t(mask.int_value()) & 0xFFFFFFFFu);
+  const int64_t end = group_.first + group_.count;
+  for (int64_t warp = group_.first / 32; group_.count > 0 && warp * 32 < end; ++warp) {
+    uint32_t exist = 0, here = 0;
+    for (int lane = 0; lane < 32; ++lane) {
+      const int64_t t = warp * 32 + lane;
+      if (t < uniformity_.threads()) exist |= 1u << lane;
+      if (t >= group_.first && t < end) here |= 1u << lane;
+    }
+    if ((lanes & exist) != here) {
+      char hex[16];
+      std::snprintf(hex, sizeof hex, "0x%08X", unsigned(lanes));
+      const uint32_t absent = lanes & exist & ~here;
+      fail(ErrorKind::kValueError, s.span(), op,
+           std::string("threads [") + std::to_string(group_.first) + ", " + std::to_string(end) +
+               ") run it here, but in warp " + std::to_string(warp) + " lanes " +
+               lane_list(absent != 0 ? absent : here & ~lanes) +
+               (absent != 0 ? " of its mask " + std::string(hex) + " do not run it"
+                            : " run it and are not in its mask " + std::string(hex)) +
+               "; every lane of the mask runs a shuffle together (CUDA's rule), and the CPU "
+               "target emulates it for the lanes of the mask");
+    }
+  }
+  if (group_.count <= 0) return;
+  static const char* const kModes[] = {"kIdx", "kUp", "kDown", "kBfly"};
+  const char* mode = kModes[int(call.op) - int(ir::Intrinsic::kShflSync)];
+  const std::string ct = compute_type(let.var.dtype());
+  const std::string threads = std::to_string(uniformity_.threads());
+  const std::string values = fresh(let.var.var_name() + "_lanes");
+  const std::string slots = fresh(let.var.var_name() + "_t");
+  line("// " + op + ": each thread's value, then each thread's read of its source lane's");
+  line(ct + " " + values + "[" + threads + "];");
+  line(ct + " " + slots + "[" + threads + "];");
+  thread_loop([&] { line(values + "[tilejit_t] = " + expr(call.args[0]) + ";"); });
+  thread_loop([&] {
+    line(slots + "[tilejit_t] = tilejit::cpu::shfl(tilejit::cpu::ShflMode::" + mode + ", " +
+         values + ", tilejit_t, " + expr(call.args[1]) + ", " +
+         std::to_string(width.int_value()) + ", " + std::to_string(group_.first) + ", " +
+         std::to_string(end) + ");");
+  });
+  bind_var(let.var, slots + "[tilejit_t]");
 }
 
 void CpuTileCodegen::emit_range_if(const ir::IfStmt& op) {
@@ -133,6 +261,10 @@ void CpuTileCodegen::emit_range_if(const ir::IfStmt& op) {
     if (!branch.defined()) continue;
     const std::optional<transform::ThreadRange> r = uniformity_.branch_range(&op, then_branch);
     if (!r) {
+      if (transform::holds_shuffle(branch)) {
+        shuffle_unreachable(branch, op.span, "if",
+                            "the threads of this else branch are not one range");
+      }
       // The rest of the group is not one range: no collective op there
       // (thread_uniformity checked), so each thread tests the condition.
       const transform::ThreadRange saved = group_;

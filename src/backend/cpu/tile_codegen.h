@@ -68,6 +68,8 @@ class CpuTileCodegen final : public backend::TileCodegen {
   std::string lib() const override { return "tilejit::cpu"; }
   std::string math(const char* fn, const char* ct,
                    const std::vector<std::string>& args) const override;
+  /// Never called: emit_shuffle makes a shuffle's let (Note [Warp shuffles]).
+  std::string shuffle(const ir::CallNode& call, const std::vector<std::string>& args) override;
   /// The arena bytes the body's large tiles need, known once emitted.
   int64_t arena_bytes() const { return arena_bytes_; }
   /// Binds the kernel's thread indices to C++ names (declared per loop).
@@ -83,6 +85,16 @@ class CpuTileCodegen final : public backend::TileCodegen {
 
   /// `s` run by each thread of the group, in a loop of its own.
   void emit_thread_loop(const ir::Stmt& s);
+  /// The loop over the group's threads, with their indices, around `body`.
+  template <typename Body>
+  void thread_loop(Body body);
+  /// A shuffle's let (Note [Warp shuffles]): every thread's value into an
+  /// array, then every thread's read of its source lane's.
+  void emit_shuffle(const ir::LetStmt& let, const ir::Stmt& s);
+  /// The ValueError for the shuffle in `s`, which the threads here do not
+  /// run together: `where` says what divides them.
+  [[noreturn]] void shuffle_unreachable(const ir::Stmt& s, const ir::Span& span,
+                                        const std::string& construct, const std::string& where);
   /// The branches of an if on a thread range, each with its threads.
   void emit_range_if(const ir::IfStmt& op);
   /// `s` reads nothing it writes through block-visible memory, so each

@@ -97,6 +97,12 @@ std::string CudaTileCodegen::math(const char* fn, const char* ct,
   return call(f32 ? name + "f" : name);
 }
 
+std::string CudaTileCodegen::shuffle(const ir::CallNode& call,
+                                     const std::vector<std::string>& args) {
+  return std::string("tilejit::cuda::") + ir::intrinsic_name(call.op) + "(" + args[0] + ", " +
+         args[1] + ", int(" + args[2] + "), " + args[3] + ")";
+}
+
 bool CudaTileCodegen::async_copy(const ir::CopyOp& op) const {
   const ir::Scope d = op.dst.buffer.scope();
   return op.src.buffer.scope() == ir::Scope::kGlobal &&

@@ -111,6 +111,8 @@ class CudaTileCodegen final : public backend::TileCodegen {
   bool async_copy(const ir::CopyOp& op) const;
   std::string math(const char* fn, const char* ct,
                    const std::vector<std::string>& args) const override;
+  /// __shfl_*_sync through tilejit/cuda/shuffle.h (Note [Warp shuffles]).
+  std::string shuffle(const ir::CallNode& call, const std::vector<std::string>& args) override;
   /// A register fragment's element is reachable only in its register loop.
   std::string tile_element(const backend::BufferAccess& a,
                            const std::vector<ir::Expr>& indices) override;

@@ -443,19 +443,22 @@ TEST(CpuTile, AnEmptyGridOfTheSecondKernelNamesItsLaunch) {
             "every grid extent must be positive");
 }
 
-TEST(CpuTile, ReduceOverAThirdDimensionIsAnError) {
+// Note [N-D reductions]: each row's results go to consecutive elements.
+TEST(CpuTile, ReduceIntoStridedResultsIsAnError) {
   TileBuilder b("reduce3");
   const Buffer A = b.tensor_param("A", {Expr(2)}, DataType::float32());
   b.begin_kernel({Expr(1)}, {1});
   const Buffer s = b.alloc("s", {2, 2, 2}, DataType::float32(), Scope::kFragment);
-  const Buffer d = b.alloc("d", {2, 2}, DataType::float32(), Scope::kFragment);
-  b.reduce(ir::ReduceKind::kMax, whole(s), whole(d), 2);
-  b.copy(ir::region(d, {{Expr(0), Expr(1)}, {Expr(0), Expr(2)}}), whole(A));
+  const Buffer d = b.alloc("d", {2, 2, 3}, DataType::float32(), Scope::kFragment);
+  b.reduce(ir::ReduceKind::kMax, whole(s),
+           ir::region(d, {{Expr(0), Expr(2)}, {Expr(0), Expr(2)}, {Expr(0), Expr(1)}}), 2);
+  b.copy(ir::region(d, {{Expr(0), Expr(1)}, {Expr(0), Expr(2)}, {Expr(0), Expr(1)}}), whole(A));
   b.end_kernel();
   const ir::PrimFunc f = b.finish();
   EXPECT_EQ(error_message([&] { source_of(f); }, ErrorKind::kValueError),
-            "reduce3: T.reduce_max: source s[0:2, 0:2, 0:2] has 3 dimensions; the CPU backend "
-            "reduces dimension 0 or 1 of a 1-D or 2-D tile");
+            "reduce3: T.reduce_max: destination d[0:2, 0:2, 0:1] does not hold the results of "
+            "each row (2 of them) as consecutive elements of a tile (the source s[0:2, 0:2, "
+            "0:2] reduced over dim 2)");
 }
 
 }  // namespace

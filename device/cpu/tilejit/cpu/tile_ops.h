@@ -8,4 +8,5 @@
 #include "tilejit/cpu/gemm.h"
 #include "tilejit/cpu/print.h"
 #include "tilejit/cpu/reduce.h"
+#include "tilejit/cpu/shuffle.h"
 #include "tilejit/cpu/tile.h"

@@ -11,5 +11,6 @@
 #include "tilejit/cuda/print.h"
 #include "tilejit/cuda/rasterize.h"
 #include "tilejit/cuda/reduce.h"
+#include "tilejit/cuda/shuffle.h"
 #include "tilejit/cuda/tile.h"
 #include "tilejit/cuda/vector_run.h"
