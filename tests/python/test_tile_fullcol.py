@@ -172,16 +172,30 @@ _NO_CUDA = tilejit_cuda_unavailable()
 
 
 @pytest.mark.skipif(bool(_NO_CUDA), reason=_NO_CUDA)
-def test_decode_fullcol_lowering():
-    """Every fragment of the decoding in registers, its loop pipelined."""
-    k = tilejit.compile(decode(**SHAPES[1], via_shared=True), out_idx=[2, 3], target="cuda")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_decode_fullcol_lowering(arch):
+    """Every fragment of the decoding in registers, its loop pipelined.
+    Before Hopper the gemms run on mma.sync over 8 warps split by columns;
+    on sm_90a on wgmma, the two warpgroups split by columns (Note [Warpgroup
+    gemms]), the probabilities held whole by both."""
+    k = tilejit.compile(decode(**SHAPES[1], via_shared=True), out_idx=[2, 3], target="cuda",
+                        extra_compile_flags=[f"--gpu-architecture={arch}"])
     report = k.lowering_report()
     for e in report:
         if e.get("kind") == "buffer" and e.get("scope") == "fragment":
             assert e.get("placement") == "registers", e
     loops = [e for e in report if e.get("kind") == "op" and e["op"] == "T.Pipelined"]
     assert [e["path"] for e in loops] == ["pipelined, 2 stages"]
+    gemms = [e["path"] for e in report if e.get("kind") == "op" and e["op"] == "T.gemm"]
     src = k.get_kernel_source()
-    assert "tilejit::cuda::MmaRows<64, 1, 8>" in src
-    assert "acc_load_shared<tilejit::cuda::MmaAcc<64, 64, 1, 1, 64, 8>" in src
-    assert "rows_store<tilejit::cuda::MmaRows<64, 1, 8>, true>" in src
+    if arch == "sm_80":
+        assert gemms == ["mma", "mma"]
+        assert "tilejit::cuda::MmaRows<64, 1, 8>" in src
+        assert "acc_load_shared<tilejit::cuda::MmaAcc<64, 64, 1, 1, 64, 8>" in src
+        assert "rows_store<tilejit::cuda::MmaRows<64, 1, 8>, true>" in src
+    else:
+        assert gemms == ["wgmma", "wgmma"]
+        assert "tilejit::cuda::MmaRows<64, 4, 2, true>" in src
+        assert "acc_load_shared<tilejit::cuda::MmaAcc<64, 64, 4, 1, 64, 2, true>" in src
+        assert "rows_store<tilejit::cuda::MmaRows<64, 4, 2, true>, true>" in src
+        assert "acc_gemm_wg_rs<tilejit::cuda::MmaAcc<64, 128, 4, 2, 64, 1, true>" in src

@@ -688,19 +688,30 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
     const int64_t rows = dim(buffer, 0), n = dim(buffer, 1);
     const int64_t m = std::max<int64_t>(rows, 16);
     // Note [Warpgroup gemms]: every warp on 16 rows of each 64 * G.
-    if (warpgroups) {
-      AccLayout layout{m, n, warps, 1};
-      layout.il_rows = true;
-      std::string why = warpgroup_accumulator(g, swizzlable, m, n, threads);
-      if (why.empty() && layout.registers() > kMaxAccRegisters) {
-        why = std::to_string(layout.registers()) + " accumulator registers a thread, past " +
+    if (warpgroups && threads % 128 == 0) {
+      // All warpgroups along M, or (FullCol first) along N.
+      const int groups = threads / 128;
+      std::string why;
+      const bool cols_first = g.front()->policy == 2;
+      for (int wgn : cols_first ? std::vector<int>{groups, 1} : std::vector<int>{1, groups}) {
+        AccLayout layout{m, n, 4 * (groups / wgn), wgn};
+        layout.il_rows = true;
+        std::string w = warpgroup_accumulator(g, swizzlable, m, n, threads, wgn);
+        if (w.empty() && layout.registers() > kMaxAccRegisters) {
+          w = std::to_string(layout.registers()) + " accumulator registers a thread, past " +
               std::to_string(kMaxAccRegisters);
+        }
+        if (w.empty()) {
+          regs.emplace(id, layout);
+          break;
+        }
+        if (why.empty()) why = w;
+        if (groups == 1) break;
       }
-      if (why.empty()) {
-        regs.emplace(id, layout);
-        continue;
-      }
+      if (regs.count(id)) continue;
       choice.not_warpgroup[id] = why;
+    } else if (warpgroups) {
+      choice.not_warpgroup[id] = std::to_string(threads) + " threads are not whole warpgroups";
     }
     for (auto [wm, wn] : grids(warps, g.front()->policy, m, n)) {
       AccLayout layout{m, n, wm, wn, rows < 16 ? rows : 0};

@@ -81,8 +81,9 @@ int instruction_columns(int64_t n, bool b_mn_major, int b_swizzle, int64_t eleme
 
 // The gemm's shape, or why it cannot run on wgmma with operands that may
 // be swizzled as `swizzlable` says (and A from registers where it is a
-// fragment).
-std::string unfit(const ir::GemmOp& op, const std::map<uint64_t, int>& swizzlable, int* columns) {
+// fragment), its C's columns split over `wgn` warpgroups.
+std::string unfit(const ir::GemmOp& op, const std::map<uint64_t, int>& swizzlable, int wgn,
+                  int* columns) {
   const ir::Buffer &a = op.a.buffer, &b = op.b.buffer;
   if (!is_16bit_float(a.dtype()) || a.dtype() != b.dtype()) return "A and B are not 16-bit floats of one dtype";
   if (!covers_buffer(op.a) || !covers_buffer(op.b) || a.rank() != 2 || b.rank() != 2) {
@@ -99,8 +100,18 @@ std::string unfit(const ir::GemmOp& op, const std::map<uint64_t, int>& swizzlabl
   const int64_t k = op.trans_a ? dim(a, 0) : dim(a, 1);
   if (k <= 0 || k % 16 != 0) return "K = " + std::to_string(k) + " is not a multiple of 16";
   const int64_t n = op.trans_b ? dim(b, 0) : dim(b, 1);
-  *columns = instruction_columns(n, !op.trans_b, sb->second, b.dtype().bytes());
-  if (*columns == 0) return "N = " + std::to_string(n) + " cuts into no instructions of 8 to 256 columns";
+  const int64_t per = n / wgn;  // a warpgroup's columns
+  if (n % wgn != 0) return "N = " + std::to_string(n) + " does not split over " + std::to_string(wgn) + " warpgroups";
+  // A warpgroup's first column starts a panel of a B whose panels run along N.
+  const int64_t panel = sb->second / b.dtype().bytes();
+  if (!op.trans_b && wgn > 1 && per % panel != 0) {
+    return "a warpgroup's " + std::to_string(per) + " columns of B " + b.name() +
+           " start inside a panel of " + std::to_string(panel);
+  }
+  *columns = instruction_columns(per, !op.trans_b, sb->second, b.dtype().bytes());
+  if (*columns == 0) {
+    return "N = " + std::to_string(per) + " per warpgroup cuts into no instructions of 8 to 256 columns";
+  }
   return "";
 }
 
@@ -122,16 +133,19 @@ std::map<uint64_t, int> swizzlable_operands(const ir::KernelStmt& kernel,
 
 std::string warpgroup_accumulator(const std::vector<const ir::GemmOp*>& gemms,
                                   const std::map<uint64_t, int>& swizzlable, int64_t m, int64_t n,
-                                  int threads) {
+                                  int threads, int wgn) {
   if (threads % 128 != 0) return std::to_string(threads) + " threads are not whole warpgroups";
-  if (m % (64 * (threads / 128)) != 0) {
+  const int groups = threads / 128;
+  if (wgn < 1 || groups % wgn != 0) return "the warpgroups do not split over the columns";
+  const int wgm = groups / wgn;
+  if (m % (64 * wgm) != 0) {
     return "M = " + std::to_string(m) + " is not a multiple of 64 rows for each of the " +
-           std::to_string(threads / 128) + " warpgroups";
+           std::to_string(wgm) + " warpgroups along it";
   }
-  if (n % 8 != 0) return "N = " + std::to_string(n) + " is not a multiple of 8";
+  if (n % (8 * wgn) != 0) return "N = " + std::to_string(n) + " is not 8 columns for each warpgroup";
   for (const ir::GemmOp* op : gemms) {
     int columns = 0;
-    if (std::string why = unfit(*op, swizzlable, &columns); !why.empty()) return why;
+    if (std::string why = unfit(*op, swizzlable, wgn, &columns); !why.empty()) return why;
     const int64_t rows = op->trans_a ? dim(op->a.buffer, 1) : dim(op->a.buffer, 0);
     const int64_t cols = op->trans_b ? dim(op->b.buffer, 0) : dim(op->b.buffer, 1);
     if (rows != m || cols != n) return "the operands' rows or columns are not the accumulator's";
@@ -164,7 +178,9 @@ std::map<uint64_t, int> swizzled_operands(const std::vector<const ir::GemmOp*>& 
 WarpgroupGemm warpgroup_gemm(const ir::GemmOp& op, const FragmentChoice& choice) {
   WarpgroupGemm g;
   int columns = 0;
-  g.why = unfit(op, choice.swizzled, &columns);
+  auto c = choice.registers.find(op.c.buffer.id());
+  const int wgn = c == choice.registers.end() ? 1 : c->second.wn;
+  g.why = unfit(op, choice.swizzled, wgn, &columns);
   auto a = choice.registers.find(op.a.buffer.id());
   g.a_in_registers = a != choice.registers.end();
   if (g.why.empty() && op.a.buffer.scope() == ir::Scope::kFragment && !g.a_in_registers) {

@@ -7,14 +7,19 @@
 // blocks of C from operands that the instruction reads from shared memory
 // itself (SS), or A from registers (RS: flash attention's probabilities),
 // with no ldmatrix and no per-warp operand fragments. What it needs:
-//  - the accumulator in wgmma's layout: every warpgroup along M (G =
-//    threads / 128 of them, M a multiple of 64 * G), warp w on rows
-//    16 * w + 16 * WM * mt of its blocks mt (AccLayout::il_rows); N a
-//    multiple of 8, cut into instructions of at most 256 columns. The
-//    accumulator takes this layout when every gemm into it has its
-//    operands below; its row vectors and its A operands in registers then
-//    take the same rows, and everything else that reads them (register
-//    loops, reductions, copies) goes through MmaAcc / MmaRows as before;
+//  - the accumulator in wgmma's layout: the G = threads / 128 warpgroups
+//    in a GM x GN grid, all along M (GN = 1) or, under
+//    GemmWarpPolicy.FullCol or where M has too few rows, all along N (MLA
+//    decoding's 64 heads over two warpgroups); each warpgroup's four warps
+//    on 16 rows of each of its 64-row blocks (AccLayout::il_rows, wm =
+//    4 * GM, wn = GN). M a multiple of 64 * GM, a warpgroup's N a multiple
+//    of 8, cut into instructions of at most 256 columns (and starting a
+//    panel of a B whose panels run along N). The accumulator takes this
+//    layout when every gemm into it has its operands below; its row
+//    vectors and its A operands in registers then take the same rows
+//    (held alike by the GN warpgroups of a row), and everything else that
+//    reads them (register loops, reductions across warpgroups through the
+//    scratch, copies) goes through MmaAcc / MmaRows as before;
 //  - each shared operand in the swizzled layout (SwizzledTile in
 //    wgmma.h): panels of 32, 64 or 128 bytes of row, the widest the row
 //    allows (rows of 32 or 64 bytes, or a multiple of 128), 1024-aligned,
@@ -60,10 +65,11 @@ std::map<uint64_t, int> swizzlable_operands(const ir::KernelStmt& kernel,
                                             const std::set<uint64_t>& in_groups);
 
 /// Why an m x n accumulator written by `gemms` cannot take the warpgroup
-/// layout at `threads` threads ("": it can).
+/// layout at `threads` threads with its columns split over `wgn`
+/// warpgroups ("": it can).
 std::string warpgroup_accumulator(const std::vector<const ir::GemmOp*>& gemms,
-                           const std::map<uint64_t, int>& swizzlable, int64_t m, int64_t n,
-                           int threads);
+                                  const std::map<uint64_t, int>& swizzlable, int64_t m, int64_t n,
+                                  int threads, int wgn);
 
 /// Of `swizzlable`, the tiles every gemm of which has its C in `regs` in the
 /// warpgroup layout.

@@ -65,14 +65,25 @@ struct MmaAcc {
 
   __device__ __forceinline__ static int warp() { return thread_rank() / 32; }
   __device__ __forceinline__ static int lane() { return thread_rank() % 32; }
+  // The warp's place in the WM x WN grid. Interleaved (IL, Note [Warpgroup
+  // gemms]), the grid is of warpgroups, WM / 4 x WN, each held by WR
+  // warpgroups alike, and a warpgroup's four warps are four rows of it.
+  __device__ __forceinline__ static int wm_index() {
+    return IL ? (warp() / 4 / (WN * WR)) * 4 + warp() % 4 : warp() / (WN * WR);
+  }
+  __device__ __forceinline__ static int wn_index() {
+    return IL ? (warp() / 4 / WR) % WN : (warp() / WR) % WN;
+  }
   // The first row of the warp's first 16-row block: its warp tile's, or,
-  // interleaved (IL, Note [Warpgroup gemms]), its 16 rows of each 16 * WM.
-  __device__ __forceinline__ static int row0() { return (warp() / (WN * WR)) * (IL ? 16 : kWarpM); }
+  // interleaved, its 16 rows of each 16 * WM.
+  __device__ __forceinline__ static int row0() { return wm_index() * (IL ? 16 : kWarpM); }
   /// The first row of the warp's 16-row block mt.
   __device__ __forceinline__ static int block_row(int mt) { return row0() + mt * (IL ? 16 * WM : 16); }
-  __device__ __forceinline__ static int col0() { return ((warp() / WR) % WN) * kWarpN; }
-  // The one of a warp tile's WR warps that stores it to memory.
-  __device__ __forceinline__ static bool holder() { return WR == 1 || warp() % WR == 0; }
+  __device__ __forceinline__ static int col0() { return wn_index() * kWarpN; }
+  // The one of a warp tile's WR warps (warpgroups, IL) that stores it to memory.
+  __device__ __forceinline__ static bool holder() {
+    return WR == 1 || (IL ? warp() / 4 : warp()) % WR == 0;
+  }
   __device__ __forceinline__ static int row(int r) {
     return block_row(r / (NT * 4)) + lane() / 4 + ((r % 4) / 2) * 8;
   }
@@ -90,13 +101,16 @@ struct MmaRows {
   static constexpr int kCount = MT * 2;
   static_assert(M % (16 * WM) == 0, "warp tiles of whole 16-row blocks");
   __device__ __forceinline__ static int row(int s) {
-    return (thread_rank() / (32 * WR)) * (IL ? 16 : kWarpM) + (s / 2) * (IL ? 16 * WM : 16) +
-           (thread_rank() % 32) / 4 + (s % 2) * 8;
+    const int w = thread_rank() / 32;
+    const int wm = IL ? (w / 4 / WR) * 4 + w % 4 : w / WR;
+    return wm * (IL ? 16 : kWarpM) + (s / 2) * (IL ? 16 * WM : 16) + (thread_rank() % 32) / 4 +
+           (s % 2) * 8;
   }
-  // The one of a row's 4 * WR holders (a quad in each of WR warps) that
-  // stores it to memory.
+  // The one of a row's 4 * WR holders (a quad in each of WR warps, or
+  // warpgroups where IL) that stores it to memory.
   __device__ __forceinline__ static bool leader() {
-    return thread_rank() % 4 == 0 && (WR == 1 || (thread_rank() / 32) % WR == 0);
+    const int w = thread_rank() / 32;
+    return thread_rank() % 4 == 0 && (WR == 1 || (IL ? w / 4 : w) % WR == 0);
   }
 };
 
@@ -323,7 +337,7 @@ __device__ __forceinline__ void acc_reduce_rows(const float* acc, D* dst, bool c
               clear ? reduce_detail::identity<kKind, float>() : convert<float>(dst[row]);
           dst[row] = convert<D>(combine<kKind>(prev, v));
         } else {
-          scratch[(L::warp() % L::kWN) * L::kM + row] = v;
+          scratch[L::wn_index() * L::kM + row] = v;
         }
       }
     }
@@ -354,7 +368,7 @@ __device__ __forceinline__ void acc_reduce_rows_to(const float* acc, float* rows
     for (int h = 0; h < 2; ++h) v[mt * 2 + h] = mma_detail::row_value<kKind, L>(acc, mt, h);
   }
   if constexpr (L::kWN > 1) {
-    const int wn = L::warp() % L::kWN;
+    const int wn = L::wn_index();
     if (L::lane() % 4 == 0) {
 #pragma unroll
       for (int s = 0; s < L::MT * 2; ++s) {

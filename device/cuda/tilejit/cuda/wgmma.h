@@ -8,13 +8,13 @@
 // [4, 4 + log2(SW / 16)) of the byte offset XOR bits [7, ...)). Copies into
 // such a tile (copy_swizzled) write it so; the tile starts 1024-aligned.
 //
-// The accumulator is an MmaAcc<M, N, WM, 1, M, 1, true> over WM = 4 * G
-// warps (G warpgroups, all along M): warp w holds rows 16 * w + 16 * WM * mt
-// of each 16-row block mt, which is the wgmma m64 accumulator of warpgroup
-// w / 4 for its 64-row block mt (PTX ISA, "Register Fragments and Shared
-// Memory Matrix Layouts": the same per-warp layout as mma.m16n8, 16 rows per
-// warp); its registers (mt * NT + nt) * 4 + q are the instruction's d
-// registers in order.
+// The accumulator is an MmaAcc<M, N, WM, WN, M, 1, true> over G = WM / 4 x WN
+// warpgroups: warpgroup (gm, gn) holds columns [gn * N / WN, ...) of rows
+// 16 * (4 * gm + j) + 16 * WM * mt for its warps j (its 16-row blocks mt),
+// which is the wgmma m64 accumulator of the warpgroup for its 64-row block
+// mt (PTX ISA, "Register Fragments and Shared Memory Matrix Layouts": the
+// same per-warp layout as mma.m16n8, 16 rows per warp); its registers
+// (mt * NT + nt) * 4 + q are the instruction's d registers in order.
 //
 //   acc_gemm_wg<L, K, TA, TB, AR, SWA, BR, SWB, NC>(acc, a, b, clear)
 //     acc (+)= op(A) op(B), A (AR rows) and B (BR rows) swizzled shared
@@ -97,10 +97,12 @@ __device__ __forceinline__ void wait() {
 
 template <typename L, int K, bool TA, bool TB, int AR, int SWA, int BR, int SWB, int NC, typename T>
 __device__ __forceinline__ void acc_gemm_wg(float* acc, const T* a, const T* b, bool clear) {
-  static_assert(L::kIL && L::kWN == 1 && L::kWR == 1 && L::kWM % 4 == 0, "a warpgroup layout");
-  static_assert(K % 16 == 0 && L::kN % NC == 0 && NC % 8 == 0 && NC <= 256, "whole instructions");
-  constexpr int G = L::kWM / 4;
-  const int g = L::warp() / 4;
+  static_assert(L::kIL && L::kWR == 1 && L::kWM % 4 == 0, "a warpgroup layout");
+  static_assert(K % 16 == 0 && L::kWarpN % NC == 0 && NC % 8 == 0 && NC <= 256,
+                "whole instructions");
+  constexpr int G = L::kWM / 4;     // warpgroups along M
+  const int g = L::wm_index() / 4;  // this one's place among them
+  const int n0 = L::col0();
   const unsigned a0 = mma_detail::smem_addr(a), b0 = mma_detail::smem_addr(b);
 #pragma unroll
   for (int r = 0; r < L::kCount; ++r) wg_detail::fence_registers(acc[r]);
@@ -111,8 +113,8 @@ __device__ __forceinline__ void acc_gemm_wg(float* acc, const T* a, const T* b, 
     for (int mt = 0; mt < L::MT; ++mt) {
       const uint64_t da = wg_detail::operand<SWA, AR, !TA, T>(a0, 64 * (g + mt * G), s * 16);
 #pragma unroll
-      for (int c = 0; c < L::kN / NC; ++c) {
-        const uint64_t db = wg_detail::operand<SWB, BR, TB, T>(b0, c * NC, s * 16);
+      for (int c = 0; c < L::kWarpN / NC; ++c) {
+        const uint64_t db = wg_detail::operand<SWB, BR, TB, T>(b0, n0 + c * NC, s * 16);
         WgmmaOp<NC>::template ss<T, TA, !TB>(acc + (mt * L::NT + c * (NC / 8)) * 4, da, db,
                                              (s > 0 || !clear) ? 1 : 0);
       }
@@ -126,10 +128,12 @@ __device__ __forceinline__ void acc_gemm_wg(float* acc, const T* a, const T* b, 
 
 template <typename L, int K, bool TB, int BR, int SWB, int NC, typename T>
 __device__ __forceinline__ void acc_gemm_wg_rs(float* acc, const T* a, const T* b, bool clear) {
-  static_assert(L::kIL && L::kWN == 1 && L::kWR == 1 && L::kWM % 4 == 0, "a warpgroup layout");
-  static_assert(K % 16 == 0 && L::kN % NC == 0 && NC % 8 == 0 && NC <= 256, "whole instructions");
+  static_assert(L::kIL && L::kWR == 1 && L::kWM % 4 == 0, "a warpgroup layout");
+  static_assert(K % 16 == 0 && L::kWarpN % NC == 0 && NC % 8 == 0 && NC <= 256,
+                "whole instructions");
   constexpr int KT = K / 8;  // A's 8-column tiles per 16-row block
   const unsigned b0 = mma_detail::smem_addr(b);
+  const int n0 = L::col0();
   // A's fragments, packed before the first instruction and kept in their
   // registers until the last has read them.
   unsigned af[K / 16][L::MT][4];
@@ -150,8 +154,8 @@ __device__ __forceinline__ void acc_gemm_wg_rs(float* acc, const T* a, const T* 
 #pragma unroll
     for (int mt = 0; mt < L::MT; ++mt) {
 #pragma unroll
-      for (int c = 0; c < L::kN / NC; ++c) {
-        const uint64_t db = wg_detail::operand<SWB, BR, TB, T>(b0, c * NC, s * 16);
+      for (int c = 0; c < L::kWarpN / NC; ++c) {
+        const uint64_t db = wg_detail::operand<SWB, BR, TB, T>(b0, n0 + c * NC, s * 16);
         WgmmaOp<NC>::template rs<T, !TB>(acc + (mt * L::NT + c * (NC / 8)) * 4, af[s][mt], db,
                                          (s > 0 || !clear) ? 1 : 0);
       }
