@@ -172,10 +172,11 @@ _NO_CUDA = tilejit_cuda_unavailable()
 
 
 @pytest.mark.skipif(bool(_NO_CUDA), reason=_NO_CUDA)
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("arch", ["compute_80", "sm_90a"])
 def test_decode_fullcol_lowering(arch):
     """Every fragment of the decoding in registers, its loop pipelined.
-    Before Hopper the gemms run on mma.sync over 8 warps split by columns;
+    Before Hopper (compute_80: PTX, which a Hopper GPU runs too) the gemms
+    run on mma.sync over 8 warps split by columns;
     on sm_90a on wgmma, the two warpgroups split by columns (Note [Warpgroup
     gemms]), the probabilities held whole by both."""
     k = tilejit.compile(decode(**SHAPES[1], via_shared=True), out_idx=[2, 3], target="cuda",
@@ -188,7 +189,7 @@ def test_decode_fullcol_lowering(arch):
     assert [e["path"] for e in loops] == ["pipelined, 2 stages"]
     gemms = [e["path"] for e in report if e.get("kind") == "op" and e["op"] == "T.gemm"]
     src = k.get_kernel_source()
-    if arch == "sm_80":
+    if arch == "compute_80":
         assert gemms == ["mma", "mma"]
         assert "tilejit::cuda::MmaRows<64, 1, 8>" in src
         assert "acc_load_shared<tilejit::cuda::MmaAcc<64, 64, 1, 1, 64, 8>" in src
@@ -199,3 +200,21 @@ def test_decode_fullcol_lowering(arch):
         assert "acc_load_shared<tilejit::cuda::MmaAcc<64, 64, 4, 1, 64, 2, true>" in src
         assert "rows_store<tilejit::cuda::MmaRows<64, 4, 2, true>, true>" in src
         assert "acc_gemm_wg_rs<tilejit::cuda::MmaAcc<64, 128, 4, 2, 64, 1, true>" in src
+
+
+@pytest.mark.skipif(bool(_NO_CUDA), reason=_NO_CUDA)
+def test_decode_cast_in_registers_falls_back_to_mma():
+    """Cast straight from the scores (T.copy(acc_s, p)), the probabilities
+    cannot be both warpgroups' whole A in registers (each holds half of the
+    scores' columns), so they stay in shared memory and the second gemm
+    cannot read them through wgmma: its accumulator takes the mma layouts,
+    the tiles stay row-major, and the report names the gemm that decided."""
+    k = tilejit.compile(decode(**SHAPES[1], via_shared=False), out_idx=[2, 3], target="cuda",
+                        extra_compile_flags=["--gpu-architecture=sm_90a"])
+    report = k.lowering_report()
+    gemms = [e for e in report if e.get("kind") == "op" and e["op"] == "T.gemm"]
+    assert [e["path"] for e in gemms] == ["mma", "mma"]
+    assert "would run on mma.sync" in gemms[1]["reason"], gemms[1]
+    src = k.get_kernel_source()
+    assert "swizzled" not in src
+    assert ", true>" not in src.split("acc_o[")[1].split("\n")[0]

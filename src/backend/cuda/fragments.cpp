@@ -671,7 +671,8 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
                                        const std::set<uint64_t>& in_groups,
                                        std::map<uint64_t, runtime::Diagnostic>& vector_why,
                                        int min_cols, bool* over_budget, bool warpgroups,
-                                       const std::map<uint64_t, int>& swizzlable) {
+                                       const std::map<uint64_t, int>& swizzlable,
+                                       const std::map<uint64_t, std::string>& refused) {
   // A register layout spreads a tile over the whole block's warps.
   uses.out.insert(in_groups.begin(), in_groups.end());
   uses.repl_out.insert(in_groups.begin(), in_groups.end());
@@ -688,7 +689,9 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
     const int64_t rows = dim(buffer, 0), n = dim(buffer, 1);
     const int64_t m = std::max<int64_t>(rows, 16);
     // Note [Warpgroup gemms]: every warp on 16 rows of each 64 * G.
-    if (warpgroups && threads % 128 == 0) {
+    if (auto r = refused.find(id); warpgroups && r != refused.end()) {
+      choice.not_warpgroup[id] = r->second;
+    } else if (warpgroups && threads % 128 == 0) {
       // All warpgroups along M, or (FullCol first) along N.
       const int groups = threads / 128;
       std::string why;
@@ -823,17 +826,37 @@ FragmentChoice choose_fragments(const ir::KernelStmt& kernel, int threads,
   Uses uses;
   uses.visit(kernel.body);
   std::map<uint64_t, runtime::Diagnostic> vector_why;
-  bool over_budget = false;
   const std::map<uint64_t, int> swizzlable =
       warpgroups ? swizzlable_operands(kernel, in_groups) : std::map<uint64_t, int>{};
-  FragmentChoice choice = choose_registers(uses, threads, in_groups, vector_why, 8, &over_budget,
-                                           warpgroups, swizzlable);
-  if (over_budget) {
-    // Note [Register budget]: warp tiles of 8 columns serve row vectors and
-    // operands held alike; without them, wider ones read fewer fragments.
+  // Note [Warpgroup gemms]: an accumulator whose gemm would run on mma.sync
+  // all the same (its A a fragment the choice kept in shared memory, its
+  // tiles refused) takes the mma layouts instead, and the choice is made
+  // again without it.
+  std::map<uint64_t, std::string> refused;
+  FragmentChoice choice;
+  for (bool again = true; again;) {
+    bool over_budget = false;
     vector_why.clear();
-    choice = choose_registers(uses, threads, in_groups, vector_why, 16, &over_budget, warpgroups,
-                              swizzlable);
+    choice = choose_registers(uses, threads, in_groups, vector_why, 8, &over_budget, warpgroups,
+                              swizzlable, refused);
+    if (over_budget) {
+      // Note [Register budget]: warp tiles of 8 columns serve row vectors and
+      // operands held alike; without them, wider ones read fewer fragments.
+      vector_why.clear();
+      choice = choose_registers(uses, threads, in_groups, vector_why, 16, &over_budget, warpgroups,
+                                swizzlable, refused);
+    }
+    again = false;
+    for (const ir::GemmOp* op : uses.all_gemms) {
+      auto c = choice.registers.find(op->c.buffer.id());
+      if (c == choice.registers.end() || !c->second.il_rows) continue;
+      const WarpgroupGemm g = warpgroup_gemm(*op, choice);
+      if (g.columns > 0) continue;
+      again = refused.emplace(c->first, "its T.gemm at line " + std::to_string(op->span.line) +
+                                            " would run on mma.sync (" + g.why + ")")
+                  .second ||
+              again;
+    }
   }
   explain_shared(uses, threads, in_groups, vector_why, choice);
   return choice;

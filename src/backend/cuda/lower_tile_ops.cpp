@@ -210,7 +210,11 @@ void CudaTileCodegen::emit_warpgroup_gemm(const ir::GemmOp& op, const AccLayout&
   const std::string head = "// T.gemm(" + ir::to_string(op.a) + ", " + ir::to_string(op.b) + ", " +
                            ir::to_string(op.c) + "): ";
   if (g.columns == 0) {
-    // mma.sync over the warpgroup layout's 16-row blocks.
+    // mma.sync over the warpgroup layout's 16-row blocks, from row-major
+    // tiles (swizzled_operands refuses the tiles of such gemms).
+    TILEJIT_ICHECK(!choice_.swizzled.count(op.a.buffer.id()) &&
+                   !choice_.swizzled.count(op.b.buffer.id()))
+        << func().name << ": a gemm on mma.sync reads a swizzled tile";
     line(head + "tensor cores into registers (mma.sync: " + g.why + ")");
     if (const AccLayout* la = register_layout(op.a.buffer)) {
       line("tilejit::cuda::acc_gemm_rs<" + c.type() + ", " + str(la->n) + ", " + tb + ", " +

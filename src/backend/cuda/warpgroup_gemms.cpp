@@ -91,11 +91,13 @@ std::string unfit(const ir::GemmOp& op, const std::map<uint64_t, int>& swizzlabl
   }
   const auto sb = swizzlable.find(b.id());
   if (sb == swizzlable.end()) {
-    return "B " + b.name() + " is not a shared tile that only whole-tile copies write and gemms read";
+    return "B " + b.name() + " is not a swizzled shared tile (one that only whole-tile copies write and "
+           "only gemms on wgmma read)";
   }
   const bool a_regs = a.scope() == ir::Scope::kFragment && !op.trans_a;
   if (!a_regs && !swizzlable.count(a.id())) {
-    return "A " + a.name() + " is not a shared tile that only whole-tile copies write and gemms read";
+    return "A " + a.name() + " is not a swizzled shared tile (one that only whole-tile copies write and "
+           "only gemms on wgmma read) nor a fragment";
   }
   const int64_t k = op.trans_a ? dim(a, 0) : dim(a, 1);
   if (k <= 0 || k % 16 != 0) return "K = " + std::to_string(k) + " is not a multiple of 16";
@@ -156,22 +158,30 @@ std::string warpgroup_accumulator(const std::vector<const ir::GemmOp*>& gemms,
 std::map<uint64_t, int> swizzled_operands(const std::vector<const ir::GemmOp*>& gemms,
                                           const std::map<uint64_t, int>& swizzlable,
                                           const std::map<uint64_t, AccLayout>& regs) {
+  // A tile is swizzled when every gemm that reads it runs on wgmma; a gemm
+  // that does not (its C in another layout, its A a fragment kept in
+  // shared memory) reads its tiles row-major, which refuses them, and may
+  // leave another gemm without its swizzled operand: until nothing changes.
   std::map<uint64_t, int> out;
-  std::set<uint64_t> refused;
   for (const ir::GemmOp* op : gemms) {
-    auto c = regs.find(op->c.buffer.id());
-    const bool warpgroup = c != regs.end() && c->second.il_rows;
     for (const ir::Buffer* x : {&op->a.buffer, &op->b.buffer}) {
-      auto it = swizzlable.find(x->id());
-      if (it == swizzlable.end()) continue;
-      if (warpgroup) {
-        out.emplace(it->first, it->second);
-      } else {
-        refused.insert(it->first);
-      }
+      if (auto it = swizzlable.find(x->id()); it != swizzlable.end()) out.insert(*it);
     }
   }
-  for (uint64_t id : refused) out.erase(id);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const ir::GemmOp* op : gemms) {
+      auto c = regs.find(op->c.buffer.id());
+      int columns = 0;
+      bool wgmma = c != regs.end() && c->second.il_rows &&
+                   unfit(*op, out, c->second.wn, &columns).empty();
+      if (wgmma && op->a.buffer.scope() == ir::Scope::kFragment) {
+        wgmma = regs.count(op->a.buffer.id()) != 0;
+      }
+      if (wgmma) continue;
+      for (const ir::Buffer* x : {&op->a.buffer, &op->b.buffer}) changed = out.erase(x->id()) != 0 || changed;
+    }
+  }
   return out;
 }
 
@@ -180,11 +190,12 @@ WarpgroupGemm warpgroup_gemm(const ir::GemmOp& op, const FragmentChoice& choice)
   int columns = 0;
   auto c = choice.registers.find(op.c.buffer.id());
   const int wgn = c == choice.registers.end() ? 1 : c->second.wn;
-  g.why = unfit(op, choice.swizzled, wgn, &columns);
   auto a = choice.registers.find(op.a.buffer.id());
   g.a_in_registers = a != choice.registers.end();
-  if (g.why.empty() && op.a.buffer.scope() == ir::Scope::kFragment && !g.a_in_registers) {
+  if (op.a.buffer.scope() == ir::Scope::kFragment && !g.a_in_registers) {
     g.why = "A " + op.a.buffer.name() + " is a fragment kept in shared memory";
+  } else {
+    g.why = unfit(op, choice.swizzled, wgn, &columns);
   }
   if (g.why.empty()) g.columns = columns;
   return g;

@@ -71,8 +71,9 @@ std::string warpgroup_accumulator(const std::vector<const ir::GemmOp*>& gemms,
                                   const std::map<uint64_t, int>& swizzlable, int64_t m, int64_t n,
                                   int threads, int wgn);
 
-/// Of `swizzlable`, the tiles every gemm of which has its C in `regs` in the
-/// warpgroup layout.
+/// Of `swizzlable`, the tiles every gemm of which runs on wgmma: its C in
+/// `regs` in the warpgroup layout, its other operand swizzled too or (A) a
+/// register fragment.
 std::map<uint64_t, int> swizzled_operands(const std::vector<const ir::GemmOp*>& gemms,
                                           const std::map<uint64_t, int>& swizzlable,
                                           const std::map<uint64_t, AccLayout>& regs);

@@ -107,7 +107,7 @@ TEST(CudaLoweringReport, AGemmWhoseTileIsAlsoReadRunsOnMma) {
   const auto gemms = ops(r, "T.gemm");
   ASSERT_EQ(gemms.size(), 1u);
   EXPECT_EQ(gemms[0]->path, "mma");
-  EXPECT_NE(gemms[0]->reason.find("B B_s is not a shared tile that only whole-tile copies write"),
+  EXPECT_NE(gemms[0]->reason.find("B B_s is not a swizzled shared tile"),
             std::string::npos)
       << gemms[0]->reason;
 }
