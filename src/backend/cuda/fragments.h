@@ -248,9 +248,6 @@ struct FragmentChoice {
   std::map<uint64_t, runtime::Diagnostic> kept_shared;
 };
 
-/// Whether the region spans all of its buffer.
-bool covers_buffer(const ir::Region& r);
-
 /// The partitioned layout of an m x n tile over `threads` threads (Note
 /// [Partitioned fragments]), or none (part_layout.cpp).
 std::optional<AccLayout> part_layout(int64_t m, int64_t n, int threads);

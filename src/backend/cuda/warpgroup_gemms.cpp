@@ -1,18 +1,13 @@
 // Note [Warpgroup gemms] in warpgroup_gemms.h.
 #include "backend/cuda/warpgroup_gemms.h"
 
+#include "backend/cuda/fragment_uses.h"
+
 #include "tilejit/ir/buffer.h"
 #include "tilejit/ir/visitor.h"
 
 namespace tilejit::cuda {
 namespace {
-
-int64_t dim(const ir::Buffer& b, size_t d) {
-  const ir::Expr& e = b.shape()[d];
-  return e.is_const() ? e.int_value() : -1;
-}
-
-bool is_16bit_float(DataType t) { return t == DataType::bfloat16() || t == DataType::float16(); }
 
 // The uses of the kernel's shared tiles: a tile stays a candidate while
 // every use is a whole-tile copy into it from memory the block reads, or a
@@ -49,7 +44,7 @@ class OperandUses : public ir::IRVisitor {
     // Into the whole tile from global memory or another shared tile: the
     // copy writes it swizzled. A register fragment's own stores do not.
     const ir::Scope from = op->src.buffer.scope();
-    if (!covers_buffer(op->dst) || (from != ir::Scope::kGlobal && from != ir::Scope::kShared)) {
+    if (!is_whole(op->dst) || (from != ir::Scope::kGlobal && from != ir::Scope::kShared)) {
       drop(op->dst.buffer);
     }
     drop(op->src.buffer);
@@ -58,7 +53,7 @@ class OperandUses : public ir::IRVisitor {
   }
   void visit_gemm(const ir::GemmOp* op, const ir::Stmt&) override {
     for (const ir::Region* r : {&op->a, &op->b}) {
-      if (!covers_buffer(*r)) drop(r->buffer);
+      if (!is_whole(*r)) drop(r->buffer);
       ranges(*r);
     }
     drop(op->c.buffer);
@@ -86,7 +81,7 @@ std::string unfit(const ir::GemmOp& op, const std::map<uint64_t, int>& swizzlabl
                   int* columns) {
   const ir::Buffer &a = op.a.buffer, &b = op.b.buffer;
   if (!is_16bit_float(a.dtype()) || a.dtype() != b.dtype()) return "A and B are not 16-bit floats of one dtype";
-  if (!covers_buffer(op.a) || !covers_buffer(op.b) || a.rank() != 2 || b.rank() != 2) {
+  if (!is_whole(op.a) || !is_whole(op.b) || a.rank() != 2 || b.rank() != 2) {
     return "an operand is a slice of its buffer";
   }
   const auto sb = swizzlable.find(b.id());
