@@ -93,6 +93,25 @@ __device__ __forceinline__ void wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 
+// A gemm's instructions are issued between begin (the accumulator's
+// registers pinned where the code before left them, then wgmma.fence) and
+// end (committed and waited for, the registers pinned again so that no read
+// of them moves above the wait).
+template <typename L>
+__device__ __forceinline__ void begin(float* acc) {
+#pragma unroll
+  for (int r = 0; r < L::kCount; ++r) fence_registers(acc[r]);
+  arrive();
+}
+
+template <typename L>
+__device__ __forceinline__ void end(float* acc) {
+  commit();
+  wait<0>();
+#pragma unroll
+  for (int r = 0; r < L::kCount; ++r) fence_registers(acc[r]);
+}
+
 }  // namespace wg_detail
 
 template <typename L, int K, bool TA, bool TB, int AR, int SWA, int BR, int SWB, int NC, typename T>
@@ -104,9 +123,7 @@ __device__ __forceinline__ void acc_gemm_wg(float* acc, const T* a, const T* b, 
   const int g = L::wm_index() / 4;  // this one's place among them
   const int n0 = L::col0();
   const unsigned a0 = mma_detail::smem_addr(a), b0 = mma_detail::smem_addr(b);
-#pragma unroll
-  for (int r = 0; r < L::kCount; ++r) wg_detail::fence_registers(acc[r]);
-  wg_detail::arrive();
+  wg_detail::begin<L>(acc);
 #pragma unroll
   for (int s = 0; s < K / 16; ++s) {
 #pragma unroll
@@ -120,10 +137,7 @@ __device__ __forceinline__ void acc_gemm_wg(float* acc, const T* a, const T* b, 
       }
     }
   }
-  wg_detail::commit();
-  wg_detail::wait<0>();
-#pragma unroll
-  for (int r = 0; r < L::kCount; ++r) wg_detail::fence_registers(acc[r]);
+  wg_detail::end<L>(acc);
 }
 
 template <typename L, int K, bool TB, int BR, int SWB, int NC, typename T>
@@ -146,9 +160,7 @@ __device__ __forceinline__ void acc_gemm_wg_rs(float* acc, const T* a, const T* 
       for (int q = 0; q < 4; ++q) af[s][mt][q] = mma_detail::pack16(t[2 * q], t[2 * q + 1]);
     }
   }
-#pragma unroll
-  for (int r = 0; r < L::kCount; ++r) wg_detail::fence_registers(acc[r]);
-  wg_detail::arrive();
+  wg_detail::begin<L>(acc);
 #pragma unroll
   for (int s = 0; s < K / 16; ++s) {
 #pragma unroll
@@ -161,10 +173,7 @@ __device__ __forceinline__ void acc_gemm_wg_rs(float* acc, const T* a, const T* 
       }
     }
   }
-  wg_detail::commit();
-  wg_detail::wait<0>();
-#pragma unroll
-  for (int r = 0; r < L::kCount; ++r) wg_detail::fence_registers(acc[r]);
+  wg_detail::end<L>(acc);
 #pragma unroll
   for (int s = 0; s < K / 16; ++s) {
 #pragma unroll
