@@ -218,3 +218,4 @@ def test_decode_cast_in_registers_falls_back_to_mma():
     src = k.get_kernel_source()
     assert "swizzled" not in src
     assert ", true>" not in src.split("acc_o[")[1].split("\n")[0]
+

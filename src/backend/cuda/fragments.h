@@ -231,7 +231,7 @@ struct FragmentChoice {
   /// Buffer id -> its register layout (Note [Register accumulators]); the
   /// element type is the buffer's.
   std::map<uint64_t, AccLayout> registers;
-  /// Buffer id -> the bytes of its panels' rows (32, 64 or 128), for the
+  /// Buffer id -> the bytes of its panels' rows (64 or 128), for the
   /// shared operands of warpgroup gemms (Note [Warpgroup gemms]).
   std::map<uint64_t, int> swizzled;
   /// Accumulator id -> why it did not take the warpgroup layout, where the

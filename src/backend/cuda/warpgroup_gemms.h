@@ -20,16 +20,20 @@
 //    (held alike by the GN warpgroups of a row), and everything else that
 //    reads them (register loops, reductions across warpgroups through the
 //    scratch, copies) goes through MmaAcc / MmaRows as before;
-//  - each shared operand in the swizzled layout (SwizzledTile in
-//    wgmma.h): panels of 32, 64 or 128 bytes of row, the widest the row
-//    allows (rows of 32 or 64 bytes, or a multiple of 128), 1024-aligned,
+//  - each shared operand in the swizzled layout (wgmma.h): panels of 64 or
+//    128 bytes of row, the widest the row allows (rows of 64 bytes, or a
+//    multiple of 128), 1024-aligned,
 //    written only by whole-tile T.copy from global or shared memory (which
 //    then writes it swizzled: copy_swizzled) and read only by such gemms.
 //    A tile used any other way (an element read, a copy out of it, a gemm
 //    into an accumulator of another layout) keeps the row-major layout,
 //    and the gemms that read it run on mma.sync in the accumulator's
 //    layout, with the reason in the lowering report;
-//  - A and B of one 16-bit dtype, whole buffers, K a multiple of 16.
+//  - A and B of one 16-bit dtype, whole buffers, K a multiple of 16, A
+//    stored M x K (not transposed).
+// The device library also has the 32-byte swizzle and A read M-major
+// (wgmma.h takes both); the choice leaves them out until a GPU run has
+// checked them, so rows of 32 bytes and a transposed A keep mma.sync.
 // A stage of a pipelined operand is a whole tile: the stage bytes round up
 // to 1024. What the generic proxy wrote to shared memory (stores and
 // cp.async alike) reaches wgmma's async proxy through a fence.proxy.async
@@ -55,7 +59,7 @@
 namespace tilejit::cuda {
 
 /// The bytes of a swizzled panel's row for a 2-D 16-bit tile of `cols`
-/// columns: 32, 64 or 128, or 0 where its rows take none.
+/// columns: 64 or 128, or 0 where its rows take none.
 int swizzle_bytes(int64_t cols, int64_t element_bytes);
 
 /// The kernel's shared tiles that may be swizzled operands, with their
