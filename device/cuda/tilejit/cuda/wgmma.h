@@ -1,8 +1,9 @@
 // T.gemm on Hopper (sm_90a) through wgmma.mma_async: Note [Warpgroup gemms]
 // (src/backend/cuda/warpgroup_gemms.h).
 //
-// A shared operand lies in the swizzled layout wgmma reads (SwizzledTile
-// below): the tile is cut into panels SW bytes wide (SW = 32, 64 or 128),
+// A shared operand lies in the swizzled layout wgmma reads
+// (wg_detail::swizzled_byte below): the tile is cut into panels SW bytes
+// wide (SW = 32, 64 or 128; the lowering chooses 64 and 128),
 // each panel's rows SW bytes apart, and the 16-byte chunks of a row XORed
 // with the row's bits as the hardware swizzle of that width does (bits
 // [4, 4 + log2(SW / 16)) of the byte offset XOR bits [7, ...)). Copies into
