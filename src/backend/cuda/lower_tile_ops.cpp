@@ -209,25 +209,10 @@ void CudaTileCodegen::emit_warpgroup_gemm(const ir::GemmOp& op, const AccLayout&
   const std::string clear = op.clear_accum ? "true" : "false";
   const std::string head = "// T.gemm(" + ir::to_string(op.a) + ", " + ir::to_string(op.b) + ", " +
                            ir::to_string(op.c) + "): ";
-  if (g.columns == 0) {
-    // mma.sync over the warpgroup layout's 16-row blocks, from row-major
-    // tiles (swizzled_operands refuses the tiles of such gemms).
-    TILEJIT_ICHECK(!choice_.swizzled.count(op.a.buffer.id()) &&
-                   !choice_.swizzled.count(op.b.buffer.id()))
-        << func().name << ": a gemm on mma.sync reads a swizzled tile";
-    line(head + "tensor cores into registers (mma.sync: " + g.why + ")");
-    if (const AccLayout* la = register_layout(op.a.buffer)) {
-      line("tilejit::cuda::acc_gemm_rs<" + c.type() + ", " + str(la->n) + ", " + tb + ", " +
-           str(b.static_shape[1]) + ">(" + acc + ", " + a.name + ", " + b.data + ", " + clear +
-           ");");
-      return;
-    }
-    const int64_t k = op.trans_a ? a.static_shape[0] : op.a.buffer.shape()[1].int_value();
-    line("tilejit::cuda::acc_gemm<" + c.type() + ", " + str(k) + ", " +
-         (op.trans_a ? "true" : "false") + ", " + tb + ", " + str(a.static_shape[1]) + ", " +
-         str(b.static_shape[1]) + ">(" + acc + ", " + a.data + ", " + b.data + ", " + clear + ");");
-    return;
-  }
+  // choose_fragments gives the warpgroup layout only to accumulators whose
+  // every gemm runs on wgmma.
+  TILEJIT_ICHECK(g.columns > 0) << func().name << ": a gemm into the warpgroup layout of "
+                                << op.c.buffer.name() << " off wgmma: " << g.why;
   wgmma_columns_.insert(g.columns);
   const int swb = choice_.swizzled.at(op.b.buffer.id());
   const std::string b_tail = str(b.static_shape[0]) + ", " + str(swb) + ", " + str(g.columns);

@@ -153,10 +153,7 @@ Diagnostic gemm_record(const ir::GemmOp& op, const FragmentChoice& choice, int t
   const ir::Buffer &a = op.a.buffer, &b = op.b.buffer, &c = op.c.buffer;
   if (const AccLayout* l = layout(choice, c)) {  // tensor cores into registers
     if (l->il_rows) {
-      // Note [Warpgroup gemms].
-      const WarpgroupGemm g = warpgroup_gemm(op, choice);
-      d.path = g.columns > 0 ? "wgmma" : "mma";
-      d.reason = g.why;
+      d.path = "wgmma";  // Note [Warpgroup gemms]: the layout's gemms all are
     } else if (auto why = choice.not_warpgroup.find(c.id()); why != choice.not_warpgroup.end()) {
       d.reason = "not wgmma: " + why->second;
     }

@@ -208,8 +208,7 @@ class CudaTileCodegen final : public backend::TileCodegen {
   /// A T.copy the block makes: into a swizzled tile through copy_swizzled
   /// (Note [Warpgroup gemms]), else the common lowering.
   void emit_copy(const ir::CopyOp& op);
-  /// T.gemm into a register accumulator of the warpgroup layout: wgmma, or
-  /// mma.sync in that layout.
+  /// T.gemm into a register accumulator of the warpgroup layout: wgmma.
   void emit_warpgroup_gemm(const ir::GemmOp& op, const AccLayout& c);
   /// ", rows padded" or the swizzle of a shared tile, for its declaration.
   std::string layout_note(const ir::Buffer& b) const;

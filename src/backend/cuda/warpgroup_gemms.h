@@ -26,11 +26,15 @@
 //    written only by whole-tile T.copy from global or shared memory (which
 //    then writes it swizzled: copy_swizzled) and read only by such gemms.
 //    A tile used any other way (an element read, a copy out of it, a gemm
-//    into an accumulator of another layout) keeps the row-major layout,
-//    and the gemms that read it run on mma.sync in the accumulator's
-//    layout, with the reason in the lowering report;
+//    into an accumulator of another layout) keeps the row-major layout;
 //  - A and B of one 16-bit dtype, whole buffers, K a multiple of 16, A
 //    stored M x K (not transposed).
+// A gemm that cannot run on wgmma (an operand above refused, or its A a
+// fragment the choice keeps in shared memory) runs on mma.sync, and its
+// accumulator takes the mma layouts: choose_fragments makes the choice
+// again without the warpgroup layout for it, and the tiles it reads stay
+// row-major (swizzled_operands refuses every tile of a gemm off wgmma,
+// until nothing changes). The lowering report says why, at the gemm.
 // The device library also has the 32-byte swizzle and A read M-major
 // (wgmma.h takes both); the choice leaves them out until a GPU run has
 // checked them, so rows of 32 bytes and a transposed A keep mma.sync.

@@ -147,17 +147,8 @@ __device__ __forceinline__ void acc_gemm(float* acc, const T* a, const T* b, boo
 #pragma unroll
     for (int r = 0; r < L::kCount; ++r) acc[r] = 0.f;
   }
-  if constexpr (L::kIL) {
-    // Interleaved rows (a warpgroup layout on tensor cores without wgmma):
-    // each 16-row block on its own.
-#pragma unroll
-    for (int mt = 0; mt < L::MT; ++mt) {
-      warp_mma<1, L::NT, TA, TB, LDA, LDB, K>(*reinterpret_cast<float(*)[1][L::NT][4]>(tiles[mt]), a,
-                                              b, L::block_row(mt), L::col0());
-    }
-  } else {
-    warp_mma<L::MT, L::NT, TA, TB, LDA, LDB, K>(tiles, a, b, L::row0(), L::col0());
-  }
+  static_assert(!L::kIL, "a warpgroup layout's gemms run on wgmma (wgmma.h)");
+  warp_mma<L::MT, L::NT, TA, TB, LDA, LDB, K>(tiles, a, b, L::row0(), L::col0());
 }
 
 // A from registers (an MmaAcc<M, K, WM, 1, M, WN> of T, the C's rows and
@@ -169,6 +160,7 @@ __device__ __forceinline__ void acc_gemm(float* acc, const T* a, const T* b, boo
 template <typename L, int K, bool TB, int LDB, typename T>
 __device__ __forceinline__ void acc_gemm_rs(float* acc, const T* a, const T* b, bool clear) {
   static_assert(K % 16 == 0, "A from registers takes whole k16 steps");
+  static_assert(!L::kIL, "a warpgroup layout's gemms run on wgmma (wgmma.h)");
   constexpr int KT = K / 8;  // A's 8-column tiles per 16-row block
   float(&tiles)[L::MT][L::NT][4] = *reinterpret_cast<float(*)[L::MT][L::NT][4]>(acc);
   if (clear) {
