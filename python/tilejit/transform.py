@@ -6,11 +6,15 @@ unchanged. They tune TVM passes that tilejit does not have, so none of them
 changes what tilejit generates; a key that is not one of these names is
 warned about once per process (a typo would otherwise go unnoticed).
 
-One key is tilejit's own: ``"tl.debug_bounds": True`` (TL_DEBUG_BOUNDS, or
-the environment's TILEJIT_DEBUG_BOUNDS=1) checks every index of a load or
-store of a shared, fragment or local buffer when the kernel runs, and fails
-the call with the kernel, the buffer, the dimension and the index when one
-lies outside (a RuntimeError on the CPU, a trap on CUDA).
+Two keys change what tilejit generates:
+
+- ``"tl.debug_bounds": True`` (TL_DEBUG_BOUNDS, tilejit's own, or the
+  environment's TILEJIT_DEBUG_BOUNDS=1) checks every index of a load or
+  store of a shared, fragment or local buffer when the kernel runs, and
+  fails the call with the kernel, the buffer, the dimension and the index
+  when one lies outside (a RuntimeError on the CPU, a trap on CUDA);
+- ``TL_DISABLE_TMA_LOWER: True``, as under TileLang, keeps the tile loads
+  of pipelined loops on cp.async where Hopper's TMA would take them.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import threading
 import warnings
 from typing import Any, Dict, Optional
 
-__all__ = ["PassConfigKey", "check_pass_configs", "debug_bounds"]
+__all__ = ["PassConfigKey", "check_pass_configs", "debug_bounds", "disable_tma"]
 
 
 class PassConfigKey(str, enum.Enum):
@@ -112,7 +116,16 @@ def check_pass_configs(configs: Optional[Dict[Any, Any]], where: str) -> Optiona
 def debug_bounds(configs: Optional[Dict[str, Any]], where: str) -> bool:
     """Whether checked configs (check_pass_configs) turn on the run-time
     bounds checks of tile buffers."""
-    for key in (PassConfigKey.TL_DEBUG_BOUNDS.value, PassConfigKey.TL_DEBUG_BOUNDS.name):
+    return _flag(configs, PassConfigKey.TL_DEBUG_BOUNDS, where)
+
+
+def disable_tma(configs: Optional[Dict[str, Any]], where: str) -> bool:
+    """Whether checked configs turn TMA off (TL_DISABLE_TMA_LOWER)."""
+    return _flag(configs, PassConfigKey.TL_DISABLE_TMA_LOWER, where)
+
+
+def _flag(configs: Optional[Dict[str, Any]], which: PassConfigKey, where: str) -> bool:
+    for key in (which.value, which.name):
         if configs and key in configs:
             value = configs[key]
             if not isinstance(value, (bool, int)):

@@ -433,7 +433,23 @@ std::string wrapper_source(const Kernel& k, const std::string& op, const std::st
   for (const runtime::AbiArg& a : abi.args) {
     os << "  {" << int(a.kind) << ", " << a.source << ", " << a.offset << ", " << a.size << "},\n";
   }
-  os << "  {}};\n\n";
+  os << "  {}};\n";
+  // Note [Tensor maps]: encoded at each call by the launcher.
+  int num_maps = 0;
+  os << "const TensorMapSpec kTensorMaps[] = {\n";
+  for (size_t i = 0; i < abi.args.size(); ++i) {
+    const runtime::AbiArg& a = abi.args[i];
+    if (a.kind != runtime::AbiArgKind::kTensorMap) continue;
+    const runtime::AbiTensorMap& t = a.tensor_map;
+    os << "  {" << i << ", " << a.dtype.bytes() << ", " << int(t.rank) << ", " << int(t.swizzle)
+       << ", {";
+    for (int d = 0; d < runtime::AbiTensorMap::kMaxRank; ++d) os << (d ? ", " : "") << t.dims[d] << "LL";
+    os << "}, {";
+    for (int d = 0; d < runtime::AbiTensorMap::kMaxRank; ++d) os << (d ? ", " : "") << t.box[d] << "u";
+    os << "}, " << c_string_literal(a.name) << "},\n";
+    num_maps += 1;
+  }
+  os << "  {}};\nconstexpr int kNumTensorMaps = " << num_maps << ";\n\n";
 
   // The shape program as straight-line code: ir::ShapeProgram::run, one
   // statement per instruction, its failures ORed into two flags.

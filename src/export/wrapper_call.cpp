@@ -42,8 +42,27 @@ int launch(tilejit_export_call* tc, const DLTensor* const* in, const Scalar* sc,
       memcpy(block + arg.offset, &values[arg.source], sizeof(void*));
     } else if (arg.kind == kArgSymbol) {
       memcpy(block + arg.offset, &b->sym[arg.source], sizeof(int64_t));
+    } else if (arg.kind == kArgTensorMap) {
+      continue;  // encoded below
     } else {
       memcpy(block + arg.offset, values[arg.source], arg.size);
+    }
+  }
+  for (int m = 0; m < kNumTensorMaps; ++m) {
+    const TensorMapSpec& t = kTensorMaps[m];
+    const AbiArgSpec& arg = kAbiArgs[t.arg];
+    uint64_t dims[5];
+    bool empty = false;
+    for (int d = 0; d < t.rank; ++d) {
+      const int64_t n = t.dims[d] >= 0 ? t.dims[d] : b->sym[-1 - t.dims[d]];
+      empty = empty || n <= 0;
+      dims[d] = uint64_t(n);
+    }
+    if (empty) continue;  // no block reads a tensor without elements
+    if (int st = tilejit_export_tensor_map(tc, block + arg.offset, values[arg.source], t.elem_bytes,
+                                           t.rank, dims, t.box, t.swizzle, t.name, g_error,
+                                           sizeof g_error)) {
+      return st;
     }
   }
   for (int l = 0; l < kNumLaunches; ++l) {

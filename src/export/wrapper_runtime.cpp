@@ -50,13 +50,16 @@ int tilejit_export_graph_alloc(tilejit_export_call* call, size_t bytes, void** p
                                void (*release)(void*), void* context, char* error,
                                size_t error_size);
 void tilejit_export_free(void* target, void* ptr, size_t bytes, void* stream, int ordered);
+int tilejit_export_tensor_map(tilejit_export_call* call, void* map, void* address, int elem_bytes,
+                              int rank, const uint64_t* dims, const uint32_t* box, int swizzle,
+                              const char* name, char* error, size_t error_size);
 }
 
 namespace {
 
 enum : int { kOk = 0, kTypeError = 1, kValueError = 2, kRuntimeError = 3, kOutOfMemory = 4 };
 enum : int { kInitEmpty = 0, kInitZero = 1, kInitZeroOnce = 2 };
-enum : int { kArgPointer = 0, kArgSymbol = 1, kArgScalar = 2 };
+enum : int { kArgPointer = 0, kArgSymbol = 1, kArgScalar = 2, kArgTensorMap = 4 };
 
 struct InputSpec {
   const char* name;
@@ -95,6 +98,15 @@ struct BufferSpec {
 struct AbiArgSpec {
   int kind, source;
   uint32_t offset, size;
+};
+// A kTensorMap argument (Note [Tensor maps]): its tensor's dims innermost
+// first, each an extent (>= 0) or symbol slot -1 - dims[d].
+struct TensorMapSpec {
+  int arg;  // its index in kAbiArgs
+  int elem_bytes, rank, swizzle;
+  int64_t dims[5];
+  uint32_t box[5];
+  const char* name;
 };
 union Scalar {
   int32_t i32;

@@ -68,6 +68,7 @@ class Reader {
   uint8_t u8() { return uint8_t(le(1)); }
   uint16_t u16() { return uint16_t(le(2)); }
   uint32_t u32() { return uint32_t(le(4)); }
+  uint64_t u64() { return le(8); }
   int i32() { return int(int32_t(u32())); }
   std::string str() {
     const uint32_t n = u32();
@@ -100,6 +101,7 @@ const char* abi_arg_kind_name(AbiArgKind kind) noexcept {
     case AbiArgKind::kSymbol: return "symbol";
     case AbiArgKind::kScalar: return "scalar";
     case AbiArgKind::kStruct: return "struct";
+    case AbiArgKind::kTensorMap: return "tensor map";
   }
   return "?";
 }
@@ -138,6 +140,7 @@ void KernelAbi::pack(void* const* values, const int64_t* symbols, void* block) c
       case AbiArgKind::kSymbol: std::memcpy(dst, &symbols[a.source], sizeof(int64_t)); break;
       case AbiArgKind::kScalar:
       case AbiArgKind::kStruct: std::memcpy(dst, values[a.source], a.size); break;
+      case AbiArgKind::kTensorMap: break;  // the backend encodes it
     }
   }
 }
@@ -197,8 +200,23 @@ std::string KernelAbi::problem() const {
     if (uint64_t(a.offset) + a.size > block_bytes) return what + " ends past the block";
     const bool eight = a.kind == AbiArgKind::kPointer || a.kind == AbiArgKind::kSymbol;
     if ((eight && a.size != 8) || (a.kind == AbiArgKind::kScalar && a.size != a.dtype.bytes()) ||
-        (a.kind == AbiArgKind::kStruct && a.size == 0) || uint8_t(a.kind) > 3) {
+        (a.kind == AbiArgKind::kStruct && a.size == 0) ||
+        (a.kind == AbiArgKind::kTensorMap && (a.size != 128 || a.align != 64)) ||
+        uint8_t(a.kind) > 4) {
       return what + " has " + std::to_string(a.size) + " bytes";
+    }
+    if (a.kind == AbiArgKind::kTensorMap) {
+      const AbiTensorMap& t = a.tensor_map;
+      const int bytes = a.dtype.bytes();
+      if (t.rank < 1 || t.rank > AbiTensorMap::kMaxRank || (bytes != 1 && bytes != 2 && bytes != 4) ||
+          (t.swizzle != 0 && t.swizzle != 32 && t.swizzle != 64 && t.swizzle != 128)) {
+        return what + " describes a rank-" + std::to_string(t.rank) + " tensor of " +
+               std::to_string(bytes) + "-byte elements swizzled in " +
+               std::to_string(t.swizzle) + "-byte rows";
+      }
+      for (int d = 0; d < t.rank; ++d) {
+        if (t.box[d] < 1 || t.box[d] > 256) return what + " has a box of " + std::to_string(t.box[d]);
+      }
     }
     spans.emplace_back(a.offset, a.offset + a.size);
   }
@@ -229,6 +247,17 @@ std::string KernelAbi::str() const {
     os << (i ? ", " : " ") << abi_arg_kind_name(a.kind) << " " << a.name;
     if (a.kind == AbiArgKind::kScalar) os << " " << a.dtype.name();
     if (a.kind == AbiArgKind::kStruct) os << " (" << a.size << " bytes, align " << a.align << ")";
+    if (a.kind == AbiArgKind::kTensorMap) {
+      const AbiTensorMap& t = a.tensor_map;
+      os << " (" << a.dtype.name() << ", dims";
+      for (int d = 0; d < t.rank; ++d) {
+        os << (d ? " " : " [") << (t.dims[d] >= 0 ? std::to_string(t.dims[d])
+                                                 : "s" + std::to_string(-1 - t.dims[d]));
+      }
+      os << "], box";
+      for (int d = 0; d < t.rank; ++d) os << (d ? " " : " [") << t.box[d];
+      os << "], swizzle " << int(t.swizzle) << ")";
+    }
     os << " @" << a.offset;
   }
   for (const AbiLaunch& l : launches) {
@@ -255,6 +284,14 @@ std::string KernelAbi::serialize() const {
     body.u32(a.size);
     body.u32(a.align);
     body.str(a.name);
+    if (a.kind == AbiArgKind::kTensorMap) {
+      body.u8(a.tensor_map.rank);
+      body.u8(a.tensor_map.swizzle);
+      for (int d = 0; d < AbiTensorMap::kMaxRank; ++d) {
+        body.u64(uint64_t(a.tensor_map.dims[d]));
+        body.u32(a.tensor_map.box[d]);
+      }
+    }
   }
   body.u32(uint32_t(launches.size()));
   for (const AbiLaunch& l : launches) {
@@ -301,6 +338,14 @@ std::optional<KernelAbi> KernelAbi::deserialize(std::string_view bytes, size_t* 
     a.size = in.u32();
     a.align = in.u32();
     a.name = in.str();
+    if (a.kind == AbiArgKind::kTensorMap) {
+      a.tensor_map.rank = in.u8();
+      a.tensor_map.swizzle = in.u8();
+      for (int d = 0; d < AbiTensorMap::kMaxRank; ++d) {
+        a.tensor_map.dims[d] = int64_t(in.u64());
+        a.tensor_map.box[d] = in.u32();
+      }
+    }
     abi.args.push_back(std::move(a));
   }
   const uint32_t num_launches = in.u32();

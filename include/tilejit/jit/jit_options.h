@@ -62,6 +62,10 @@ struct JitOptions {
   /// src/backend/common/tile_codegen.h). Also on when the environment sets
   /// TILEJIT_DEBUG_BOUNDS to anything but "" or "0". A tile body only.
   bool debug_bounds = false;
+  /// Hopper's TMA for the tile loads of pipelined loops where it applies
+  /// (Note [TMA copies] in src/backend/cuda/tma_copies.h); false keeps them
+  /// on cp.async (TileLang's tl.disable_tma_lower).
+  bool tma = true;
 };
 
 /// Parameter indices by role, legalised.

@@ -50,6 +50,9 @@ struct SourceRequest {
   /// names it (Backend::source_arch; CUDA: "sm_90a", "compute_80"); "":
   /// the backend's default.
   std::string arch;
+  /// The CUDA backend may read tiles through TMA where the target has it
+  /// (JitOptions::tma).
+  bool tma = true;
 };
 
 /// What generate() makes: the translation unit, what its kernel takes, and
@@ -99,7 +102,15 @@ struct CompileOptions {
 ///   void tilejit_export_free(void* target, void* ptr, size_t bytes,
 ///                            void* stream, int ordered)
 ///     gives back what alloc returned (with the same `ordered`), after the
-///     work queued on `stream` when ordered.
+///     work queued on `stream` when ordered;
+///   int tilejit_export_tensor_map(call, void* map, void* address,
+///                                 int elem_bytes, int rank,
+///                                 const uint64_t* dims, const uint32_t* box,
+///                                 int swizzle, const char* name, error, size)
+///     encodes the 128-byte TMA descriptor of a kTensorMap argument (Note
+///     [Tensor maps]) at `map` inside the block, for the tensor argument
+///     `name` at `address` (dims and box innermost first); only the CUDA
+///     target has such arguments.
 /// Those returning int return 0, or a nonzero status after writing a message
 /// of at most error_size bytes (NUL included) to `error`.
 struct ExportRequest {

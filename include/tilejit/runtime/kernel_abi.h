@@ -6,8 +6,12 @@
 //  - a pointer: a tensor's data pointer (8 bytes);
 //  - a symbol: the int64 value of a dynamic symbol;
 //  - a scalar: the value of a scalar parameter, in its dtype's bytes;
-//  - a by-value struct of `size` bytes and alignment `align` (a 128-byte TMA
-//    descriptor, say), copied into the block.
+//  - a by-value struct of `size` bytes and alignment `align`, copied into
+//    the block;
+//  - a tensor map: the 128-byte TMA descriptor of a tensor argument, which
+//    the CUDA backend encodes at each launch from the tensor's pointer and
+//    the shape AbiTensorMap describes (Note [Tensor maps] in
+//    src/backend/cuda/tma_copies.h); pack() leaves it zero.
 // Bytes of the block that no argument covers are zero. The backend's
 // codegen makes the KernelAbi together with the source (Backend::generate)
 // and decides the layout; the phase-1 backends give every parameter an
@@ -39,10 +43,31 @@
 
 namespace tilejit::runtime {
 
-enum class AbiArgKind : uint8_t { kPointer = 0, kSymbol = 1, kScalar = 2, kStruct = 3 };
+enum class AbiArgKind : uint8_t {
+  kPointer = 0,
+  kSymbol = 1,
+  kScalar = 2,
+  kStruct = 3,
+  kTensorMap = 4
+};
 
-/// "pointer", "symbol", "scalar", "struct".
+/// "pointer", "symbol", "scalar", "struct", "tensor map".
 const char* abi_arg_kind_name(AbiArgKind kind) noexcept;
+
+/// A kTensorMap argument's tensor, as TMA sees it: a row-major tensor of
+/// `rank` dimensions (the innermost first, as cuTensorMapEncodeTiled takes
+/// them), read in boxes of `box` elements into shared memory swizzled in
+/// rows of `swizzle` bytes (0: not swizzled).
+struct AbiTensorMap {
+  static constexpr int kMaxRank = 5;
+  uint8_t rank = 0;
+  uint8_t swizzle = 0;
+  /// >= 0: the extent; < 0: the value of symbol slot -1 - dims[d].
+  int64_t dims[kMaxRank] = {};
+  uint32_t box[kMaxRank] = {};
+
+  bool operator==(const AbiTensorMap&) const = default;
+};
 
 struct AbiArg {
   AbiArgKind kind = AbiArgKind::kPointer;
@@ -52,8 +77,10 @@ struct AbiArg {
   /// index of the value in LaunchParams::args (the parameter's position in
   /// the signature).
   int source = 0;
-  /// kScalar: the scalar's dtype.
+  /// kScalar: the scalar's dtype; kTensorMap: the tensor's.
   DataType dtype;
+  /// kTensorMap: what the descriptor describes.
+  AbiTensorMap tensor_map;
   uint32_t offset = 0;  ///< bytes from the block's start; a multiple of align
   uint32_t size = 0;    ///< bytes it occupies: 8, the dtype's bytes, or the struct's
   uint32_t align = 1;   ///< a power of two
@@ -81,7 +108,7 @@ struct AbiLaunch {
 struct KernelAbi {
   /// The serialisation's version; a stored KernelAbi of another reads as
   /// corrupt.
-  static constexpr uint32_t kVersion = 2;
+  static constexpr uint32_t kVersion = 3;
   /// The largest argument block any backend accepts (CUDA's 4 KiB of kernel
   /// parameters).
   static constexpr uint32_t kMaxBlockBytes = 4096;

@@ -53,9 +53,10 @@ runtime::GeneratedSource generate_source(const runtime::SourceRequest& request);
 extern const backend::CxxEntry kCudaEntry;
 
 /// Writes the argument struct tilejit::Args of `f`'s entries (Note [Kernel
-/// argument ABI]); ValueError past kMaxArgSlots.
+/// argument ABI]) with `tensor_maps` TMA descriptors after the slots (Note
+/// [Tensor maps]); ValueError past kMaxArgSlots.
 void emit_args_struct(std::ostream& os, const ir::PrimFunc& f,
-                      const std::vector<std::string>& symbols);
+                      const std::vector<std::string>& symbols, int tensor_maps = 0);
 
 /// NVRTC version, target architecture for `device` and flags.
 std::string toolchain_key(const runtime::CompileOptions& options, Device device);

@@ -51,7 +51,7 @@ const backend::CxxEntry kCudaEntry{.target = "cuda",
                                    .read_scalar = read_scalar};
 
 void emit_args_struct(std::ostream& os, const ir::PrimFunc& f,
-                      const std::vector<std::string>& symbols) {
+                      const std::vector<std::string>& symbols, int tensor_maps) {
   const size_t num_params = f.params.size();
   TILEJIT_CHECK(num_params + symbols.size() <= size_t(kMaxArgSlots), kValueError)
       << f.name << ": " << num_params << " parameters and " << symbols.size()
@@ -61,6 +61,8 @@ void emit_args_struct(std::ostream& os, const ir::PrimFunc& f,
   if (num_params > 0) os << "  void* ptrs[" << num_params << "];\n";
   if (!symbols.empty()) os << "  int64_t syms[" << symbols.size() << "];\n";
   if (num_params == 0 && symbols.empty()) os << "  int64_t unused;\n";
+  // Note [Tensor maps] (tma_copies.h): 64-aligned, after the slots.
+  if (tensor_maps > 0) os << "  tilejit::cuda::TensorMap tmaps[" << tensor_maps << "];\n";
   os << "};\n}  // namespace tilejit\n";
 }
 

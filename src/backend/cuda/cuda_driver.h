@@ -55,7 +55,7 @@ namespace tilejit::cuda {
   X(cuStreamIsCapturing)
 
 // Entries the backend uses when present (stream-ordered allocation: 11.2;
-// user objects: 11.3; capture info v3: 12.3) and what the tests drive the
+// user objects: 11.3; capture info v3: 12.3; tensor maps: 12.0) and what the tests drive the
 // device with.
 #define TILEJIT_CUDA_OPTIONAL_API(X)   \
   X(cuMemAllocAsync)                   \
@@ -81,7 +81,8 @@ namespace tilejit::cuda {
   X(cuGraphLaunch)                     \
   X(cuGraphExecDestroy)                \
   X(cuGraphDestroy)                    \
-  X(cuCtxSynchronize)
+  X(cuCtxSynchronize)                  \
+  X(cuTensorMapEncodeTiled)
 
 /// cuStreamGetCaptureInfo before CUDA 12.3 (no edge data); used when the
 /// driver lacks the _v3 entry.

@@ -83,6 +83,11 @@ struct Driver {
   CUresult (*cuUserObjectCreate)(CUuserObject*, void*, void (*)(void*), unsigned, unsigned);
   CUresult (*cuGraphRetainUserObject)(CUgraph, CUuserObject, unsigned, unsigned);
   CUresult (*cuUserObjectRelease)(CUuserObject, unsigned);
+  // TMA descriptors (optional, 12.0): CUtensorMap*, data type, rank,
+  // address, dims, strides, box, element strides, interleave, swizzle, L2
+  // promotion, out-of-bounds fill.
+  CUresult (*cuTensorMapEncodeTiled)(void*, int, unsigned, void*, const uint64_t*, const uint64_t*,
+                                     const unsigned*, const unsigned*, int, int, int, int);
 };
 
 Driver g_driver;
@@ -175,6 +180,7 @@ void load_driver() {
   TJ_GET(cuUserObjectCreate, false);
   TJ_GET(cuGraphRetainUserObject, false);
   TJ_GET(cuUserObjectRelease, false);
+  TJ_GET(cuTensorMapEncodeTiled, false);
 #undef TJ_GET
   // The version decides the signature: ask for the one declared above.
   int version = 0;
@@ -286,9 +292,13 @@ __attribute__((cold)) int make_target(CUcontext context, int device, Target** ou
     }
   }
   for (int l = 0; st == kOk && l < kNumLaunches; ++l) {
-    t->smem_limit[l] = kDefaultSmemLimit;
     if ((r = g_driver.cuModuleGetFunction(&t->functions[l], t->module, kEntries[l])) != kSuccess) {
       st = driver_error(error, size, r, "cuModuleGetFunction", "loading the kernel");
+    } else {
+      // Without opting in, static and dynamic shared memory share 48 KiB.
+      int static_smem = 0;
+      g_driver.cuFuncGetAttribute(&static_smem, kFuncStaticSmem, t->functions[l]);
+      t->smem_limit[l] = kDefaultSmemLimit - static_smem;
     }
   }
   if (st != kOk) {
@@ -423,7 +433,7 @@ extern "C" int tilejit_export_launch(tilejit_export_call* call, int l, const voi
   if (__builtin_expect(gx > 2147483647LL || gy > 65535 || gz > 65535 || smem < 0 || smem > 2147483647LL, 0)) {
     return launch_limits(gx, gy, gz, smem, l, error, size);
   }
-  if (smem > kDefaultSmemLimit && smem > __atomic_load_n(&t->smem_limit[l], __ATOMIC_RELAXED)) {
+  if (smem > __atomic_load_n(&t->smem_limit[l], __ATOMIC_RELAXED)) {
     if (int st = raise_smem_limit(t, l, smem, error, size)) return st;
   }
   // Note [Kernel argument ABI] (cuda_backend_internal.h): the kernel takes
@@ -447,6 +457,53 @@ extern "C" int tilejit_export_zero(tilejit_export_call* call, void* ptr, size_t 
                                               static_cast<CUstream>(call->stream));
   if (__builtin_expect(r != kSuccess, 0)) {
     return driver_error(error, size, r, "cuMemsetD8Async", "zeroing a workspace");
+  }
+  return kOk;
+}
+
+// Note [Tensor maps] (src/backend/cuda/tma_copies.h), as tensor_maps.cpp
+// encodes them: the element's unsigned type of its width (TMA moves bits;
+// zero bits are 0 in every float format), strides of a row-major tensor.
+extern "C" int tilejit_export_tensor_map(tilejit_export_call*, void* map, void* address,
+                                         int elem_bytes, int rank, const uint64_t* dims,
+                                         const uint32_t* box, int swizzle, const char* name,
+                                         char* error, size_t size) {
+  uint64_t strides[5] = {0, 0, 0, 0, 0};
+  const unsigned ones[5] = {1, 1, 1, 1, 1};
+  uint64_t pitch = uint64_t(elem_bytes);
+  for (int d = 0; d + 1 < rank; ++d) {
+    pitch *= dims[d];
+    strides[d] = pitch;
+    if (pitch % 16 != 0) {
+      report(error, size,
+             "argument '%s': the kernel reads it through TMA (cp.async.bulk.tensor), which needs "
+             "the stride of its dimension %d (%llu bytes) to be a multiple of 16 bytes",
+             name, rank - 2 - d, (unsigned long long)pitch);
+      return kValueError;
+    }
+  }
+  if (uintptr_t(address) % 16 != 0) {
+    report(error, size,
+           "argument '%s': the kernel reads it through TMA (cp.async.bulk.tensor), which needs "
+           "its address 16-byte aligned", name);
+    return kValueError;
+  }
+  if (g_driver.cuTensorMapEncodeTiled == nullptr) {
+    report(error, size,
+           "argument '%s': the kernel reads it through TMA, and this CUDA driver has no "
+           "cuTensorMapEncodeTiled (CUDA 12.0 or later)", name);
+    return kRuntimeError;
+  }
+  // CU_TENSOR_MAP_DATA_TYPE_UINT8 / UINT16 / UINT32; swizzle NONE, 32B, 64B,
+  // 128B = 0..3; L2 promotion 256B = 3; interleave and fill NONE = 0.
+  const int type = elem_bytes == 1 ? 0 : elem_bytes == 2 ? 1 : 2;
+  const int mode = swizzle == 32 ? 1 : swizzle == 64 ? 2 : swizzle == 128 ? 3 : 0;
+  const CUresult r = g_driver.cuTensorMapEncodeTiled(map, type, unsigned(rank), address, dims,
+                                                     strides, box, ones, 0, mode, 3, 0);
+  if (__builtin_expect(r != kSuccess, 0)) {
+    char what[160];
+    snprintf(what, sizeof what, "argument '%s': encoding its TMA descriptor", name);
+    return driver_error(error, size, r, "cuTensorMapEncodeTiled", what);
   }
   return kOk;
 }

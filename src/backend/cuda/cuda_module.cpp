@@ -4,6 +4,7 @@
 // [Kernel argument ABI].
 #include <cuda.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include "backend/common/slot_abi.h"
 #include "backend/cuda/cuda_backend_internal.h"
 #include "backend/cuda/cuda_driver.h"
+#include "backend/cuda/tensor_maps.h"
 #include "tilejit/core/error.h"
 
 namespace tilejit::cuda {
@@ -60,6 +62,10 @@ class CudaModule final : public runtime::Module {
         num_symbols_(abi_.num_symbols()),
         num_results_(abi_.num_results()),
         dense_(abi_.is_dense(num_values_, num_symbols_)),
+        has_tensor_maps_(std::any_of(abi_.args.begin(), abi_.args.end(),
+                                     [](const runtime::AbiArg& a) {
+                                       return a.kind == runtime::AbiArgKind::kTensorMap;
+                                     })),
         num_launches_(functions.size()),
         launches_(new Launch[functions.size()]) {
     for (size_t l = 0; l < num_launches_; ++l) {
@@ -72,7 +78,11 @@ class CudaModule final : public runtime::Module {
       }
       out.smem = a.smem;
       out.smem_bytes = a.smem_bytes;
-      out.smem_limit.store(kDefaultSmemLimit, std::memory_order_relaxed);
+      // Without opting in, static and dynamic shared memory share 48 KiB
+      // (a kernel's static part: its mbarriers, Note [TMA copies]).
+      int static_smem = 0;
+      driver().cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, out.function);
+      out.smem_limit.store(kDefaultSmemLimit - static_smem, std::memory_order_relaxed);
     }
   }
 
@@ -95,7 +105,8 @@ class CudaModule final : public runtime::Module {
     }
 
     // Note [Kernel argument ABI]: the block, packed as the KernelAbi says.
-    alignas(16) unsigned char block[runtime::KernelAbi::kMaxBlockBytes];
+    // 64-aligned: the tensor maps encoded into it are (Note [Tensor maps]).
+    alignas(64) unsigned char block[runtime::KernelAbi::kMaxBlockBytes];
     if (dense_) {
       std::memcpy(block, p.args, sizeof(void*) * size_t(num_values_));
       if (num_symbols_ > 0) {
@@ -104,6 +115,7 @@ class CudaModule final : public runtime::Module {
       }
     } else {
       abi_.pack(p.args, p.symbols, block);
+      if (has_tensor_maps_) encode_tensor_maps(abi_, p.args, p.symbols, block);
     }
     void* params[] = {block};
 
@@ -120,7 +132,7 @@ class CudaModule final : public runtime::Module {
         }
         throw_bad_launch(gx, gy, gz, smem, abi_.launches[l]);
       }
-      if (smem > kDefaultSmemLimit && smem > a.smem_limit.load(std::memory_order_acquire)) {
+      if (smem > a.smem_limit.load(std::memory_order_acquire)) {
         raise_smem_limit(a, smem, guard.state());
       }
       const CUresult r = driver().cuLaunchKernel(
@@ -182,6 +194,7 @@ class CudaModule final : public runtime::Module {
   int num_symbols_;
   int num_results_;
   bool dense_;  // pointers then symbols only: two copies pack the block
+  bool has_tensor_maps_;  // Note [Tensor maps]: encoded at each launch
   size_t num_launches_;
   std::unique_ptr<Launch[]> launches_;  // one per KernelAbi launch
   std::mutex smem_mutex_;

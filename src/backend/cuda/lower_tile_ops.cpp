@@ -99,7 +99,7 @@ void CudaTileCodegen::emit_tile_op(const ir::Stmt& s) {
 void CudaTileCodegen::emit_prefetch(const ir::ForStmt& op,
                                     const std::vector<const ir::CopyOp*>& copies,
                                     const std::string& iteration, const std::string& stage,
-                                    const std::string& guard) {
+                                    const std::string& guard, const std::string& bars) {
   // The copies read the loop variable as `iteration` and write `stage`;
   // values their regions read that the loop computes are recomputed for
   // `iteration` (Note [Prefetched addresses]), under `guard` as the copy is.
@@ -111,23 +111,69 @@ void CudaTileCodegen::emit_prefetch(const ir::ForStmt& op,
   line("if (" + guard + ") {");
   indent();
   bind_var(op.var, it);
-  for (const ir::CopyOp* copy : copies) {
-    const ir::Buffer& dst = copy->dst.buffer;
+  auto issued = [&](const ir::CopyOp* copy) -> const ir::CopyOp& {
+    const auto ahead = pipelines_.ahead.find(copy);
+    return ahead == pipelines_.ahead.end() ? *copy : *ahead->second.as<ir::CopyOp>();
+  };
+  auto stage_tile = [&](const ir::Buffer& dst) {
     const auto& [base, stride] = staged_.at(dst.id());
+    return "(" + base + " + (" + stage + ") * " + str(stride) + ")";
+  };
+  // Note [TMA copies]: one thread issues them, on the stage's barrier.
+  int64_t tma_bytes = 0;
+  for (const ir::CopyOp* copy : copies) {
+    if (auto t = tma_.copies.find(copy); t != tma_.copies.end()) tma_bytes += t->second.bytes;
+  }
+  if (tma_bytes > 0) {
+    const std::string bar = "&" + bars + "[" + stage + "]";
+    line("if (tilejit_tid == 0) {");
+    indent();
+    line("tilejit::cuda::mbar_expect_tx(" + bar + ", " + str(tma_bytes) + ");");
+    for (const ir::CopyOp* copy : copies) {
+      auto t = tma_.copies.find(copy);
+      if (t != tma_.copies.end()) {
+        emit_tma_copy(issued(copy), t->second, stage_tile(copy->dst.buffer), bar);
+      }
+    }
+    dedent();
+    line("}");
+  }
+  bool async = false;
+  for (const ir::CopyOp* copy : copies) {
+    if (tma_.copies.count(copy)) continue;
+    async = true;
+    const ir::Buffer& dst = copy->dst.buffer;
     backend::BufferAccess a = access(dst, copy->span, "T.copy");
     const backend::BufferAccess saved = a;
-    a.name = a.data = "(" + base + " + (" + stage + ") * " + str(stride) + ")";
+    a.name = a.data = stage_tile(dst);
     set_access(dst, a);
-    const auto ahead = pipelines_.ahead.find(copy);
-    emit_copy(ahead == pipelines_.ahead.end() ? *copy : *ahead->second.as<ir::CopyOp>());
+    emit_copy(issued(copy));
     set_access(dst, saved);
   }
   bind_var(op.var, k);
   dedent();
   line("}");
-  line("tilejit::cuda::async_commit();");
+  if (async) line("tilejit::cuda::async_commit();");
   dedent();
   line("}");
+}
+
+void CudaTileCodegen::emit_tma_copy(const ir::CopyOp& copy, const TmaCopy& how,
+                                    const std::string& tile, const std::string& bar) {
+  line("// T.copy(" + ir::to_string(copy.src) + ", " + ir::to_string(copy.dst) + "): tma, " +
+       str(how.panels) + (how.panels == 1 ? " box" : " boxes"));
+  const std::vector<ir::Range>& ranges = copy.src.ranges;
+  std::vector<std::string> coords;  // innermost first
+  for (size_t d = ranges.size(); d-- > 0;) coords.push_back("int(" + expr(ranges[d].min) + ")");
+  for (int p = 0; p < how.panels; ++p) {
+    std::string args = tile + (p > 0 ? " + " + str(p * how.rows * how.panel_cols) : "") +
+                       ", &tilejit_args.tmaps[" + str(how.map) + "], " + bar;
+    for (size_t d = 0; d < coords.size(); ++d) {
+      args += ", " + coords[d];
+      if (d == 0 && p > 0) args += " + " + str(p * how.panel_cols);
+    }
+    line("tilejit::cuda::tma_load(" + args + ");");
+  }
 }
 
 void CudaTileCodegen::emit_pipelined(const ir::ForStmt& op,
@@ -139,25 +185,48 @@ void CudaTileCodegen::emit_pipelined(const ir::ForStmt& op,
   sync();
   line("// T.Pipelined(num_stages=" + str(stages) + "): " + str(int64_t(copies.size())) +
        " tile loads through " + str(stages) + " stages");
+  size_t num_tma = 0;
+  for (const ir::CopyOp* copy : copies) num_tma += tma_.copies.count(copy);
+  const bool async = num_tma < copies.size();
+  std::string bars;
+  if (num_tma > 0) {
+    // Note [TMA copies]: a barrier per stage, set up afresh each time the
+    // loop starts (the barrier after the previous run ended its waits).
+    bars = fresh("tilejit_stage_bar");
+    line("__shared__ uint64_t " + bars + "[" + str(stages) + "];");
+    line("if (tilejit_tid == 0) {");
+    indent();
+    for (int s = 0; s < stages; ++s) line("tilejit::cuda::mbar_init(&" + bars + "[" + str(s) + "], 1);");
+    line("tilejit::cuda::mbar_init_fence();");
+    dedent();
+    line("}");
+    line("__syncthreads();");
+  }
   for (int s = 0; s + 1 < stages; ++s) {
     emit_prefetch(op, copies, lo + " + " + str(s), str(s),
-                  lo + " + " + str(s) + " < " + end);
+                  lo + " + " + str(s) + " < " + end, bars);
   }
   line("for (int64_t " + k + " = " + lo + "; " + k + " < " + end + "; ++" + k + ") {");
   indent();
-  // Iteration k's group has landed once at most stages - 2 newer ones are
-  // in flight; the barrier shows it to every thread.
-  line("tilejit::cuda::async_wait_group<" + str(stages - 2) + ">();");
+  const std::string rel = "(" + k + " - " + lo + ")";
+  // Iteration k's copies have landed once its stage's barrier completed the
+  // phase of its parity (TMA), and its cp.async group once at most
+  // stages - 2 newer ones are in flight; the barrier shows them to every
+  // thread.
+  if (num_tma > 0) {
+    line("tilejit::cuda::mbar_wait(&" + bars + "[" + rel + " % " + str(stages) + "], unsigned(" +
+         rel + " / " + str(stages) + ") & 1u);");
+  }
+  if (async) line("tilejit::cuda::async_wait_group<" + str(stages - 2) + ">();");
   if (swizzles()) line("tilejit::cuda::async_proxy_fence();");  // Note [Warpgroup gemms]
   line("__syncthreads();");
   synced_at_ = lines_written();
   read_since_.clear();
   written_since_.clear();
   pending_async_ = false;
-  const std::string rel = "(" + k + " - " + lo + ")";
   emit_prefetch(op, copies, k + " + " + str(stages - 1),
                 "(" + rel + " + " + str(stages - 1) + ") % " + str(stages),
-                k + " + " + str(stages - 1) + " < " + end);
+                k + " + " + str(stages - 1) + " < " + end, bars);
   // The body reads stage (k - lo) % stages.
   std::map<uint64_t, backend::BufferAccess> saved;
   for (const ir::CopyOp* copy : copies) {

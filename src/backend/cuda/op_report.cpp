@@ -229,12 +229,14 @@ Diagnostic op_record(const ir::Stmt& s, const FragmentChoice& choice, int thread
 }
 
 void report_kernel(const ir::KernelStmt& kernel, int threads, const FragmentChoice& choice,
-                   const PipelinePlan& pipelines, runtime::LoweringReport* report) {
+                   const PipelinePlan& pipelines, const TmaPlan& tma,
+                   runtime::LoweringReport* report) {
   struct Walk : ir::IRVisitor {
     int threads = 1;
     int nest = 0;  // T.Parallel loops around the statement
     const FragmentChoice* choice = nullptr;
     const PipelinePlan* pipelines = nullptr;
+    const TmaPlan* tma = nullptr;
     runtime::LoweringReport* report = nullptr;
     void visit_alloc(const ir::AllocStmt* op, const ir::Stmt& s) override {
       const ir::Buffer& b = op->buffer;
@@ -272,6 +274,14 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const FragmentChoi
             refused.span.file == d.span.file && !prefetched) {
           d.reason = refused.path + ": " + refused.reason;
         }
+      }
+      // Note [TMA copies].
+      const ir::CopyOp* copy = s.kind() == ir::StmtKind::kCopy ? s.as<ir::CopyOp>() : nullptr;
+      if (tma->copies.count(copy)) {
+        d.path = "tma";
+        d.reason = "";
+      } else if (auto no = tma->refused.find(copy); no != tma->refused.end()) {
+        d.reason = d.reason.empty() ? no->second : no->second + "; " + d.reason;
       }
       report->ops.push_back(std::move(d));
     }
@@ -315,6 +325,7 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const FragmentChoi
   walk.threads = threads;
   walk.choice = &choice;
   walk.pipelines = &pipelines;
+  walk.tma = &tma;
   walk.report = report;
   walk.visit(kernel.body);
 }

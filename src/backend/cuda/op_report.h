@@ -7,6 +7,7 @@
 
 #include "backend/cuda/fragments.h"
 #include "backend/cuda/pipeline.h"
+#include "backend/cuda/tma_copies.h"
 #include "tilejit/runtime/lowering_report.h"
 
 namespace tilejit::cuda {
@@ -20,9 +21,10 @@ runtime::Diagnostic op_record(const ir::Stmt& s, const FragmentChoice& choice, i
 /// The buffers `kernel` (run by `threads` threads) allocates, placed as `choice` and `pipelines`
 /// decided, and its T.Pipelined loops with the stages they kept (a loop's
 /// stages dropped to fit shared memory, or a copy left synchronous, says
-/// why), and each tile op's path (op_record), in program order; appended to
-/// `report`.
+/// why), and each tile op's path (op_record; "tma" for the copies `tma`
+/// performs, Note [TMA copies]), in program order; appended to `report`.
 void report_kernel(const ir::KernelStmt& kernel, int threads, const FragmentChoice& choice,
-                   const PipelinePlan& pipelines, runtime::LoweringReport* report);
+                   const PipelinePlan& pipelines, const TmaPlan& tma,
+                   runtime::LoweringReport* report);
 
 }  // namespace tilejit::cuda

@@ -71,6 +71,7 @@
 #include "backend/cuda/fragments.h"
 #include "backend/cuda/pipeline.h"
 #include "backend/cuda/smem_plan.h"
+#include "backend/cuda/tma_copies.h"
 #include "backend/cuda/vector_runs.h"
 #include "tilejit/ir/prim_func.h"
 #include "tilejit/ir/stmt.h"
@@ -129,6 +130,8 @@ class CudaTileCodegen final : public backend::TileCodegen {
   /// The copies proven inside their tensors (Note [Copies inside their
   /// tensor] in inside_copies.h), lowered without copy.h's edge walk.
   std::set<const ir::CopyOp*> inside_copies_;
+  /// Note [TMA copies]: the prefetches TMA performs.
+  TmaPlan tma_;
 
  private:
   void emit_alloc(const ir::AllocStmt& op) override;
@@ -190,10 +193,16 @@ class CudaTileCodegen final : public backend::TileCodegen {
   /// Note [Software pipelining] (pipeline.h).
   void emit_pipelined(const ir::ForStmt& op, const std::vector<const ir::CopyOp*>& copies);
   /// The prefetched copies of iteration `iteration` (C++) into stage
-  /// `stage` (C++), under `guard`, then a commit.
+  /// `stage` (C++), under `guard`: TMA's by thread 0 on the stage's
+  /// barrier in `bars` (Note [TMA copies]), the others' then a commit.
   void emit_prefetch(const ir::ForStmt& op, const std::vector<const ir::CopyOp*>& copies,
                      const std::string& iteration, const std::string& stage,
-                     const std::string& guard);  /// A statement the block runs together will read `reads` and write
+                     const std::string& guard, const std::string& bars);
+  /// The TMA instructions of `copy` (the copy the prefetch issues) into the
+  /// tile at `tile` (C++), counted on `bar` (C++).
+  void emit_tma_copy(const ir::CopyOp& copy, const TmaCopy& how, const std::string& tile,
+                     const std::string& bar);
+  /// A statement the block runs together will read `reads` and write
   /// `writes` (buffer ids): a barrier first where that is a hazard.
   void enter(const std::set<uint64_t>& reads, const std::set<uint64_t>& writes);
   /// What is pending since the last barrier meets block-visible `reads` /

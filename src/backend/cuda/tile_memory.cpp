@@ -96,7 +96,11 @@ void fit_pipelines(const ir::KernelStmt& kernel, const FragmentChoice& choice,
     return tile_elements(b, choice) * b.dtype().bytes();
   };
   std::vector<uint64_t> dropped;
-  while (!plan.stages.empty() && planned_shared_bytes(kernel, choice, plan) > kMaxSharedBytes) {
+  // Static shared memory (the stages' mbarriers, Note [TMA copies]) sits
+  // below the dynamic tiles, which start 1024-aligned where a tile is
+  // swizzled: it takes 1024 bytes then.
+  const int64_t limit = kMaxSharedBytes - (choice.swizzled.empty() ? 0 : 1024);
+  while (!plan.stages.empty() && planned_shared_bytes(kernel, choice, plan) > limit) {
     int deepest = 0;
     for (const auto& [id, s] : plan.stages) deepest = std::max(deepest, s);
     if (deepest > 2) {

@@ -70,13 +70,17 @@ TEST(CudaLoweringReport, SixteenBitGemm) {
   const auto pipelined = ops(r, "T.Pipelined");
   ASSERT_EQ(pipelined.size(), 1u);
   EXPECT_EQ(pipelined[0]->path, "pipelined, 3 stages");
-  // The tile loads go through cp.async; the accumulator's store through its
-  // register layout.
+  // The tile loads go through TMA (Note [TMA copies]), cp.async before
+  // Hopper; the accumulator's store through its register layout.
   const auto copies = ops(r, "T.copy");
   ASSERT_EQ(copies.size(), 3u);
-  EXPECT_EQ(copies[0]->path, "cp_async");
-  EXPECT_EQ(copies[1]->path, "cp_async");
+  EXPECT_EQ(copies[0]->path, "tma");
+  EXPECT_EQ(copies[1]->path, "tma");
   EXPECT_EQ(copies[2]->path, "registers");
+  const auto ampere_copies = ops(ampere, "T.copy");
+  ASSERT_EQ(ampere_copies.size(), 3u);
+  EXPECT_EQ(ampere_copies[0]->path, "cp_async");
+  EXPECT_EQ(ampere_copies[1]->path, "cp_async");
 }
 
 // Note [Warpgroup gemms]: a shared tile the program also reads element by
@@ -126,14 +130,17 @@ TEST(CudaLoweringReport, FlashAttention) {
   const auto gemms = ops(r, "T.gemm");
   ASSERT_EQ(gemms.size(), 2u);
   for (const runtime::Diagnostic* g : gemms) EXPECT_EQ(g->path, "wgmma") << g->reason;
-  // Q, K and V through cp.async, the output through the registers' layout
-  // or 16-byte chunks; nothing element by element.
-  int async = 0;
+  // K and V through TMA, Q (before the loop) through cp.async, the output
+  // through the registers' layout or 16-byte chunks; nothing element by
+  // element.
+  int async = 0, tma = 0;
   for (const runtime::Diagnostic* c : ops(r, "T.copy")) {
     EXPECT_NE(c->path, "elementwise") << c->reason;
     async += c->path == "cp_async";
+    tma += c->path == "tma";
   }
-  EXPECT_GE(async, 3);
+  EXPECT_EQ(tma, 2);
+  EXPECT_GE(async, 1);
   const auto pipelined = ops(r, "T.Pipelined");
   ASSERT_EQ(pipelined.size(), 1u);
   EXPECT_EQ(pipelined[0]->path, "pipelined, 2 stages");

@@ -117,6 +117,7 @@ TEST_F(CudaTileCodegen, SixteenBitGemmAccumulatesInRegisters) {
   // Note [Software pipelining]: three stages of each tile, loads two ahead.
   EXPECT_TRUE(has(l, "3 stages of")) << l.generated.source;
   EXPECT_TRUE(has(l, "tilejit::cuda::async_wait_group<1>();")) << l.generated.source;
+  EXPECT_FALSE(has(l, "tma")) << l.generated.source;  // TMA is Hopper's
   // A float32 GEMM keeps its accumulator in shared memory (no tensor-core route).
   cfg.in = DataType::float32();
   EXPECT_FALSE(has(compiles(ex::gemm(cfg)), "MmaAcc<"));
@@ -125,8 +126,11 @@ TEST_F(CudaTileCodegen, SixteenBitGemmAccumulatesInRegisters) {
 // Note [Warpgroup gemms]: on sm_90a the same GEMM runs on wgmma, its
 // accumulator in the warpgroup layout (every warp on 16 rows of each 64),
 // its tiles swizzled in 128-byte panels (rows of 64 halves), 1024-aligned,
-// written by copy_swizzled, and its pipeline fences the async proxy. The
-// compile fails where ptxas serialises a wgmma (cuda_compiler.cpp).
+// and its pipeline fences the async proxy. Note [TMA copies]: the tiles'
+// prefetches are TMA boxes, one per panel, issued by thread 0 on the
+// stage's mbarrier, through tensor maps in the argument block that the
+// KernelAbi describes. The compile fails where ptxas serialises a wgmma
+// (cuda_compiler.cpp).
 TEST_F(CudaTileCodegen, SixteenBitGemmRunsOnWarpgroupsOnHopper) {
   ex::GemmConfig cfg;
   cfg.in = DataType::bfloat16();
@@ -137,9 +141,28 @@ TEST_F(CudaTileCodegen, SixteenBitGemmRunsOnWarpgroupsOnHopper) {
   EXPECT_TRUE(has(l, "tilejit::cuda::acc_gemm_wg<" + acc + ", 64, false, false, 128, 128, 64, 128, 128>("))
       << src;
   EXPECT_TRUE(has(l, "#include \"tilejit/cuda/wgmma/m64n128.h\"")) << src;
-  EXPECT_TRUE(has(l, "tilejit::cuda::copy_swizzled<128, 128, 64, ")) << src;
-  EXPECT_TRUE(has(l, "tilejit::cuda::copy_swizzled<128, 64, 128, ")) << src;
+  EXPECT_TRUE(has(l, "tilejit::cuda::TensorMap tmaps[2];")) << src;
+  EXPECT_TRUE(has(l, "#include \"tilejit/cuda/tma.h\"")) << src;
+  EXPECT_TRUE(has(l, "tilejit::cuda::mbar_init(&tilejit_stage_bar[2], 1);")) << src;
+  EXPECT_TRUE(has(l, "tilejit::cuda::mbar_wait(&tilejit_stage_bar[")) << src;
+  // A: one box of 128 rows of 64 halves; B (64 x 128): two of 64 columns.
+  EXPECT_TRUE(has(l, "tilejit::cuda::mbar_expect_tx(&tilejit_stage_bar[0], 32768);")) << src;
+  EXPECT_TRUE(has(l, "): tma, 1 box")) << src;
+  EXPECT_TRUE(has(l, "): tma, 2 boxes")) << src;
+  EXPECT_FALSE(has(l, "copy_swizzled")) << src;
+  EXPECT_FALSE(has(l, "async_wait_group")) << src;
   EXPECT_TRUE(has(l, "swizzled in panels of 128 bytes")) << src;
+  int maps = 0;
+  for (const runtime::AbiArg& a : l.generated.abi.args) {
+    if (a.kind != runtime::AbiArgKind::kTensorMap) continue;
+    maps += 1;
+    EXPECT_EQ(a.offset % 64, 0u) << a.name;
+    EXPECT_EQ(a.tensor_map.rank, 2) << a.name;
+    EXPECT_EQ(a.tensor_map.swizzle, 128) << a.name;
+    EXPECT_EQ(a.tensor_map.box[0], 64u) << a.name;
+    EXPECT_EQ(a.tensor_map.box[1], a.name == "A" ? 128u : 64u) << a.name;
+  }
+  EXPECT_EQ(maps, 2) << l.generated.abi.str();
   EXPECT_TRUE(has(l, "__align__(1024) unsigned char tilejit_smem[]")) << src;
   EXPECT_TRUE(has(l, "tilejit::cuda::async_proxy_fence();")) << src;
   EXPECT_FALSE(has(l, "rows padded")) << src;
@@ -147,7 +170,7 @@ TEST_F(CudaTileCodegen, SixteenBitGemmRunsOnWarpgroupsOnHopper) {
   // Narrower rows take narrower panels: K = 32 halves are 64 bytes.
   cfg.block_k = 32;
   const Lowered k32 = compiles(ex::gemm(cfg));
-  EXPECT_TRUE(has(k32, "tilejit::cuda::copy_swizzled<64, 128, 32, ")) << k32.generated.source;
+  EXPECT_TRUE(has(k32, "): tma, 1 box")) << k32.generated.source;
   EXPECT_TRUE(has(k32, ", 32, false, false, 128, 64, 32, 128, 128>(")) << k32.generated.source;
 }
 
@@ -455,6 +478,19 @@ TEST_F(CudaTileCodegen, FlashDecodingIsTwoEntries) {
   EXPECT_EQ(l.generated.abi.launches[0].entry, "tilejit_kernel");
   EXPECT_EQ(l.generated.abi.launches[1].entry, "tilejit_kernel_1");
   EXPECT_NE(l.generated.source.find("tilejit_kernel_1("), std::string::npos);
+  // One dynamic array for the unit, of one alignment: 1024 where a tile of
+  // either entry is swizzled, else 128 (NVRTC would keep one of two).
+  const std::string& src = l.generated.source;
+  const std::string wide = "extern __shared__ __align__(1024) unsigned char tilejit_smem[];";
+  const std::string narrow = "extern __shared__ __align__(128) unsigned char tilejit_smem[];";
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = src.find(what); at != std::string::npos; at = src.find(what, at + 1)) ++n;
+    return n;
+  };
+  const bool swizzled = src.find("swizzled in panels") != std::string::npos;
+  EXPECT_EQ(count(swizzled ? wide : narrow), 2u) << src;
+  EXPECT_EQ(src.find("@TILEJIT_SMEM_ALIGN@"), std::string::npos);
 }
 
 // T.atomic_add of one element in a T.Parallel loop is that thread's own;

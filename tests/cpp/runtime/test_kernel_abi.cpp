@@ -145,5 +145,55 @@ TEST(KernelAbi, ProblemNamesWhatIsWrong) {
   EXPECT_EQ(sample().num_results(), 11);  // "second" reads results 7 to 10
 }
 
+// Note [Tensor maps]: a TMA descriptor's argument says what the backend
+// encodes at the launch; pack() leaves its bytes zero, the serialisation
+// keeps the description, and problem() checks it.
+KernelAbi with_tensor_map() {
+  KernelAbi abi;
+  abi.add(AbiArgKind::kPointer, "A", 0, 8, 8);
+  abi.add(AbiArgKind::kSymbol, "n", 0, 8, 8);
+  AbiArg& m = abi.add(AbiArgKind::kTensorMap, "A", 0, 128, 64, DataType::float16());
+  m.tensor_map.rank = 2;
+  m.tensor_map.swizzle = 128;
+  m.tensor_map.dims[0] = 4096;
+  m.tensor_map.dims[1] = -1;  // symbol slot 0
+  m.tensor_map.box[0] = 64;
+  m.tensor_map.box[1] = 128;
+  abi.launches.push_back(AbiLaunch{"k", {0, 1, 2}, 3, {128, 1, 1}});
+  return abi;
+}
+
+TEST(KernelAbi, TensorMapsAreDescribedPackedAsZeroAndSerialised) {
+  const KernelAbi abi = with_tensor_map();
+  EXPECT_EQ(abi.problem(), "");
+  EXPECT_EQ(abi.args[2].offset, 64u);
+  EXPECT_EQ(abi.block_bytes, 192u);
+  EXPECT_FALSE(abi.is_dense(1, 1));
+  EXPECT_EQ(abi.str(),
+            "block 192 bytes: pointer A @0, symbol n @8, tensor map A (float16, dims [4096 s0], "
+            "box [64 128], swizzle 128) @64; launch k grid (r0, r1, r2) threads (128, 1, 1) smem "
+            "r3");
+  float data[4];
+  void* values[] = {data};
+  const int64_t symbols[] = {77};
+  alignas(64) unsigned char block[192];
+  std::memset(block, 0xab, sizeof block);
+  abi.pack(values, symbols, block);
+  for (int i = 64; i < 192; ++i) EXPECT_EQ(block[i], 0) << "byte " << i;
+  const std::optional<KernelAbi> back = KernelAbi::deserialize(abi.serialize());
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, abi);
+  KernelAbi other = abi;
+  other.args[2].tensor_map.box[1] = 64;
+  EXPECT_NE(*KernelAbi::deserialize(other.serialize()), abi);
+  KernelAbi bad = abi;
+  bad.args[2].tensor_map.box[1] = 512;
+  EXPECT_EQ(bad.problem(), "tensor map 'A' has a box of 512");
+  bad = abi;
+  bad.args[2].tensor_map.swizzle = 16;
+  EXPECT_EQ(bad.problem(),
+            "tensor map 'A' describes a rank-2 tensor of 2-byte elements swizzled in 16-byte rows");
+}
+
 }  // namespace
 }  // namespace tilejit::runtime

@@ -1,0 +1,99 @@
+// Hopper's tensor memory accelerator (TMA) and the mbarriers it completes:
+// Note [TMA copies] (src/backend/cuda/tma_copies.h).
+//
+//   TensorMap                       a CUtensorMap's 128 bytes, a member of the
+//                                   kernel's __grid_constant__ argument block
+//   mbar_init(bar, count)           one thread, then mbar_init_fence() and a
+//                                   barrier before any other use
+//   mbar_expect_tx(bar, bytes)      arrives, and adds `bytes` the phase waits
+//                                   for
+//   tma_load(dst, map, bar, c...)   the box at coordinates c (innermost
+//                                   first, elements) into shared `dst`,
+//                                   counted on `bar`; zeros outside the tensor
+//   mbar_wait(bar, parity)          until the phase of that parity completes
+#pragma once
+
+#include "tilejit/cuda/prelude.h"
+
+namespace tilejit::cuda {
+
+struct alignas(64) TensorMap {
+  unsigned long long bytes[16];
+};
+
+namespace tma_detail {
+
+__device__ __forceinline__ unsigned smem(const void* p) {
+  return unsigned(__cvta_generic_to_shared(p));
+}
+
+}  // namespace tma_detail
+
+__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(tma_detail::smem(bar)), "r"(count)
+               : "memory");
+}
+
+// Makes the initialised barriers visible to the async proxy (TMA's
+// complete_tx) as well as to the block once a barrier follows.
+__device__ __forceinline__ void mbar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(
+                   tma_detail::smem(bar)),
+               "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
+  const unsigned b = tma_detail::smem(bar);
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(b), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+__device__ __forceinline__ void tma_load(void* dst, const TensorMap* map, uint64_t* bar, int c0,
+                                         int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, "
+      "{%3, %4}], [%2];\n" ::"r"(tma_detail::smem(dst)),
+      "l"(map), "r"(tma_detail::smem(bar)), "r"(c0), "r"(c1)
+      : "memory");
+}
+
+__device__ __forceinline__ void tma_load(void* dst, const TensorMap* map, uint64_t* bar, int c0,
+                                         int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, "
+      "{%3, %4, %5}], [%2];\n" ::"r"(tma_detail::smem(dst)),
+      "l"(map), "r"(tma_detail::smem(bar)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+__device__ __forceinline__ void tma_load(void* dst, const TensorMap* map, uint64_t* bar, int c0,
+                                         int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, "
+      "{%3, %4, %5, %6}], [%2];\n" ::"r"(tma_detail::smem(dst)),
+      "l"(map), "r"(tma_detail::smem(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+
+__device__ __forceinline__ void tma_load(void* dst, const TensorMap* map, uint64_t* bar, int c0,
+                                         int c1, int c2, int c3, int c4) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, "
+      "{%3, %4, %5, %6, %7}], [%2];\n" ::"r"(tma_detail::smem(dst)),
+      "l"(map), "r"(tma_detail::smem(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
+      : "memory");
+}
+
+}  // namespace tilejit::cuda

@@ -1,0 +1,80 @@
+// The prefetches of pipelined loops that Hopper's TMA performs.
+//
+// Note [TMA copies]
+// On sm_90a, a prefetched copy (Note [Software pipelining]) into a
+// swizzled tile (Note [Warpgroup gemms]) is issued by one thread as
+// cp.async.bulk.tensor, one instruction per panel of the tile, instead of
+// every thread's 16-byte cp.async, when
+//  - the source is a tensor parameter the kernel never writes, of the
+//    tile's dtype, of at most 5 dimensions, each a constant or a symbol;
+//  - the source region is the tile: its innermost extent is the tile's
+//    columns, one other extent its rows (at most 256), every other 1, all
+//    constant;
+//  - each panel of the tile starts 1024-aligned (rows * panel bytes a
+//    multiple of 1024), so that TMA's swizzle, computed from the shared
+//    address, is the tile's;
+//  - the tensor's rows, where they are constant, are a multiple of 16
+//    bytes (symbolic ones are checked at the call, Note [Tensor maps]).
+// TMA fills what lies outside the tensor with zeros, which is T.copy's
+// meaning, so a tile at the tensor's edge takes the same path.
+//
+// Each stage of the loop gets an mbarrier (shared memory, initialised by
+// thread 0 before the loop). The prefetch of iteration j into stage s is
+// `if (tid == 0) { expect_tx(bar[s], the stage's bytes); tma_load per
+// panel }`; iteration k waits on bar[(k - lo) % S] for the parity
+// ((k - lo) / S) & 1 before the barrier that starts it. That barrier still
+// orders the reads of the stage that iteration k's prefetch overwrites, as
+// with cp.async. The lowering report gives such a copy the path "tma", and
+// a prefetched swizzled copy left on cp.async the reason why.
+//
+// Note [Tensor maps]
+// A TMA copy reads the tensor through a CUtensorMap: the unit's kernels
+// share one per (tensor, box, swizzle), each a 64-byte aligned member of
+// the __grid_constant__ argument block (tilejit::Args::tmaps), described
+// by a kTensorMap argument of the KernelAbi (the tensor's parameter, its
+// dims as constants or symbol slots, the box and the swizzle). The CUDA
+// module encodes them at each launch (tensor_maps.h) with
+// cuTensorMapEncodeTiled: the tensor's address and symbolic extents are the
+// call's. A tensor whose address or row pitch is not a multiple of 16
+// bytes fails the call with an error naming the argument.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/fragments.h"
+#include "backend/cuda/pipeline.h"
+#include "tilejit/ir/prim_func.h"
+#include "tilejit/runtime/kernel_abi.h"
+
+namespace tilejit::cuda {
+
+/// The unit's tensor maps, in tilejit::Args::tmaps order.
+struct TensorMaps {
+  std::vector<runtime::AbiArg> args;  ///< kind kTensorMap; offset and size unset
+  /// The index of `a` in args, added when new.
+  int add(const runtime::AbiArg& a);
+};
+
+struct TmaCopy {
+  int map = -1;            ///< index into TensorMaps::args
+  int panels = 1;          ///< instructions: one per panel of the tile
+  int64_t panel_cols = 0;  ///< the tile's columns per panel
+  int64_t rows = 0, cols = 0;
+  int64_t bytes = 0;  ///< the tile's bytes, which the stage's barrier waits for
+};
+
+struct TmaPlan {
+  std::map<const ir::CopyOp*, TmaCopy> copies;
+  /// Prefetched copies into swizzled tiles left on cp.async, and why.
+  std::map<const ir::CopyOp*, std::string> refused;
+};
+
+/// Note [TMA copies] for the pipelined loops of `kernel`; `enabled`: the
+/// target is sm_90a and TMA is not turned off. Adds the maps to `maps`.
+TmaPlan plan_tma(const ir::KernelStmt& kernel,
+                 const std::vector<std::string>& symbols, const PipelinePlan& pipelines,
+                 const FragmentChoice& choice, bool enabled, TensorMaps* maps);
+
+}  // namespace tilejit::cuda

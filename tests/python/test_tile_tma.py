@@ -1,0 +1,234 @@
+"""Hopper's TMA for the tile loads of pipelined loops (Note [TMA copies] in
+src/backend/cuda/tma_copies.h): on sm_90a a prefetched copy into a
+swizzled wgmma operand is one cp.async.bulk.tensor per panel, through a
+tensor map the call encodes (Note [Tensor maps]). Tiles at the tensors'
+edges (TMA's zero fill), symbolic shapes (the maps' extents are the
+call's), the lowering report, a tensor TMA cannot read (an error naming
+the argument), and the exported library, which encodes the maps itself."""
+
+import ctypes
+
+import numpy as np
+import pytest
+
+import tilejit
+import tilejit.language as T
+from support import as_numpy, on_targets, tilejit_cuda_unavailable, to_target
+
+_NO_CUDA = tilejit_cuda_unavailable()
+
+
+def gemm(m, n, k, block_m=64, block_n=64, block_k=32, stages=3):
+    """C = A @ B in tiles; m, n, k ints or T.symbolic names."""
+    m = T.symbolic(m) if isinstance(m, str) else m
+    n = T.symbolic(n) if isinstance(n, str) else n
+    k = T.symbolic(k) if isinstance(k, str) else k
+
+    @T.prim_func
+    def tma_gemm(A: T.Tensor((m, k), "float16"), B: T.Tensor((k, n), "float16"),
+             C: T.Tensor((m, n), "float32")):
+        with T.Kernel(T.ceildiv(n, block_n), T.ceildiv(m, block_m), threads=128) as (bx, by):
+            A_s = T.alloc_shared((block_m, block_k), "float16")
+            B_s = T.alloc_shared((block_k, block_n), "float16")
+            C_f = T.alloc_fragment((block_m, block_n), "float32")
+            T.clear(C_f)
+            for ko in T.Pipelined(T.ceildiv(k, block_k), num_stages=stages):
+                T.copy(A[by * block_m, ko * block_k], A_s)
+                T.copy(B[ko * block_k, bx * block_n], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C[by * block_m, bx * block_n])
+    return tma_gemm
+
+
+def operands(m, n, k, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    return a, b, a.astype(np.float32) @ b.astype(np.float32)
+
+
+@on_targets
+@pytest.mark.parametrize("shape", [(128, 128, 96), (200, 136, 200), (72, 264, 40)])
+def test_gemm_through_tma_at_the_edges(target, shape):
+    """Tiles past the tensors' ends read zeros (TMA's fill), as T.copy means."""
+    m, n, k = shape
+    a, b, ref = operands(m, n, k)
+    kernel = tilejit.compile(gemm(m, n, k), out_idx=[2], target=target)
+    c = as_numpy(kernel(to_target(target, a), to_target(target, b)))
+    np.testing.assert_allclose(c, ref, rtol=2e-2, atol=2e-2)
+
+
+@on_targets
+def test_gemm_through_tma_with_symbolic_shapes(target):
+    """The tensor maps' extents are the call's symbols."""
+    kernel = tilejit.compile(gemm("M", "N", "K"), out_idx=[2], target=target)
+    for m, n, k in [(128, 64, 64), (96, 200, 168), (64, 64, 1000)]:
+        a, b, ref = operands(m, n, k, seed=m + n + k)
+        c = as_numpy(kernel(to_target(target, a), to_target(target, b)))
+        np.testing.assert_allclose(c, ref, rtol=2e-2, atol=2e-2, err_msg=str((m, n, k)))
+
+
+def _copy_paths(arch):
+    k = tilejit.compile(gemm(256, 256, 256), out_idx=[2], target="cuda",
+                        extra_compile_flags=[f"--gpu-architecture={arch}"])
+    return [(e["path"], e["reason"]) for e in k.lowering_report()
+            if e.get("kind") == "op" and e["op"] == "T.copy"], k
+
+
+@pytest.mark.skipif(bool(_NO_CUDA), reason=_NO_CUDA)
+def test_lowering_report_names_tma_on_hopper_only():
+    paths, k = _copy_paths("sm_90a")
+    assert paths[:2] == [("tma", ""), ("tma", "")], paths
+    src = k.get_kernel_source()
+    assert "tilejit::cuda::TensorMap tmaps[2];" in src
+    assert src.count("tilejit::cuda::tma_load(") == 3 * 2  # 2 prologue prefetches + the loop's
+    ampere, k80 = _copy_paths("compute_80")  # PTX: it loads on a Hopper too
+    assert [p for p, _ in ampere[:2]] == ["cp_async", "cp_async"], ampere
+    assert "tma_load" not in k80.get_kernel_source()
+
+
+@pytest.mark.skipif(bool(_NO_CUDA), reason=_NO_CUDA)
+def test_a_copy_tma_cannot_do_says_why():
+    """A row of 502 halves (1004 bytes) is not a multiple of 16 bytes: the
+    copy of A stays off TMA and the report says why; B's takes TMA."""
+    k = tilejit.compile(gemm(256, 256, 502), out_idx=[2], target="cuda",
+                        extra_compile_flags=["--gpu-architecture=sm_90a"])
+    a_copy, b_copy = [e for e in k.lowering_report()
+                      if e.get("kind") == "op" and e["op"] == "T.copy"][:2]
+    assert b_copy["path"] == "tma", b_copy
+    assert a_copy["path"] != "tma", a_copy
+    assert "not tma: a row of A is 1004 bytes, not a multiple of 16" in a_copy["reason"], a_copy
+
+
+def _gpu():
+    if _NO_CUDA:
+        return _NO_CUDA
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed"
+    return "" if torch.cuda.is_available() else "no GPU"
+
+
+_NO_GPU = _gpu()
+
+
+@pytest.mark.skipif(bool(_NO_GPU), reason=_NO_GPU)
+def test_a_symbolic_row_tma_cannot_read_fails_the_call_naming_it():
+    import torch
+    kernel = tilejit.compile(gemm("M", "N", "K"), out_idx=[2], target="cuda")
+    if not any(e.get("path") == "tma" for e in kernel.lowering_report()):
+        pytest.skip("the device is not sm_90a: no TMA")
+    a = torch.zeros((64, 1001), dtype=torch.float16, device="cuda")
+    b = torch.zeros((1001, 64), dtype=torch.float16, device="cuda")
+    with pytest.raises(ValueError) as e:
+        kernel(a, b)
+    assert "argument 'A': the kernel reads it through TMA (cp.async.bulk.tensor), which needs " \
+           "the stride of its dimension 0 (2002 bytes) to be a multiple of 16 bytes" in str(e.value)
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+def _dltensor(t, code, bits):
+    shape = (ctypes.c_int64 * t.dim())(*t.shape)
+    d = DLTensor(t.data_ptr(), DLDevice(2, t.device.index or 0), t.dim(),
+                 DLDataType(code, bits, 1), shape, None, 0)
+    d._shape = shape
+    return d
+
+
+@pytest.mark.skipif(bool(_NO_GPU), reason=_NO_GPU)
+def test_the_exported_library_encodes_the_tensor_maps(tmp_path):
+    import torch
+    kernel = tilejit.compile(gemm("M", "N", "K"), out_idx=[2], target="cuda")
+    path = tmp_path / "libtma_gemm.so"
+    tilejit.export(kernel, path)
+    lib = ctypes.CDLL(str(path))
+    fn = lib.tma_gemm_auto
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.POINTER(DLTensor)] * 3 + [ctypes.c_void_p, ctypes.c_void_p]
+    lib.tma_gemm_last_error.restype = ctypes.c_char_p
+    for m, n, k in [(200, 136, 200), (64, 64, 1000)]:
+        a, b, ref = operands(m, n, k, seed=k)
+        ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+        tc = torch.empty((m, n), dtype=torch.float32, device="cuda")
+        A, B, C = _dltensor(ta, 2, 16), _dltensor(tb, 2, 16), _dltensor(tc, 2, 32)
+        torch.cuda.synchronize()
+        assert fn(ctypes.byref(A), ctypes.byref(B), ctypes.byref(C), None, None) == 0, \
+            lib.tma_gemm_last_error()
+        torch.cuda.synchronize()
+        np.testing.assert_allclose(tc.cpu().numpy(), ref, rtol=2e-2, atol=2e-2)
+    bad_a = torch.zeros((64, 1001), dtype=torch.float16, device="cuda")
+    bad_b = torch.zeros((1001, 64), dtype=torch.float16, device="cuda")
+    out = torch.empty((64, 64), dtype=torch.float32, device="cuda")
+    A, B, C = _dltensor(bad_a, 2, 16), _dltensor(bad_b, 2, 16), _dltensor(out, 2, 32)
+    if any(e.get("path") == "tma" for e in kernel.lowering_report()):
+        assert fn(ctypes.byref(A), ctypes.byref(B), ctypes.byref(C), None, None) == 2
+        assert "argument 'A': the kernel reads it through TMA" in lib.tma_gemm_last_error().decode()
+
+
+@pytest.mark.skipif(bool(_NO_CUDA), reason=_NO_CUDA)
+def test_tl_disable_tma_lower_keeps_cp_async():
+    """TileLang's pass config turns TMA off, as under TileLang."""
+    k = tilejit.compile(gemm(256, 256, 256), out_idx=[2], target="cuda",
+                        extra_compile_flags=["--gpu-architecture=sm_90a"],
+                        pass_configs={tilejit.PassConfigKey.TL_DISABLE_TMA_LOWER: True})
+    paths = [e["path"] for e in k.lowering_report()
+             if e.get("kind") == "op" and e["op"] == "T.copy"]
+    assert paths[:2] == ["cp_async", "cp_async"], paths
+    assert "tma_load" not in k.get_kernel_source()
+    with pytest.raises(TypeError, match="must be a bool"):
+        tilejit.compile(gemm(256, 256, 256), out_idx=[2], target="cuda",
+                        pass_configs={"tl.disable_tma_lower": "yes"})
+
+
+def gemm_then_scale(m, n, k, block=64, block_k=32):
+    """Two kernels in one program: a GEMM through TMA into a workspace, then
+    a kernel without swizzled tiles that scales it (the decoding kernels'
+    split-then-combine shape)."""
+
+    @T.prim_func
+    def two_kernels(A: T.Tensor((m, k), "float16"), B: T.Tensor((k, n), "float16"),
+                    C: T.Tensor((m, n), "float32")):
+        W = T.alloc_global((m, n), "float32")
+        with T.Kernel(T.ceildiv(n, block), T.ceildiv(m, block), threads=128) as (bx, by):
+            A_s = T.alloc_shared((block, block_k), "float16")
+            B_s = T.alloc_shared((block_k, block), "float16")
+            C_f = T.alloc_fragment((block, block), "float32")
+            T.clear(C_f)
+            for ko in T.Pipelined(T.ceildiv(k, block_k), num_stages=2):
+                T.copy(A[by * block, ko * block_k], A_s)
+                T.copy(B[ko * block_k, bx * block], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, W[by * block, bx * block])
+        with T.Kernel(m, threads=128) as row:
+            for j in T.Parallel(n):
+                C[row, j] = W[row, j] * 2.0
+    return two_kernels
+
+
+@on_targets
+def test_a_unit_of_two_kernels_keeps_the_tiles_aligned(target):
+    """The unit's entries declare one dynamic shared array, 1024-aligned
+    for both: the first's mbarriers (static shared memory) must leave its
+    swizzled tiles where TMA's and wgmma's swizzle expect them."""
+    m, n, k = 128, 192, 160
+    a, b, ref = operands(m, n, k, seed=5)
+    kernel = tilejit.compile(gemm_then_scale(m, n, k), out_idx=[2], target=target)
+    c = as_numpy(kernel(to_target(target, a), to_target(target, b)))
+    np.testing.assert_allclose(c, 2 * ref, rtol=2e-2, atol=4e-2)
+    if target == "cuda" and "tma_load" in kernel.get_kernel_source():
+        src = kernel.get_kernel_source()
+        assert src.count("extern __shared__ __align__(1024) unsigned char tilejit_smem[];") == 2
