@@ -684,12 +684,31 @@ def point_caches_at_temp(keep):
     os.environ.setdefault("TILELANG_DISABLE_CACHE", "1")
 
 
+class WithPassConfigs:
+    """A framework module as the programs see it, with `configs` added to
+    the pass_configs of every jit (--tilejit-pass-config)."""
+
+    def __init__(self, module, configs):
+        self._module, self._configs = module, configs
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+    def jit(self, func=None, **options):
+        options["pass_configs"] = {**(options.get("pass_configs") or {}), **self._configs}
+        return self._module.jit(func, **options)
+
+
 def frameworks_for_gpu(args):
     import tilejit
     import tilejit.language as TJ
     if not args.keep_cache:
         tilejit.set_cache_dir(tempfile.mkdtemp(prefix="tilejit-cache-"))
-    fws = [("tilejit", tilejit, TJ, "cuda")]
+    configs = {}
+    for item in args.tilejit_pass_config or []:
+        key, _, value = item.partition("=")
+        configs[key] = value.lower() in ("1", "true", "yes")
+    fws = [("tilejit", WithPassConfigs(tilejit, configs) if configs else tilejit, TJ, "cuda")]
     tl, tl_language_or_why = import_tilelang()
     if tl is None:
         return fws, tl_language_or_why
@@ -757,6 +776,9 @@ def main(argv=None):
     ap.add_argument("--sources", help="write each framework's CUDA source per case here")
     ap.add_argument("--warmup", type=float, default=25, help="do_bench warmup, ms")
     ap.add_argument("--rep", type=float, default=100, help="do_bench rep, ms")
+    ap.add_argument("--tilejit-pass-config", action="append", metavar="KEY=BOOL",
+                    help="a pass config for tilejit's kernels (tl.disable_tma_lower=1: cp.async "
+                         "where TMA would load); repeatable")
     ap.add_argument("--keep-cache", action="store_true",
                     help="use the frameworks' own disk caches (first call may be a cache hit)")
     ap.add_argument("--cpu-check", action="store_true",

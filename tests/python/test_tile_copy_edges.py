@@ -203,8 +203,10 @@ _NO_CUDA = tilejit_cuda_unavailable()
 needs_cuda_target = pytest.mark.skipif(bool(_NO_CUDA), reason=_NO_CUDA or "available")
 
 
-def _copies(f):
-    kernel = tilejit.compile(f, target="cuda")
+def _copies(f, arch="compute_80"):
+    """The copies' paths and reasons, compiled for `arch` (before Hopper by
+    default: cp.async and copy.h's vectors, which these tests pin)."""
+    kernel = tilejit.compile(f, target="cuda", extra_compile_flags=[f"--gpu-architecture={arch}"])
     return [(e["path"], e["reason"]) for e in kernel.lowering_report() if e.get("op") == "T.copy"]
 
 
@@ -213,6 +215,10 @@ def test_the_tiles_of_a_1000_cube_gemm_take_cp_async():
     # Every copy's tiles, those at the edges too, move 16 bytes at a time.
     assert _copies(gemm(1000, 1000, 1000, 128, 128, 32, "float16")) == [
         ("cp_async", ""), ("cp_async", ""), ("registers", "")]
+    # On Hopper, TMA, whose boxes past the tensors' ends read zeros (Note
+    # [TMA copies]).
+    assert _copies(gemm(1000, 1000, 1000, 128, 128, 32, "float16"), "sm_90a") == [
+        ("tma", ""), ("tma", ""), ("registers", "")]
 
 
 @needs_cuda_target

@@ -91,10 +91,20 @@ std::string plan_copy(const ir::CopyOp& op, int swizzle, const std::vector<std::
   runtime::AbiTensorMap& t = a.tensor_map;
   t.rank = uint8_t(rank);
   t.swizzle = uint8_t(swizzle);
+  // Each pitch (the bytes of the dimensions inside) must be a multiple of
+  // 16: its constant factors' product must be, whatever the symbols are.
   int64_t pitch = elem;
-  bool pitch_known = true;
+  std::string symbols_inside;
   for (int d = 0; d < rank; ++d) {
     const ir::Expr& e = src.shape()[size_t(rank - 1 - d)];  // innermost first
+    if (d > 0 && pitch % 16 != 0) {
+      if (!symbols_inside.empty()) {
+        return "not tma: a pitch of " + src.name() + " is " + str(pitch) + " bytes times " +
+               symbols_inside + ", which need not be a multiple of 16 bytes";
+      }
+      return "not tma: a row of " + src.name() + " is " + str(pitch) +
+             " bytes, not a multiple of 16";
+    }
     if (e.is_const()) {
       t.dims[d] = e.int_value();
     } else if (e.is_var()) {
@@ -106,12 +116,11 @@ std::string plan_copy(const ir::CopyOp& op, int swizzle, const std::vector<std::
     }
     const int sd = rank - 1 - d;  // the source dimension
     t.box[d] = uint32_t(d == 0 ? panel_cols : sd == rows_dim ? rows : 1);
-    if (d > 0 && pitch_known && pitch % 16 != 0) {
-      return "not tma: a row of " + src.name() + " is " + str(pitch) +
-             " bytes, not a multiple of 16";
+    if (e.is_const()) {
+      pitch *= e.int_value();
+    } else {
+      symbols_inside += (symbols_inside.empty() ? "" : " * ") + ir::to_string(e);
     }
-    pitch_known = pitch_known && e.is_const();
-    if (pitch_known) pitch *= e.int_value();
   }
   out->map = maps->add(a);
   out->panel_cols = panel_cols;

@@ -7,14 +7,16 @@
 // every thread's 16-byte cp.async, when
 //  - the source is a tensor parameter the kernel never writes, of the
 //    tile's dtype, of at most 5 dimensions, each a constant or a symbol;
+//  - each of its pitches (the bytes of the dimensions inside) is a multiple
+//    of 16 bytes whatever the symbols are: the product of its constant
+//    factors is (a K x N tile of B[K, N] with N symbolic is not; one of
+//    K[batch, seq, 32, 128] is);
 //  - the source region is the tile: its innermost extent is the tile's
 //    columns, one other extent its rows (at most 256), every other 1, all
 //    constant;
 //  - each panel of the tile starts 1024-aligned (rows * panel bytes a
 //    multiple of 1024), so that TMA's swizzle, computed from the shared
 //    address, is the tile's;
-//  - the tensor's rows, where they are constant, are a multiple of 16
-//    bytes (symbolic ones are checked at the call, Note [Tensor maps]).
 // TMA fills what lies outside the tensor with zeros, which is T.copy's
 // meaning, so a tile at the tensor's edge takes the same path.
 //
@@ -35,8 +37,12 @@
 // dims as constants or symbol slots, the box and the swizzle). The CUDA
 // module encodes them at each launch (tensor_maps.h) with
 // cuTensorMapEncodeTiled: the tensor's address and symbolic extents are the
-// call's. A tensor whose address or row pitch is not a multiple of 16
-// bytes fails the call with an error naming the argument.
+// call's. A tensor whose address is not a multiple of 16 bytes (a view at
+// an odd offset) fails the call with an error naming the argument. (Running
+// such a call on cp.async instead would need both paths in the kernel and
+// a flag in the block; a pitch that only some symbols' values make a
+// multiple of 16 would need the same, so today it keeps cp.async: the
+// planner refuses it.)
 #pragma once
 
 #include <map>

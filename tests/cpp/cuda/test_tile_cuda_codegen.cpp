@@ -126,11 +126,9 @@ TEST_F(CudaTileCodegen, SixteenBitGemmAccumulatesInRegisters) {
 // Note [Warpgroup gemms]: on sm_90a the same GEMM runs on wgmma, its
 // accumulator in the warpgroup layout (every warp on 16 rows of each 64),
 // its tiles swizzled in 128-byte panels (rows of 64 halves), 1024-aligned,
-// and its pipeline fences the async proxy. Note [TMA copies]: the tiles'
-// prefetches are TMA boxes, one per panel, issued by thread 0 on the
-// stage's mbarrier, through tensor maps in the argument block that the
-// KernelAbi describes. The compile fails where ptxas serialises a wgmma
-// (cuda_compiler.cpp).
+// written by copy_swizzled (its symbolic K and N make pitches TMA cannot
+// rely on, Note [TMA copies]), and its pipeline fences the async proxy.
+// The compile fails where ptxas serialises a wgmma (cuda_compiler.cpp).
 TEST_F(CudaTileCodegen, SixteenBitGemmRunsOnWarpgroupsOnHopper) {
   ex::GemmConfig cfg;
   cfg.in = DataType::bfloat16();
@@ -141,28 +139,10 @@ TEST_F(CudaTileCodegen, SixteenBitGemmRunsOnWarpgroupsOnHopper) {
   EXPECT_TRUE(has(l, "tilejit::cuda::acc_gemm_wg<" + acc + ", 64, false, false, 128, 128, 64, 128, 128>("))
       << src;
   EXPECT_TRUE(has(l, "#include \"tilejit/cuda/wgmma/m64n128.h\"")) << src;
-  EXPECT_TRUE(has(l, "tilejit::cuda::TensorMap tmaps[2];")) << src;
-  EXPECT_TRUE(has(l, "#include \"tilejit/cuda/tma.h\"")) << src;
-  EXPECT_TRUE(has(l, "tilejit::cuda::mbar_init(&tilejit_stage_bar[2], 1);")) << src;
-  EXPECT_TRUE(has(l, "tilejit::cuda::mbar_wait(&tilejit_stage_bar[")) << src;
-  // A: one box of 128 rows of 64 halves; B (64 x 128): two of 64 columns.
-  EXPECT_TRUE(has(l, "tilejit::cuda::mbar_expect_tx(&tilejit_stage_bar[0], 32768);")) << src;
-  EXPECT_TRUE(has(l, "): tma, 1 box")) << src;
-  EXPECT_TRUE(has(l, "): tma, 2 boxes")) << src;
-  EXPECT_FALSE(has(l, "copy_swizzled")) << src;
-  EXPECT_FALSE(has(l, "async_wait_group")) << src;
+  EXPECT_TRUE(has(l, "tilejit::cuda::copy_swizzled<128, 128, 64, ")) << src;
+  EXPECT_TRUE(has(l, "tilejit::cuda::copy_swizzled<128, 64, 128, ")) << src;
   EXPECT_TRUE(has(l, "swizzled in panels of 128 bytes")) << src;
-  int maps = 0;
-  for (const runtime::AbiArg& a : l.generated.abi.args) {
-    if (a.kind != runtime::AbiArgKind::kTensorMap) continue;
-    maps += 1;
-    EXPECT_EQ(a.offset % 64, 0u) << a.name;
-    EXPECT_EQ(a.tensor_map.rank, 2) << a.name;
-    EXPECT_EQ(a.tensor_map.swizzle, 128) << a.name;
-    EXPECT_EQ(a.tensor_map.box[0], 64u) << a.name;
-    EXPECT_EQ(a.tensor_map.box[1], a.name == "A" ? 128u : 64u) << a.name;
-  }
-  EXPECT_EQ(maps, 2) << l.generated.abi.str();
+  EXPECT_FALSE(has(l, "tma")) << src;
   EXPECT_TRUE(has(l, "__align__(1024) unsigned char tilejit_smem[]")) << src;
   EXPECT_TRUE(has(l, "tilejit::cuda::async_proxy_fence();")) << src;
   EXPECT_FALSE(has(l, "rows padded")) << src;
@@ -170,7 +150,7 @@ TEST_F(CudaTileCodegen, SixteenBitGemmRunsOnWarpgroupsOnHopper) {
   // Narrower rows take narrower panels: K = 32 halves are 64 bytes.
   cfg.block_k = 32;
   const Lowered k32 = compiles(ex::gemm(cfg));
-  EXPECT_TRUE(has(k32, "): tma, 1 box")) << k32.generated.source;
+  EXPECT_TRUE(has(k32, "tilejit::cuda::copy_swizzled<64, 128, 32, ")) << k32.generated.source;
   EXPECT_TRUE(has(k32, ", 32, false, false, 128, 64, 32, 128, 128>(")) << k32.generated.source;
 }
 
@@ -470,6 +450,46 @@ TEST_F(CudaTileCodegen, FlashAttentionCausalAndNot) {
     cfg.causal = causal;
     compiles(ex::flash_attention(cfg));
   }
+}
+
+// Note [TMA copies]: flash attention's K and V tiles (K[batch, seq, heads,
+// dim], heads and dim constant: every pitch a multiple of 16 bytes) are
+// TMA boxes, one per 128-byte panel, issued by thread 0 on the stage's
+// mbarrier through tensor maps in the argument block, which the KernelAbi
+// describes: rank 4, the symbols seq and batch as slots, boxes of 64 x 1 x
+// 128 x 1. Q, loaded before the loop, keeps cp.async.
+TEST_F(CudaTileCodegen, FlashAttentionLoadsKAndVThroughTma) {
+  ex::FlashAttentionConfig cfg;
+  cfg.dtype = DataType::float16();
+  cfg.dim = 128;
+  cfg.stages = 2;
+  const Lowered l = compiles(ex::flash_attention(cfg));
+  const std::string& src = l.generated.source;
+  EXPECT_TRUE(has(l, "tilejit::cuda::TensorMap tmaps[2];")) << src;
+  EXPECT_TRUE(has(l, "#include \"tilejit/cuda/tma.h\"")) << src;
+  EXPECT_TRUE(has(l, "tilejit::cuda::mbar_init(&tilejit_stage_bar[1], 1);")) << src;
+  EXPECT_TRUE(has(l, "tilejit::cuda::mbar_wait(&tilejit_stage_bar[")) << src;
+  EXPECT_TRUE(has(l, "): tma, 2 boxes")) << src;
+  EXPECT_TRUE(has(l, "tilejit::cuda::copy_swizzled<")) << src;  // Q
+  EXPECT_FALSE(has(l, "async_wait_group")) << src;               // no cp.async in the loop
+  int maps = 0;
+  for (const runtime::AbiArg& a : l.generated.abi.args) {
+    if (a.kind != runtime::AbiArgKind::kTensorMap) continue;
+    maps += 1;
+    EXPECT_TRUE(a.name == "K" || a.name == "V") << a.name;
+    EXPECT_EQ(a.offset % 64, 0u) << a.name;
+    EXPECT_EQ(a.tensor_map.rank, 4) << a.name;
+    EXPECT_EQ(a.tensor_map.swizzle, 128) << a.name;
+    EXPECT_EQ(a.tensor_map.box[0], 64u) << a.name;
+    EXPECT_EQ(a.tensor_map.box[1], 1u) << a.name;
+    EXPECT_EQ(a.tensor_map.box[2], uint32_t(cfg.block_n)) << a.name;
+    EXPECT_EQ(a.tensor_map.box[3], 1u) << a.name;
+    EXPECT_LT(a.tensor_map.dims[2], 0) << a.name;  // seq: a symbol's slot
+    EXPECT_LT(a.tensor_map.dims[3], 0) << a.name;  // batch
+  }
+  EXPECT_EQ(maps, 2) << l.generated.abi.str();
+  // Before Hopper, cp.async.
+  EXPECT_FALSE(has(compiles(ex::flash_attention(cfg), "sm_80"), "tma_load"));
 }
 
 TEST_F(CudaTileCodegen, FlashDecodingIsTwoEntries) {
