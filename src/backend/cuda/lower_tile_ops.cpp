@@ -99,7 +99,7 @@ void CudaTileCodegen::emit_tile_op(const ir::Stmt& s) {
 void CudaTileCodegen::emit_prefetch(const ir::ForStmt& op,
                                     const std::vector<const ir::CopyOp*>& copies,
                                     const std::string& iteration, const std::string& stage,
-                                    const std::string& guard, const std::string& bars) {
+                                    const std::string& guard) {
   // The copies read the loop variable as `iteration` and write `stage`;
   // values their regions read that the loop computes are recomputed for
   // `iteration` (Note [Prefetched addresses]), under `guard` as the copy is.
@@ -119,21 +119,16 @@ void CudaTileCodegen::emit_prefetch(const ir::ForStmt& op,
     const auto& [base, stride] = staged_.at(dst.id());
     return "(" + base + " + (" + stage + ") * " + str(stride) + ")";
   };
-  // Note [TMA copies]: one thread issues them, on the stage's barrier.
-  int64_t tma_bytes = 0;
-  for (const ir::CopyOp* copy : copies) {
-    if (auto t = tma_.copies.find(copy); t != tma_.copies.end()) tma_bytes += t->second.bytes;
-  }
-  if (tma_bytes > 0) {
-    const std::string bar = "&" + bars + "[" + stage + "]";
+  // Note [TMA copies]: one thread issues them, each on its stage's barrier.
+  if (!tma_bars_.empty()) {
     line("if (tilejit_tid == 0) {");
     indent();
-    line("tilejit::cuda::mbar_expect_tx(" + bar + ", " + str(tma_bytes) + ");");
     for (const ir::CopyOp* copy : copies) {
       auto t = tma_.copies.find(copy);
-      if (t != tma_.copies.end()) {
-        emit_tma_copy(issued(copy), t->second, stage_tile(copy->dst.buffer), bar);
-      }
+      if (t == tma_.copies.end()) continue;
+      const std::string bar = "&" + tma_bars_.at(copy) + "[" + stage + "]";
+      line("tilejit::cuda::mbar_expect_tx(" + bar + ", " + str(t->second.bytes) + ");");
+      emit_tma_copy(issued(copy), t->second, stage_tile(copy->dst.buffer), bar);
     }
     dedent();
     line("}");
@@ -185,38 +180,43 @@ void CudaTileCodegen::emit_pipelined(const ir::ForStmt& op,
   sync();
   line("// T.Pipelined(num_stages=" + str(stages) + "): " + str(int64_t(copies.size())) +
        " tile loads through " + str(stages) + " stages");
-  size_t num_tma = 0;
-  for (const ir::CopyOp* copy : copies) num_tma += tma_.copies.count(copy);
-  const bool async = num_tma < copies.size();
-  std::string bars;
-  if (num_tma > 0) {
-    // Note [TMA copies]: a barrier per stage, set up afresh each time the
-    // loop starts (the barrier after the previous run ended its waits).
-    bars = fresh("tilejit_stage_bar");
-    line("__shared__ uint64_t " + bars + "[" + str(stages) + "];");
+  tma_bars_.clear();
+  for (const ir::CopyOp* copy : copies) {
+    if (tma_.copies.count(copy)) tma_bars_[copy] = fresh(copy->dst.buffer.name() + "_landed");
+  }
+  const bool async = tma_bars_.size() < copies.size();
+  if (!tma_bars_.empty()) {
+    // Note [TMA copies]: a barrier per copy and stage, set up afresh each
+    // time the loop starts (the barrier after the previous run ended its
+    // waits).
+    // (In program order: the map's order is the pointers'.)
+    for (const ir::CopyOp* copy : copies) {
+      if (tma_bars_.count(copy)) line("__shared__ uint64_t " + tma_bars_.at(copy) + "[" + str(stages) + "];");
+    }
     line("if (tilejit_tid == 0) {");
     indent();
-    for (int s = 0; s < stages; ++s) line("tilejit::cuda::mbar_init(&" + bars + "[" + str(s) + "], 1);");
+    for (const ir::CopyOp* copy : copies) {
+      if (!tma_bars_.count(copy)) continue;
+      for (int s = 0; s < stages; ++s) {
+        line("tilejit::cuda::mbar_init(&" + tma_bars_.at(copy) + "[" + str(s) + "], 1);");
+      }
+    }
     line("tilejit::cuda::mbar_init_fence();");
     dedent();
     line("}");
     line("__syncthreads();");
   }
   for (int s = 0; s + 1 < stages; ++s) {
-    emit_prefetch(op, copies, lo + " + " + str(s), str(s),
-                  lo + " + " + str(s) + " < " + end, bars);
+    emit_prefetch(op, copies, lo + " + " + str(s), str(s), lo + " + " + str(s) + " < " + end);
   }
   line("for (int64_t " + k + " = " + lo + "; " + k + " < " + end + "; ++" + k + ") {");
   indent();
   const std::string rel = "(" + k + " - " + lo + ")";
-  // Iteration k's copies have landed once its stage's barrier completed the
-  // phase of its parity (TMA), and its cp.async group once at most
-  // stages - 2 newer ones are in flight; the barrier shows them to every
-  // thread.
-  if (num_tma > 0) {
-    line("tilejit::cuda::mbar_wait(&" + bars + "[" + rel + " % " + str(stages) + "], unsigned(" +
-         rel + " / " + str(stages) + ") & 1u);");
-  }
+  // Iteration k's cp.async group has landed once at most stages - 2 newer
+  // ones are in flight; the barrier shows it to every thread, and orders
+  // the previous iteration's reads of the stage this one's prefetch
+  // overwrites. Its TMA copies are waited for where the body first reads
+  // them, below.
   if (async) line("tilejit::cuda::async_wait_group<" + str(stages - 2) + ">();");
   if (swizzles()) line("tilejit::cuda::async_proxy_fence();");  // Note [Warpgroup gemms]
   line("__syncthreads();");
@@ -226,7 +226,7 @@ void CudaTileCodegen::emit_pipelined(const ir::ForStmt& op,
   pending_async_ = false;
   emit_prefetch(op, copies, k + " + " + str(stages - 1),
                 "(" + rel + " + " + str(stages - 1) + ") % " + str(stages),
-                k + " + " + str(stages - 1) + " < " + end, bars);
+                k + " + " + str(stages - 1) + " < " + end);
   // The body reads stage (k - lo) % stages.
   std::map<uint64_t, backend::BufferAccess> saved;
   for (const ir::CopyOp* copy : copies) {
@@ -240,10 +240,32 @@ void CudaTileCodegen::emit_pipelined(const ir::ForStmt& op,
     a.name = a.data = name;
     set_access(dst, a);
   }
+  // Note [TMA copies]: a copy's stage has landed once its barrier completed
+  // the phase of the iteration's parity; each thread waits before the
+  // first statement that reads the tile (flash attention's V while Q K^T
+  // runs), and at the end for a tile the body does not read.
+  std::map<const ir::CopyOp*, std::string> unwaited = tma_bars_;
+  auto wait = [&](const ir::CopyOp* copy) {
+    line("tilejit::cuda::mbar_wait(&" + unwaited.at(copy) + "[" + rel + " % " + str(stages) +
+         "], unsigned(" + rel + " / " + str(stages) + ") & 1u);");
+    unwaited.erase(copy);
+  };
   for (const ir::Stmt& s : flatten(op.body)) {
     bool skip = false;
     for (const ir::CopyOp* copy : copies) skip = skip || s.get() == static_cast<const ir::StmtNode*>(copy);
-    if (!skip) emit_stmt(s);
+    if (skip) continue;
+    if (!unwaited.empty()) {
+      Accessed a;
+      a.visit(s);
+      for (const ir::CopyOp* copy : copies) {
+        const uint64_t id = copy->dst.buffer.id();
+        if (unwaited.count(copy) && (a.reads.count(id) || a.ids.count(id))) wait(copy);
+      }
+    }
+    emit_stmt(s);
+  }
+  for (const ir::CopyOp* copy : copies) {
+    if (unwaited.count(copy)) wait(copy);
   }
   for (const ir::CopyOp* copy : copies) set_access(copy->dst.buffer, saved.at(copy->dst.buffer.id()));
   dedent();

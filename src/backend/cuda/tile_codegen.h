@@ -132,6 +132,9 @@ class CudaTileCodegen final : public backend::TileCodegen {
   std::set<const ir::CopyOp*> inside_copies_;
   /// Note [TMA copies]: the prefetches TMA performs.
   TmaPlan tma_;
+  /// The pipelined loop being emitted: each TMA copy's barriers (one per
+  /// stage).
+  std::map<const ir::CopyOp*, std::string> tma_bars_;
 
  private:
   void emit_alloc(const ir::AllocStmt& op) override;
@@ -193,11 +196,11 @@ class CudaTileCodegen final : public backend::TileCodegen {
   /// Note [Software pipelining] (pipeline.h).
   void emit_pipelined(const ir::ForStmt& op, const std::vector<const ir::CopyOp*>& copies);
   /// The prefetched copies of iteration `iteration` (C++) into stage
-  /// `stage` (C++), under `guard`: TMA's by thread 0 on the stage's
-  /// barrier in `bars` (Note [TMA copies]), the others' then a commit.
+  /// `stage` (C++), under `guard`: TMA's by thread 0, each on its stage's
+  /// barrier in tma_bars_ (Note [TMA copies]), the others' then a commit.
   void emit_prefetch(const ir::ForStmt& op, const std::vector<const ir::CopyOp*>& copies,
                      const std::string& iteration, const std::string& stage,
-                     const std::string& guard, const std::string& bars);
+                     const std::string& guard);
   /// The TMA instructions of `copy` (the copy the prefetch issues) into the
   /// tile at `tile` (C++), counted on `bar` (C++).
   void emit_tma_copy(const ir::CopyOp& copy, const TmaCopy& how, const std::string& tile,

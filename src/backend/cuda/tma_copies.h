@@ -20,14 +20,17 @@
 // TMA fills what lies outside the tensor with zeros, which is T.copy's
 // meaning, so a tile at the tensor's edge takes the same path.
 //
-// Each stage of the loop gets an mbarrier (shared memory, initialised by
-// thread 0 before the loop). The prefetch of iteration j into stage s is
-// `if (tid == 0) { expect_tx(bar[s], the stage's bytes); tma_load per
-// panel }`; iteration k waits on bar[(k - lo) % S] for the parity
-// ((k - lo) / S) & 1 before the barrier that starts it. That barrier still
-// orders the reads of the stage that iteration k's prefetch overwrites, as
-// with cp.async. The lowering report gives such a copy the path "tma", and
-// a prefetched swizzled copy left on cp.async the reason why.
+// Each TMA copy of the loop gets an mbarrier per stage (shared memory,
+// initialised by thread 0 before the loop). The prefetch of iteration j
+// into stage s is `if (tid == 0) { expect_tx(bar[s], the tile's bytes);
+// tma_load per panel }`; in iteration k every thread waits on
+// bar[(k - lo) % S] for the parity ((k - lo) / S) & 1 right before the
+// first statement of the body that reads the tile, so that flash
+// attention's Q K^T runs while V lands. The barrier that starts each
+// iteration still orders the reads of the stage that iteration k's
+// prefetch overwrites, as with cp.async. The lowering report gives such a
+// copy the path "tma", and a prefetched swizzled copy left on cp.async the
+// reason why.
 //
 // Note [Tensor maps]
 // A TMA copy reads the tensor through a CUtensorMap: the unit's kernels

@@ -467,8 +467,18 @@ TEST_F(CudaTileCodegen, FlashAttentionLoadsKAndVThroughTma) {
   const std::string& src = l.generated.source;
   EXPECT_TRUE(has(l, "tilejit::cuda::TensorMap tmaps[2];")) << src;
   EXPECT_TRUE(has(l, "#include \"tilejit/cuda/tma.h\"")) << src;
-  EXPECT_TRUE(has(l, "tilejit::cuda::mbar_init(&tilejit_stage_bar[1], 1);")) << src;
-  EXPECT_TRUE(has(l, "tilejit::cuda::mbar_wait(&tilejit_stage_bar[")) << src;
+  EXPECT_TRUE(has(l, "tilejit::cuda::mbar_init(&K_shared_landed[1], 1);")) << src;
+  EXPECT_TRUE(has(l, "tilejit::cuda::mbar_init(&V_shared_landed[1], 1);")) << src;
+  // Each tile is waited for right before the gemm that reads it: V lands
+  // while Q K^T runs.
+  const size_t wait_k = src.find("tilejit::cuda::mbar_wait(&K_shared_landed[");
+  const size_t wait_v = src.find("tilejit::cuda::mbar_wait(&V_shared_landed[");
+  const size_t gemm_qk = src.find("// T.gemm(Q_shared");
+  ASSERT_NE(wait_k, std::string::npos) << src;
+  ASSERT_NE(wait_v, std::string::npos) << src;
+  ASSERT_NE(gemm_qk, std::string::npos) << src;
+  EXPECT_LT(wait_k, gemm_qk) << src;
+  EXPECT_GT(wait_v, gemm_qk) << src;
   EXPECT_TRUE(has(l, "): tma, 2 boxes")) << src;
   EXPECT_TRUE(has(l, "tilejit::cuda::copy_swizzled<")) << src;  // Q
   EXPECT_FALSE(has(l, "async_wait_group")) << src;               // no cp.async in the loop
