@@ -96,11 +96,13 @@ void CudaTileCodegen::emit_body(const ir::Stmt& body, bool back_edge) {
   scratch.visit(body);
   if (scratch.found) all.writes.insert(0);
   const std::set<uint64_t> r = visible(all.reads), w = visible(all.writes);
-  if (pending_meets(r, w)) sync();
+  // Past the body, what was pending before it still is where it did not
+  // run (a loop of no iteration, a branch not taken): the barrier below is
+  // inside the body, so it does not count there.
   const std::set<uint64_t> pre_r = read_since_, pre_w = written_since_;
+  if (pending_meets(r, w)) sync();
   emit_stmt(body);
   if (back_edge && pending_meets(r, w)) sync();
-  // Past the body, what was pending before it still is where it did not run.
   read_since_.insert(pre_r.begin(), pre_r.end());
   written_since_.insert(pre_w.begin(), pre_w.end());
 }

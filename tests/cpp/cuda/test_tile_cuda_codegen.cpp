@@ -637,6 +637,39 @@ TEST_F(CudaTileCodegen, TileOpsUnderAThreadRangeRunOnTheRange) {
   EXPECT_EQ(src.find("__syncthreads"), std::string::npos) << src;  // nothing before or after
 }
 
+// A loop that may run no iteration: the barrier at the top of its body
+// orders what was written before it only when an iteration runs, so a read
+// after the loop of a tile written before it gets a barrier of its own
+// (flash decoding's split that walks no block: racecheck found the fill of
+// logsum and its read after the loop unordered).
+TEST_F(CudaTileCodegen, ALoopOfNoIterationLeavesItsHazardsPending) {
+  ir::TileBuilder b("zero_trip");
+  const Expr n = ir::symbolic("n");
+  ir::Buffer A = b.tensor_param("A", {n, Expr(64)}, DataType::float32());
+  ir::Buffer B = b.tensor_param("B", {Expr(64)}, DataType::float32());
+  b.begin_kernel({Expr(1)}, {128});
+  ir::Buffer S = b.alloc("S", {Expr(64)}, DataType::float32(), ir::Scope::kShared);
+  ir::Buffer T_s = b.alloc("T_s", {Expr(64)}, DataType::float32(), ir::Scope::kShared);
+  b.fill(ir::whole(S), Expr(1.0));
+  const Expr k = b.begin_for("k", 0, n, ir::ForKind::kSerial);
+  b.copy(ir::region(A, {ir::Range{k, Expr(1)}, ir::Range{Expr(0), Expr(64)}}), ir::whole(T_s));
+  b.copy(ir::whole(S), ir::whole(T_s));
+  b.end_for();
+  b.copy(ir::whole(S), ir::whole(B));
+  b.end_kernel();
+  const std::string src = compiles(b.finish()).generated.source;
+  const size_t loop = src.find("for (int64_t k = 0;");
+  ASSERT_NE(loop, std::string::npos) << src;
+  const size_t after = src.find("\n  }\n", loop);
+  ASSERT_NE(after, std::string::npos) << src;
+  const size_t store = src.find("// T.copy(S[0:64], B[0:64])", after);
+  ASSERT_NE(store, std::string::npos) << src;
+  const std::string between = src.substr(after, store - after);
+  EXPECT_TRUE(between.find("__syncthreads();") != std::string::npos ||
+              between.find("barrier") != std::string::npos)
+      << src;
+}
+
 // T.sync_threads() is the group's barrier: the block's __syncthreads(), or
 // a thread range's named barrier under `if tx < 128`; it orders global
 // memory too, which no hazard of the tiles would.
