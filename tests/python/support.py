@@ -2,6 +2,7 @@
 TILEJIT_CACHE_DIR)."""
 
 import contextlib
+import ctypes
 import sys
 from pathlib import Path
 
@@ -95,3 +96,18 @@ def pool_in_use():
 # for C++ and Python.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 from example_kernels import example_body, make_kernels  # noqa: E402,F401
+
+
+# DLPack's structs as an exported library's C functions take them (ctypes).
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]

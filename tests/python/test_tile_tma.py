@@ -13,7 +13,8 @@ import pytest
 
 import tilejit
 import tilejit.language as T
-from support import as_numpy, on_targets, tilejit_cuda_unavailable, to_target
+from support import (DLDataType, DLDevice, DLTensor, as_numpy, on_targets,
+                     tilejit_cuda_unavailable, to_target)
 
 _NO_CUDA = tilejit_cuda_unavailable()
 
@@ -150,20 +151,6 @@ def test_a_tensor_tma_cannot_read_fails_the_call_naming_it():
     a_ok, b_ok, ref = operands(64, 136, 200)
     c = kernel(torch.from_numpy(a_ok).cuda(), torch.from_numpy(b_ok).cuda())
     np.testing.assert_allclose(c.cpu().numpy(), ref, rtol=2e-2, atol=2e-2)
-
-
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int32)]
-
-
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
 
 
 def _dltensor(t, code, bits):

@@ -12,7 +12,7 @@ namespace tilejit::cuda {
 /// Encodes each kTensorMap argument of `abi` into `block` (packed by
 /// KernelAbi::pack) from the tensor values[a.source] and the symbols its
 /// shape reads. Throws ValueError naming the argument when TMA cannot read
-/// the tensor (an address or a row pitch that is not a multiple of 16
+/// the tensor (an address that is not a multiple of 16
 /// bytes), and RuntimeError when the driver has no cuTensorMapEncodeTiled.
 void encode_tensor_maps(const runtime::KernelAbi& abi, void* const* values,
                         const int64_t* symbols, void* block);

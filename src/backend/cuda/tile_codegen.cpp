@@ -1,22 +1,8 @@
-// The CUDA unit of a tile-IR body (Note [CUDA lowering of tile IR] in
-// tile_codegen.h). For a function with one T.Kernel(ceildiv(n, 256),
-// threads=128) it reads
-//
-//   #include "tilejit/cuda/prelude.h"
-//   #include "tilejit/cuda/tile_ops.h"
-//   namespace tilejit { struct Args { void* ptrs[..]; int64_t syms[..]; }; }
-//   extern "C" __global__ void __launch_bounds__(128)
-//   tilejit_kernel(const __grid_constant__ tilejit::Args tilejit_args) {
-//     <the symbols and views of the parameters, as for a source body>
-//     extern __shared__ __align__(128) unsigned char tilejit_smem[];
-//     constexpr int tilejit_nthreads = 128;
-//     const int64_t tilejit_tid = threadIdx.x;
-//     const int64_t bx = blockIdx.x;
-//     <the kernel's statements>
-//   }
+// The CUDA lowering of a tile-IR body's statements (Note [CUDA lowering of
+// tile IR] in tile_codegen.h): CudaTileCodegen's buffers, loops, T.Parallel
+// nests and stores. The unit around the entries is tile_unit.cpp's.
 #include "backend/cuda/tile_codegen.h"
 
-#include <cstring>
 #include <set>
 #include <sstream>
 #include <string>
@@ -43,10 +29,6 @@ using backend::Accessed;
 namespace {
 
 using ir::Expr;
-
-// The alignment of the unit's dynamic shared memory, in each entry's text
-// until all are emitted (generate_tile_source).
-constexpr const char* kSmemAlign = "@TILEJIT_SMEM_ALIGN@";
 
 std::string str(int64_t v) { return std::to_string(v); }
 
@@ -509,173 +491,6 @@ void CudaTileCodegen::emit_store(const ir::StoreStmt& op) {
   } else {
     line("if (tilejit_tid == " + str(group_.first) + ") " + store);
   }
-}
-
-namespace {
-
-// The buffers the ops of a thread range (not the whole block) touch.
-std::set<uint64_t> group_buffers(const ir::KernelStmt& kernel,
-                                 const transform::ThreadUniformity& u) {
-  struct Finder : ir::IRVisitor {
-    const transform::ThreadUniformity* u = nullptr;
-    std::set<uint64_t> out;
-    void visit_if(const ir::IfStmt* op, const ir::Stmt& s) override {
-      for (bool then_branch : {true, false}) {
-        const auto r = u->branch_range(op, then_branch);
-        const ir::Stmt& branch = then_branch ? op->then_case : op->else_case;
-        if (r && r->count != u->threads() && branch.defined()) {
-          Accessed a;
-          a.visit(branch);
-          out.insert(a.ids.begin(), a.ids.end());
-          out.insert(a.reads.begin(), a.reads.end());
-          out.insert(a.writes.begin(), a.writes.end());
-        }
-      }
-      ir::IRVisitor::visit_if(op, s);
-    }
-  } finder;
-  finder.u = &u;
-  finder.visit(kernel.body);
-  return finder.out;
-}
-
-// The entry `entry` that runs the blocks of `kernel`; returns its shared
-// memory in bytes, and appends what the lowering reports to `diagnostics`.
-int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
-                          const std::vector<std::string>& symbols, const ir::KernelStmt& kernel,
-                          const std::string& entry, int threads, bool debug_bounds,
-                          bool warpgroups, bool tma_copies, std::set<int>* wgmma_columns,
-                          TensorMaps* maps, bool* swizzles,
-                          std::vector<runtime::Diagnostic>* diagnostics,
-                          runtime::LoweringReport* report) {
-  std::ostringstream body;
-  const transform::ThreadUniformity uniformity = transform::thread_uniformity(kernel, f.name);
-  FragmentChoice choice =
-      choose_fragments(kernel, threads, group_buffers(kernel, uniformity), warpgroups);
-  PipelinePlan pipelines = plan_pipelines(kernel);
-  diagnostics->insert(diagnostics->end(), pipelines.diagnostics.begin(),
-                      pipelines.diagnostics.end());
-  fit_pipelines(kernel, choice, pipelines);
-  // Note [TMA copies]: where the target is sm_90a, as wgmma.
-  TmaPlan tma = plan_tma(kernel, symbols, pipelines, choice, warpgroups && tma_copies, maps);
-  report_kernel(kernel, threads, choice, pipelines, tma, report);
-  SmemPlan tiles = plan_tiles(kernel, choice, pipelines);
-  CudaTileCodegen cg(f, symbols, body, threads, uniformity, std::move(choice),
-                     std::move(pipelines), std::move(tiles));
-  cg.tma_ = std::move(tma);
-  cg.debug_bounds = debug_bounds;
-  cg.inside_copies_ = copies_inside(f, kernel);
-  static const char* const kBlock[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
-  static const char* const kSwizzled[] = {"tilejit_block.x", "tilejit_block.y", "blockIdx.z"};
-  std::vector<std::string> decls;
-  // T.use_swizzle: the body's (bx, by) are the hardware's block remapped
-  // (rasterize.h); a 1-D grid has one row, where either order is the identity.
-  const bool swizzled = kernel.raster.enabled() && kernel.block_vars.size() >= 2;
-  if (swizzled) {
-    const char* fn = kernel.raster.order == ir::RasterOrder::kColumn ? "rasterize_columns"
-                                                                     : "rasterize_rows";
-    decls.push_back("const tilejit::cuda::BlockXY tilejit_block = tilejit::cuda::" +
-                    std::string(fn) + "(blockIdx.x, blockIdx.y, gridDim.x, gridDim.y, " +
-                    std::to_string(kernel.raster.panel_size) + ");  // T.use_swizzle(" +
-                    std::to_string(kernel.raster.panel_size) + ", order=\"" +
-                    ir::raster_order_name(kernel.raster.order) + "\")");
-  }
-  for (size_t d = 0; d < kernel.block_vars.size(); ++d) {
-    const std::string name = cg.fresh(kernel.block_vars[d].var_name());
-    cg.bind_var(kernel.block_vars[d], name);
-    decls.push_back("[[maybe_unused]] const int64_t " + name + " = " +
-                    (swizzled ? kSwizzled[d] : kBlock[d]) + ";");
-    cg.block_names.push_back(name);
-  }
-  // Thread indices of a 1-D block: x the fastest of the kernel's extents.
-  int64_t inner = 1;
-  for (size_t d = 0; d < kernel.thread_vars.size(); ++d) {
-    const std::string name = cg.fresh(kernel.thread_vars[d].var_name());
-    cg.bind_var(kernel.thread_vars[d], name);
-    const int extent = d < kernel.threads.size() ? kernel.threads[d] : 1;
-    decls.push_back("[[maybe_unused]] const int64_t " + name + " = tilejit_tid / " +
-                    std::to_string(inner) + " % " + std::to_string(extent) + ";");
-    inner *= extent;
-  }
-  cg.indent();
-  cg.emit_stmt(kernel.body);
-  cg.line("tilejit::cuda::async_wait_all();");
-
-  os << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") " << entry
-     << "(const __grid_constant__ tilejit::Args tilejit_args) {\n";
-  backend::emit_arguments(os, f, symbols, kCudaEntry);
-  wgmma_columns->insert(cg.wgmma_columns().begin(), cg.wgmma_columns().end());
-  // The unit's entries declare one dynamic array: NVRTC keeps one alignment
-  // for it, the largest any entry needs (kSmemAlign, set once all are
-  // emitted), so that static shared memory (mbarriers) before it leaves a
-  // swizzled tile's 1024 bytes aligned.
-  *swizzles = *swizzles || cg.swizzles();
-  os << "  [[maybe_unused]] extern __shared__ __align__(" << kSmemAlign
-     << ") unsigned char tilejit_smem[];\n"
-     << "  [[maybe_unused]] constexpr int tilejit_nthreads = " << threads << ";\n"
-     << "  [[maybe_unused]] const int64_t tilejit_tid = threadIdx.x;\n";
-  for (const std::string& d : decls) os << "  " << d << "\n";
-  os << body.str() << backend::TileCodegen::kLineRestoreMarker << "\n}\n";
-  return cg.smem_bytes();
-}
-
-}  // namespace
-
-runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& request) {
-  const ir::PrimFunc f = backend::prepare_tile_func(request, transform::LayoutTarget::kCuda);
-  const std::vector<const ir::KernelStmt*> kernels = f.tile()->kernels();
-  const std::vector<std::string> symbols(request.symbols.begin(), request.symbols.end());
-  // Note [Warpgroup gemms]: wgmma where the source is compiled for sm_90a
-  // ("": the backend's default target, which is sm_90a).
-  const bool warpgroups = request.arch.empty() || request.arch == "sm_90a";
-  std::ostringstream os;
-  TensorMaps maps;
-  std::vector<runtime::AbiLaunch> launches;
-  std::vector<runtime::Diagnostic> diagnostics;
-  runtime::LoweringReport report;
-  std::set<int> wgmma_columns;
-  bool swizzles = false;
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    const ir::KernelStmt& k = *kernels[i];
-    int threads = 1;
-    for (int t : k.threads) threads *= t;
-    if (threads < 1 || threads > 1024) {
-      throw Error(ErrorKind::kValueError,
-                  ir::diagnostic_prefix(k.span, f.name, "T.Kernel") + std::to_string(threads) +
-                      " threads per block; CUDA allows 1 to 1024");
-    }
-    runtime::AbiLaunch& l = launches.emplace_back();
-    l.entry = i == 0 ? std::string(kEntryName) : std::string(kEntryName) + "_" + std::to_string(i);
-    l.threads[0] = threads;
-    os << "\n";
-    l.smem_bytes = uint32_t(emit_kernel_entry(os, f, symbols, k, l.entry, threads,
-                                              request.debug_bounds, warpgroups, request.tma,
-                                              &wgmma_columns, &maps, &swizzles, &diagnostics,
-                                              &report));
-  }
-  std::ostringstream unit;
-  unit << "// Generated by tilejit's CUDA backend for kernel '" << f.name << "' (tile IR).\n";
-  unit << "#include \"" << kPreludeName << "\"\n";
-  unit << "#include \"tilejit/cuda/tile_ops.h\"\n";
-  if (!wgmma_columns.empty()) unit << "#include \"tilejit/cuda/wgmma.h\"\n";
-  for (int n : wgmma_columns) unit << "#include \"tilejit/cuda/wgmma/m64n" << n << ".h\"\n";
-  if (!maps.args.empty()) unit << "#include \"tilejit/cuda/tma.h\"\n";
-  unit << "\n";
-  emit_args_struct(unit, f, symbols, int(maps.args.size()));
-  std::string entries = os.str();
-  const std::string align = swizzles ? "1024" : "128";
-  for (size_t at = entries.find(kSmemAlign); at != std::string::npos;
-       at = entries.find(kSmemAlign, at)) {
-    entries.replace(at, std::strlen(kSmemAlign), align);
-  }
-  unit << entries;
-  runtime::KernelAbi abi = backend::slot_abi(request, std::move(launches));
-  for (const runtime::AbiArg& m : maps.args) {
-    // Note [Tensor maps]: after the slots, as tilejit::Args::tmaps.
-    abi.add(m.kind, m.name, m.source, m.size, m.align, m.dtype).tensor_map = m.tensor_map;
-  }
-  return {backend::restore_line_numbers(unit.str(), program_name(f.name)), std::move(abi),
-          std::move(diagnostics), std::move(report)};
 }
 
 }  // namespace tilejit::cuda

@@ -4,39 +4,10 @@
 #include <algorithm>
 #include <set>
 
-#include "tilejit/ir/visitor.h"
+#include "backend/common/accesses.h"
 
 namespace tilejit::cuda {
 namespace {
-
-// The global buffers a kernel writes.
-struct Written : ir::IRVisitor {
-  std::set<uint64_t> ids;
-  void visit_store(const ir::StoreStmt* op, const ir::Stmt& s) override {
-    ids.insert(op->buffer.id());
-    ir::IRVisitor::visit_store(op, s);
-  }
-  void visit_copy(const ir::CopyOp* op, const ir::Stmt& s) override {
-    ids.insert(op->dst.buffer.id());
-    ir::IRVisitor::visit_copy(op, s);
-  }
-  void visit_atomic_add(const ir::AtomicAddOp* op, const ir::Stmt& s) override {
-    ids.insert(op->dst.buffer.id());
-    ir::IRVisitor::visit_atomic_add(op, s);
-  }
-  void visit_reduce(const ir::ReduceOp* op, const ir::Stmt& s) override {
-    ids.insert(op->dst.buffer.id());
-    ir::IRVisitor::visit_reduce(op, s);
-  }
-  void visit_fill(const ir::FillOp* op, const ir::Stmt& s) override {
-    ids.insert(op->dst.buffer.id());
-    ir::IRVisitor::visit_fill(op, s);
-  }
-  void visit_gemm(const ir::GemmOp* op, const ir::Stmt& s) override {
-    ids.insert(op->c.buffer.id());
-    ir::IRVisitor::visit_gemm(op, s);
-  }
-};
 
 std::string str(int64_t v) { return std::to_string(v); }
 
@@ -146,14 +117,14 @@ TmaPlan plan_tma(const ir::KernelStmt& kernel,
                  const FragmentChoice& choice, bool enabled, TensorMaps* maps) {
   TmaPlan plan;
   if (!enabled || pipelines.loops.empty()) return plan;
-  Written written;
+  backend::Accessed written;  // its writes: the buffers the kernel writes
   written.visit(kernel.body);
   for (const auto& [loop, copies] : pipelines.loops) {
     for (const ir::CopyOp* copy : copies) {
       auto sw = choice.swizzled.find(copy->dst.buffer.id());
       if (sw == choice.swizzled.end()) continue;
       TmaCopy c;
-      std::string why = plan_copy(*copy, sw->second, symbols, written.ids, maps, &c);
+      std::string why = plan_copy(*copy, sw->second, symbols, written.writes, maps, &c);
       if (why.empty()) {
         plan.copies.emplace(copy, c);
       } else {
