@@ -70,8 +70,9 @@ def compile(prim_func: _C.PrimFunc, out_idx: IndexArg = None,  # noqa: A001 (the
     "zero_once"}. compile_flags replace the backend's default flags;
     extra_compile_flags are appended. pass_configs (tilejit.PassConfigKey
     names) are accepted and have no effect but for tilejit's own
-    "tl.debug_bounds" (run-time bounds checks of tile buffers) and
-    TL_DISABLE_TMA_LOWER (tilejit.transform), and an unknown key is warned
+    "tl.debug_bounds" (run-time bounds checks of tile buffers),
+    TL_DISABLE_TMA_LOWER and TL_DISABLE_WARP_SPECIALIZED (tilejit.transform),
+    and an unknown key is warned
     about once;
     execution_backend, target_host, verbose and debug_root_path are
     accepted for TileLang's programs and ignored. tilejit.disable_cache()
@@ -88,6 +89,7 @@ def compile(prim_func: _C.PrimFunc, out_idx: IndexArg = None,  # noqa: A001 (the
     configs = _transform.check_pass_configs(pass_configs, where)
     debug_bounds = _transform.debug_bounds(configs, where)
     tma = not _transform.disable_tma(configs, where)
+    warp_specialize = not _transform.disable_warp_specialized(configs, where)
     target = _target_name(target)
     disk_cache = bool(disk_cache) and _cache.is_cache_enabled()
     if not isinstance(prim_func, _C.PrimFunc):
@@ -96,7 +98,7 @@ def compile(prim_func: _C.PrimFunc, out_idx: IndexArg = None,  # noqa: A001 (the
         raise TypeError(f"{prim_func.name}: target must be a str, got {type(target).__name__}")
     return _C.jit(prim_func, _copy_index(out_idx), _copy_index(workspace_idx), target,
                   workspace_init, compile_flags, extra_compile_flags, bool(disk_cache),
-                  debug_bounds, tma)
+                  debug_bounds, tma, warp_specialize)
 
 
 class JitFunction:
@@ -276,6 +278,7 @@ def jit(func: Any = None, *, out_idx: IndexArg = None, workspace_idx: IndexArg =
                    pass_configs=_transform.check_pass_configs(pass_configs, "tilejit.jit"))
     _transform.debug_bounds(options["pass_configs"], "tilejit.jit")  # their types, checked now
     _transform.disable_tma(options["pass_configs"], "tilejit.jit")
+    _transform.disable_warp_specialized(options["pass_configs"], "tilejit.jit")
 
     def wrap(f: Any) -> Any:
         if isinstance(f, _C.PrimFunc):

@@ -14,7 +14,9 @@ Two keys change what tilejit generates:
   fails the call with the kernel, the buffer, the dimension and the index
   when one lies outside (a RuntimeError on the CPU, a trap on CUDA);
 - ``TL_DISABLE_TMA_LOWER: True``, as under TileLang, keeps the tile loads
-  of pipelined loops on cp.async where Hopper's TMA would take them.
+  of pipelined loops on cp.async where Hopper's TMA would take them;
+- ``TL_DISABLE_WARP_SPECIALIZED: True``, as under TileLang, keeps those TMA
+  loads in the kernel's own threads instead of a producer warpgroup.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ import threading
 import warnings
 from typing import Any, Dict, Optional
 
-__all__ = ["PassConfigKey", "check_pass_configs", "debug_bounds", "disable_tma"]
+__all__ = ["PassConfigKey", "check_pass_configs", "debug_bounds", "disable_tma",
+           "disable_warp_specialized"]
 
 
 class PassConfigKey(str, enum.Enum):
@@ -122,6 +125,12 @@ def debug_bounds(configs: Optional[Dict[str, Any]], where: str) -> bool:
 def disable_tma(configs: Optional[Dict[str, Any]], where: str) -> bool:
     """Whether checked configs turn TMA off (TL_DISABLE_TMA_LOWER)."""
     return _flag(configs, PassConfigKey.TL_DISABLE_TMA_LOWER, where)
+
+
+def disable_warp_specialized(configs: Optional[Dict[str, Any]], where: str) -> bool:
+    """Whether checked configs turn the producer warpgroup off
+    (TL_DISABLE_WARP_SPECIALIZED)."""
+    return _flag(configs, PassConfigKey.TL_DISABLE_WARP_SPECIALIZED, where)
 
 
 def _flag(configs: Optional[Dict[str, Any]], which: PassConfigKey, where: str) -> bool:

@@ -66,6 +66,11 @@ struct JitOptions {
   /// (Note [TMA copies] in src/backend/cuda/tma_copies.h); false keeps them
   /// on cp.async (TileLang's tl.disable_tma_lower).
   bool tma = true;
+  /// A producer warpgroup for the TMA loads of a pipelined loop where it
+  /// applies (Note [Warp specialisation] in
+  /// src/backend/cuda/warp_specialize.h); false keeps the loads in the
+  /// kernel's own threads (TileLang's tl.disable_warp_specialized).
+  bool warp_specialize = true;
 };
 
 /// Parameter indices by role, legalised.

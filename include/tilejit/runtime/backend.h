@@ -53,6 +53,9 @@ struct SourceRequest {
   /// The CUDA backend may read tiles through TMA where the target has it
   /// (JitOptions::tma).
   bool tma = true;
+  /// The CUDA backend may give a TMA loop a producer warpgroup
+  /// (JitOptions::warp_specialize).
+  bool warp_specialize = true;
 };
 
 /// What generate() makes: the translation unit, what its kernel takes, and

@@ -32,6 +32,12 @@ void CudaTileCodegen::sync() {
   if (group_barrier_ != 0) {
     line("tilejit::cuda::group_barrier<" + str(group_barrier_) + ", " + str(group_.count) +
          (pending_async_ ? ", true" : ", false") + ">();");
+  } else if (ws_.loop != nullptr) {
+    // Note [Warp specialisation]: the consumers' barrier, which the
+    // producer warpgroup does not reach.
+    if (pending_async_) line("tilejit::cuda::async_wait_all();");
+    if (swizzles()) line("tilejit::cuda::async_proxy_fence();");
+    line("tilejit::cuda::block_sync<" + str(threads_) + ">();");
   } else {
     if (swizzles()) {
       // Note [Warpgroup gemms]: what the block wrote, wgmma sees.
@@ -79,7 +85,7 @@ void CudaTileCodegen::emit_block(const ir::Stmt& s) {
   emit_body(s, /*back_edge=*/false);
 }
 
-void CudaTileCodegen::emit_body(const ir::Stmt& body, bool back_edge) {
+Accessed CudaTileCodegen::body_accesses(const ir::Stmt& body) const {
   Accessed all;
   all.visit(body);
   // The row reductions' scratch (id 0, emit_tile_op) is no buffer of the
@@ -95,6 +101,11 @@ void CudaTileCodegen::emit_body(const ir::Stmt& body, bool back_edge) {
   scratch.cg = this;
   scratch.visit(body);
   if (scratch.found) all.writes.insert(0);
+  return all;
+}
+
+void CudaTileCodegen::emit_body(const ir::Stmt& body, bool back_edge) {
+  const Accessed all = body_accesses(body);
   const std::set<uint64_t> r = visible(all.reads), w = visible(all.writes);
   // Past the body, what was pending before it still is where it did not
   // run (a loop of no iteration, a branch not taken): the barrier below is

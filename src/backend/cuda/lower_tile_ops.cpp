@@ -111,10 +111,6 @@ void CudaTileCodegen::emit_prefetch(const ir::ForStmt& op,
   line("if (" + guard + ") {");
   indent();
   bind_var(op.var, it);
-  auto issued = [&](const ir::CopyOp* copy) -> const ir::CopyOp& {
-    const auto ahead = pipelines_.ahead.find(copy);
-    return ahead == pipelines_.ahead.end() ? *copy : *ahead->second.as<ir::CopyOp>();
-  };
   auto stage_tile = [&](const ir::Buffer& dst) {
     const auto& [base, stride] = staged_.at(dst.id());
     return "(" + base + " + (" + stage + ") * " + str(stride) + ")";
@@ -173,6 +169,11 @@ void CudaTileCodegen::emit_tma_copy(const ir::CopyOp& copy, const TmaCopy& how,
 
 void CudaTileCodegen::emit_pipelined(const ir::ForStmt& op,
                                      const std::vector<const ir::CopyOp*>& copies) {
+  if (&op == ws_.loop) {
+    emit_consumer_loop(op, copies);
+    sync();  // the stages' bytes may be another tile's past the loop
+    return;
+  }
   const int stages = pipelines_.stages.at(copies.front()->dst.buffer.id());
   const std::string k = var_name(op.var);
   const std::string lo = expr(op.min);

@@ -230,13 +230,14 @@ Diagnostic op_record(const ir::Stmt& s, const FragmentChoice& choice, int thread
 
 void report_kernel(const ir::KernelStmt& kernel, int threads, const FragmentChoice& choice,
                    const PipelinePlan& pipelines, const TmaPlan& tma,
-                   runtime::LoweringReport* report) {
+                   const WarpSpecialization& ws, runtime::LoweringReport* report) {
   struct Walk : ir::IRVisitor {
     int threads = 1;
     int nest = 0;  // T.Parallel loops around the statement
     const FragmentChoice* choice = nullptr;
     const PipelinePlan* pipelines = nullptr;
     const TmaPlan* tma = nullptr;
+    const WarpSpecialization* ws = nullptr;
     runtime::LoweringReport* report = nullptr;
     void visit_alloc(const ir::AllocStmt* op, const ir::Stmt& s) override {
       const ir::Buffer& b = op->buffer;
@@ -316,6 +317,12 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const FragmentChoi
             d.reason = "num_stages=" + str(op->stages) + " cut to " + str(kept) +
                        " to fit the shared memory (" + str(kMaxSharedBytes) + " bytes)";
           }
+          // Note [Warp specialisation].
+          if (ws->loop == op) {
+            d.path = "warp_specialized, " + str(kept) + " stages";
+          } else if (!ws->refused.empty()) {
+            d.reason = d.reason.empty() ? ws->refused : d.reason + "; " + ws->refused;
+          }
         }
         report->ops.push_back(std::move(d));
       }
@@ -326,6 +333,7 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const FragmentChoi
   walk.choice = &choice;
   walk.pipelines = &pipelines;
   walk.tma = &tma;
+  walk.ws = &ws;
   walk.report = report;
   walk.visit(kernel.body);
 }

@@ -8,6 +8,7 @@
 #include "backend/cuda/fragments.h"
 #include "backend/cuda/pipeline.h"
 #include "backend/cuda/tma_copies.h"
+#include "backend/cuda/warp_specialize.h"
 #include "tilejit/runtime/lowering_report.h"
 
 namespace tilejit::cuda {
@@ -22,9 +23,11 @@ runtime::Diagnostic op_record(const ir::Stmt& s, const FragmentChoice& choice, i
 /// decided, and its T.Pipelined loops with the stages they kept (a loop's
 /// stages dropped to fit shared memory, or a copy left synchronous, says
 /// why), and each tile op's path (op_record; "tma" for the copies `tma`
-/// performs, Note [TMA copies]), in program order; appended to `report`.
+/// performs, Note [TMA copies]; "warp_specialized" for the loop `ws`
+/// splits, Note [Warp specialisation], or why a TMA loop is not), in program
+/// order; appended to `report`.
 void report_kernel(const ir::KernelStmt& kernel, int threads, const FragmentChoice& choice,
                    const PipelinePlan& pipelines, const TmaPlan& tma,
-                   runtime::LoweringReport* report);
+                   const WarpSpecialization& ws, runtime::LoweringReport* report);
 
 }  // namespace tilejit::cuda

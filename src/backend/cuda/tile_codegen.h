@@ -67,11 +67,13 @@
 #include <string>
 #include <vector>
 
+#include "backend/common/accesses.h"
 #include "backend/common/tile_codegen.h"
 #include "backend/cuda/fragments.h"
 #include "backend/cuda/pipeline.h"
 #include "backend/cuda/smem_plan.h"
 #include "backend/cuda/tma_copies.h"
+#include "backend/cuda/warp_specialize.h"
 #include "backend/cuda/vector_runs.h"
 #include "tilejit/ir/prim_func.h"
 #include "tilejit/ir/stmt.h"
@@ -135,6 +137,13 @@ class CudaTileCodegen final : public backend::TileCodegen {
   /// The pipelined loop being emitted: each TMA copy's barriers (one per
   /// stage).
   std::map<const ir::CopyOp*, std::string> tma_bars_;
+  /// Note [Warp specialisation]: the loop whose tiles a producer warpgroup
+  /// loads, if any.
+  WarpSpecialization ws_;
+  /// Note [Warp specialisation]: the barriers, the producer's branch, and
+  /// the consumers' registers; before the kernel's body, once the block and
+  /// symbol names are bound.
+  void emit_producer();
 
  private:
   void emit_alloc(const ir::AllocStmt& op) override;
@@ -201,6 +210,13 @@ class CudaTileCodegen final : public backend::TileCodegen {
   void emit_prefetch(const ir::ForStmt& op, const std::vector<const ir::CopyOp*>& copies,
                      const std::string& iteration, const std::string& stage,
                      const std::string& guard);
+  /// Note [Warp specialisation]: the consumers' side of the loop.
+  void emit_consumer_loop(const ir::ForStmt& op, const std::vector<const ir::CopyOp*>& copies);
+  /// The copy a prefetch issues for `copy` (Note [Prefetched addresses]).
+  const ir::CopyOp& issued(const ir::CopyOp* copy) const;
+  /// What `body` reads and writes as a block, the row reductions' scratch
+  /// (id 0) among its writes where it uses it.
+  backend::Accessed body_accesses(const ir::Stmt& body) const;
   /// The TMA instructions of `copy` (the copy the prefetch issues) into the
   /// tile at `tile` (C++), counted on `bar` (C++).
   void emit_tma_copy(const ir::CopyOp& copy, const TmaCopy& how, const std::string& tile,
@@ -240,6 +256,8 @@ class CudaTileCodegen final : public backend::TileCodegen {
   SmemPlan tiles_;
   // Each tile's tiles sharing bytes with it (Note [Shared-memory liveness]).
   std::map<uint64_t, std::set<uint64_t>> aliases_;
+  // Note [Warp specialisation]: each TMA copy's stage-free barriers.
+  std::map<const ir::CopyOp*, std::string> free_bars_;
   // Each prefetched buffer's stage 0 and its bytes per stage.
   std::map<uint64_t, std::pair<std::string, int64_t>> staged_;
   // cp.async copies issued since the last barrier that must land by the next.

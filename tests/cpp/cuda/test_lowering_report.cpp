@@ -20,13 +20,15 @@ namespace {
 namespace ex = ::examples::tile;
 
 // `arch`: the architecture the source is for ("": the default, sm_90a).
-runtime::LoweringReport report_of(const ir::PrimFunc& f, const std::string& arch = "") {
+runtime::LoweringReport report_of(const ir::PrimFunc& f, const std::string& arch = "",
+                                  bool warp_specialize = true) {
   const ir::PrimFunc func = transform::plan_workspaces(transform::verify(f));
   const std::vector<std::string> symbols = symbols_of(func);
   runtime::SourceRequest request;
   request.func = &func;
   request.symbols = symbols;
   request.arch = arch;
+  request.warp_specialize = warp_specialize;
   return cuda_backend().generate(request).report;
 }
 
@@ -144,7 +146,13 @@ TEST(CudaLoweringReport, FlashAttention) {
   EXPECT_GE(async, 1);
   const auto pipelined = ops(r, "T.Pipelined");
   ASSERT_EQ(pipelined.size(), 1u);
-  EXPECT_EQ(pipelined[0]->path, "pipelined, 2 stages");
+  EXPECT_EQ(pipelined[0]->path, "warp_specialized, 2 stages") << pipelined[0]->reason;
+  // Turned off, the report says so.
+  const runtime::LoweringReport without = report_of(ex::flash_attention(cfg), "", false);
+  const auto off = ops(without, "T.Pipelined");
+  ASSERT_EQ(off.size(), 1u);
+  EXPECT_EQ(off[0]->path, "pipelined, 2 stages");
+  EXPECT_EQ(off[0]->reason, "not warp-specialised: turned off (tl.disable_warp_specialized)");
 }
 
 // Every fragment the softmax keeps in shared memory names the op that kept

@@ -30,12 +30,14 @@ struct Lowered {
   runtime::GeneratedSource generated;
 };
 
-// `arch`: the architecture the source is for ("": the default, sm_90a).
-Lowered lower(const ir::PrimFunc& f, const std::string& arch = "") {
+// `arch`: the architecture the source is for ("": the default, sm_90a);
+// `warp_specialize`: SourceRequest::warp_specialize.
+Lowered lower(const ir::PrimFunc& f, const std::string& arch = "", bool warp_specialize = true) {
   Lowered out{transform::plan_workspaces(transform::verify(f)), {}, {}};
   out.symbols = symbols_of(out.func);
   runtime::SourceRequest request{&out.func, out.symbols};
   request.arch = arch;
+  request.warp_specialize = warp_specialize;
   out.generated = cuda_backend().generate(request);
   return out;
 }
@@ -68,8 +70,9 @@ std::vector<std::string> barriers_in_thread_loops(const std::string& source) {
 // Generates and compiles `f`; returns the lowering for further checks.
 // Every lowering keeps barriers out of its threads' own loops.
 // `arch` as lower()'s, and the compile's too.
-Lowered compiles(const ir::PrimFunc& f, const std::string& arch = "") {
-  Lowered l = lower(f, arch);
+Lowered compiles(const ir::PrimFunc& f, const std::string& arch = "",
+                 bool warp_specialize = true) {
+  Lowered l = lower(f, arch, warp_specialize);
   const std::vector<std::string> bad = barriers_in_thread_loops(l.generated.source);
   EXPECT_TRUE(bad.empty()) << l.func.name << ": a barrier inside a T.Parallel nest: " << bad[0];
   runtime::Backend& be = cuda_backend();
@@ -500,6 +503,57 @@ TEST_F(CudaTileCodegen, FlashAttentionLoadsKAndVThroughTma) {
   EXPECT_EQ(maps, 2) << l.generated.abi.str();
   // Before Hopper, cp.async.
   EXPECT_FALSE(has(compiles(ex::flash_attention(cfg), "sm_80"), "tma_load"));
+}
+
+// Note [Warp specialisation]: a producer warpgroup beside the kernel's 256
+// threads issues K's and V's TMA copies; the consumers hand each stage back
+// after the gemm that reads it and never meet the producer at a barrier.
+TEST_F(CudaTileCodegen, FlashAttentionHasAProducerWarpgroup) {
+  ex::FlashAttentionConfig cfg;
+  cfg.dtype = DataType::float16();
+  cfg.dim = 128;
+  cfg.stages = 2;
+  cfg.block_m = cfg.block_n = 128;
+  cfg.threads = 256;
+  const Lowered l = compiles(ex::flash_attention(cfg));
+  const std::string& src = l.generated.source;
+  ASSERT_EQ(l.generated.abi.launches.size(), 1u);
+  EXPECT_EQ(l.generated.abi.launches[0].threads[0], 384);
+  EXPECT_TRUE(has(l, "__launch_bounds__(384, 1)")) << src;
+  EXPECT_TRUE(has(l, "tilejit::cuda::mbar_init(&K_shared_free[1], 256);")) << src;
+  // The producer: fewer registers, one thread's loop, gone before the body.
+  const size_t producer = src.find("if (tilejit_tid >= 256) {");
+  const size_t dec = src.find("tilejit::cuda::set_registers<false, 24>();");
+  const size_t free_wait = src.find("tilejit::cuda::mbar_wait(&K_shared_free[");
+  const size_t load = src.find("tilejit::cuda::tma_load(");
+  const size_t leave = src.find("return;");
+  const size_t inc = src.find("tilejit::cuda::set_registers<true, 240>();");
+  for (size_t at : {producer, dec, free_wait, load, leave, inc}) ASSERT_NE(at, std::string::npos) << src;
+  EXPECT_LT(producer, dec);
+  EXPECT_LT(dec, free_wait);
+  EXPECT_LT(free_wait, load);
+  EXPECT_LT(load, leave);
+  EXPECT_LT(leave, inc);
+  // Every TMA instruction is the producer's.
+  EXPECT_EQ(src.find("tilejit::cuda::tma_load(", leave), std::string::npos) << src;
+  // The consumers: no __syncthreads past the split, K handed back after
+  // Q K^T and before V is waited for.
+  EXPECT_EQ(src.find("__syncthreads()", inc), std::string::npos) << src;
+  EXPECT_NE(src.find("tilejit::cuda::block_sync<256>();", inc), std::string::npos) << src;
+  const size_t gemm_qk = src.find("// T.gemm(Q_shared");
+  const size_t free_k = src.find("tilejit::cuda::mbar_arrive(&K_shared_free[");
+  const size_t wait_v = src.find("tilejit::cuda::mbar_wait(&V_shared_landed[");
+  const size_t free_v = src.find("tilejit::cuda::mbar_arrive(&V_shared_free[");
+  for (size_t at : {gemm_qk, free_k, wait_v, free_v}) ASSERT_NE(at, std::string::npos) << src;
+  EXPECT_LT(gemm_qk, free_k);
+  EXPECT_LT(free_k, wait_v);
+  EXPECT_LT(wait_v, free_v);
+  // Turned off, the loop prefetches in the kernel's own threads.
+  const Lowered off = compiles(ex::flash_attention(cfg), "", /*warp_specialize=*/false);
+  EXPECT_EQ(off.generated.abi.launches[0].threads[0], 256);
+  EXPECT_FALSE(has(off, "set_registers")) << off.generated.source;
+  EXPECT_FALSE(has(off, "_free[")) << off.generated.source;
+  EXPECT_TRUE(has(off, "tma_load(")) << off.generated.source;
 }
 
 TEST_F(CudaTileCodegen, FlashDecodingIsTwoEntries) {

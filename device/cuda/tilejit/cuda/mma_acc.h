@@ -61,6 +61,7 @@ struct MmaAcc {
   static constexpr int kWarpM = M / WM, kWarpN = N / WN;
   static constexpr int MT = kWarpM / 16, NT = kWarpN / 8;
   static constexpr int kCount = MT * NT * 4;
+  static constexpr int kThreads = WM * WN * WR * 32;  // the block's (its consumers')
   static_assert(M % (16 * WM) == 0 && N % (8 * WN) == 0, "warp tiles of whole 16 x 8 tiles");
 
   __device__ __forceinline__ static int warp() { return thread_rank() / 32; }
@@ -336,8 +337,8 @@ __device__ __forceinline__ void acc_reduce_rows(const float* acc, D* dst, bool c
   }
   if constexpr (L::kWN > 1) {
     // The warps of a row of warps meet here.
-    __syncthreads();
-    for (int row = thread_rank(); row < L::kMR; row += block_threads()) {
+    block_sync<L::kThreads>();
+    for (int row = thread_rank(); row < L::kMR; row += L::kThreads) {
       float v = clear ? reduce_detail::identity<kKind, float>() : convert<float>(dst[row]);
       for (int w = 0; w < L::kWN; ++w) v = combine<kKind>(v, scratch[w * L::kM + row]);
       dst[row] = convert<D>(v);
@@ -367,7 +368,7 @@ __device__ __forceinline__ void acc_reduce_rows_to(const float* acc, float* rows
         scratch[wn * L::kM + L::block_row(s / 2) + L::lane() / 4 + (s % 2) * 8] = v[s];
       }
     }
-    __syncthreads();
+    block_sync<L::kThreads>();
 #pragma unroll
     for (int s = 0; s < L::MT * 2; ++s) {
       const int row = L::block_row(s / 2) + L::lane() / 4 + (s % 2) * 8;

@@ -50,6 +50,7 @@ struct PartTile {
   static constexpr int kM = M, kN = N, kMR = M, kTR = TR, kTC = TC, kV = V;
   static constexpr int kCols = N / TC;  // a thread's elements of each of its rows
   static constexpr int kCount = (M / TR) * kCols;
+  static constexpr int kThreads = TR * TC;  // the block's (its consumers')
   __device__ __forceinline__ static int trow() { return thread_rank() / TC; }
   __device__ __forceinline__ static int tcol() { return thread_rank() % TC; }
   __device__ __forceinline__ static int row(int r) { return (r / kCols) * TR + trow(); }
@@ -113,7 +114,7 @@ __device__ __forceinline__ void row_values(const E* acc, float* out, float* scra
 #pragma unroll
       for (int li = 0; li < kRows; ++li) scratch[(li * L::kTR + L::trow()) * kWarps + w] = out[li];
     }
-    __syncthreads();
+    block_sync<L::kThreads>();
 #pragma unroll
     for (int li = 0; li < kRows; ++li) {
       const float* p = scratch + (li * L::kTR + L::trow()) * kWarps;

@@ -135,6 +135,17 @@ __device__ __forceinline__ void proxy_barrier() {
   __syncthreads();
 }
 
+// The block's barrier among its first COUNT threads, which are all of them
+// or, in a warp-specialised kernel (Note [Warp specialisation] in
+// src/backend/cuda/warp_specialize.h), all but the producer warpgroup:
+// barrier 0 with a count, which the producer never reaches. After this
+// thread's cp.async copies when ASYNC.
+template <int COUNT, bool ASYNC = false>
+__device__ __forceinline__ void block_sync() {
+  if constexpr (ASYNC) async_wait_all();
+  asm volatile("bar.sync 0, %0;\n" ::"n"(COUNT) : "memory");
+}
+
 // A barrier over the COUNT threads of a thread range (Note [Thread
 // semantics]): hardware barrier ID (1..15; 0 is __syncthreads), after this
 // thread's cp.async copies when ASYNC.

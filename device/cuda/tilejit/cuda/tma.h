@@ -11,6 +11,10 @@
 //                                   first, elements) into shared `dst`,
 //                                   counted on `bar`; zeros outside the tensor
 //   mbar_wait(bar, parity)          until the phase of that parity completes
+//   mbar_arrive(bar)                this thread's arrival (release: its reads
+//                                   of the stage come before the refill)
+//   set_registers<INC, N>()         setmaxnreg for the warpgroup (Note [Warp
+//                                   specialisation])
 #pragma once
 
 #include "tilejit/cuda/prelude.h"
@@ -45,6 +49,20 @@ __device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, unsigned bytes) {
                    tma_detail::smem(bar)),
                "r"(bytes)
                : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(tma_detail::smem(bar)) : "memory");
+}
+
+template <bool INC, int N>
+__device__ __forceinline__ void set_registers() {
+  static_assert(N >= 24 && N <= 256 && N % 8 == 0, "setmaxnreg takes 24 to 256, a multiple of 8");
+  if constexpr (INC) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+  } else {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+  }
 }
 
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {

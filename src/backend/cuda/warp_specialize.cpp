@@ -1,0 +1,122 @@
+// Note [Warp specialisation] in warp_specialize.h.
+#include "backend/cuda/warp_specialize.h"
+
+#include <algorithm>
+#include <set>
+
+#include "backend/common/accesses.h"
+#include "tilejit/ir/visitor.h"
+
+namespace tilejit::cuda {
+namespace {
+
+// What an expression the producer computes reads that the producer does
+// not have: the first such variable or buffer, by name; empty when none.
+struct ProducerReads : ir::IRVisitor {
+  std::set<uint64_t> vars;               // the loop and block variables
+  const std::vector<std::string>* symbols = nullptr;
+  const std::set<uint64_t>* written = nullptr;  // the buffers the kernel writes
+  std::string missing;
+  void visit_var(const ir::VarNode*, const ir::Expr& e) override {
+    if (vars.count(e.var_id())) return;
+    if (std::find(symbols->begin(), symbols->end(), e.var_name()) != symbols->end()) return;
+    if (missing.empty()) missing = "'" + e.var_name() + "', which the kernel computes";
+  }
+  void visit_load(const ir::LoadNode* op, const ir::Expr& e) override {
+    const ir::Buffer& b = op->buffer;
+    if ((b.scope() != ir::Scope::kGlobal || written->count(b.id())) && missing.empty()) {
+      missing = "'" + b.name() + "', which the kernel writes";
+    }
+    ir::IRVisitor::visit_load(op, e);
+  }
+};
+
+int round8(int64_t v) { return int(v / 8 * 8); }
+
+}  // namespace
+
+WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
+                                            const std::vector<std::string>& symbols, int threads,
+                                            const PipelinePlan& pipelines, const TmaPlan& tma,
+                                            const SmemPlan& tiles, bool enabled) {
+  WarpSpecialization ws;
+  const ir::ForStmt* loop = nullptr;
+  for (const auto& [l, copies] : pipelines.loops) {
+    for (const ir::CopyOp* c : copies) {
+      if (tma.copies.count(c)) loop = l;
+    }
+  }
+  if (loop == nullptr) return ws;  // nothing for a producer to do
+  auto refuse = [&](const std::string& why) {
+    ws.refused = "not warp-specialised: " + why;
+    return ws;
+  };
+  if (!enabled) return refuse("turned off (tl.disable_warp_specialized)");
+  if (threads % 128 != 0) return refuse(std::to_string(threads) + " threads are not whole warpgroups");
+  if (threads + WarpSpecialization::kProducerThreads > 1024) {
+    return refuse(std::to_string(threads) + " threads leave no room for a producer warpgroup");
+  }
+  if (pipelines.loops.size() != 1) return refuse("more than one loop of the kernel prefetches");
+  for (const ir::CopyOp* c : pipelines.loops.begin()->second) {
+    if (!tma.copies.count(c)) return refuse("a prefetch of the loop is not a TMA copy");
+  }
+  bool top = false;
+  for (const ir::Stmt& s : flatten(kernel.body)) top = top || s.get() == loop;
+  if (!top) return refuse("the loop is inside another loop or a branch");
+  backend::Accessed accessed;
+  accessed.visit(kernel.body);
+  // The producer fills the stages from the block's start: no tile the body
+  // uses before the loop may share their bytes.
+  backend::Accessed before;
+  for (const ir::Stmt& s : flatten(kernel.body)) {
+    if (s.get() == loop) break;
+    before.visit(s);
+  }
+  for (const ir::CopyOp* c : pipelines.loops.begin()->second) {
+    const uint64_t id = c->dst.buffer.id();
+    const int64_t lo = tiles.offsets.at(id), hi = lo + tiles.bytes.at(id);
+    for (const auto& [other, at] : tiles.offsets) {
+      const bool used = before.ids.count(other) || before.reads.count(other) ||
+                        before.writes.count(other);
+      if (other == id || !used || at >= hi || at + tiles.bytes.at(other) <= lo) {
+        continue;
+      }
+      return refuse("a tile used before the loop shares the bytes of " + c->dst.buffer.name() +
+                    "'s stages");
+    }
+  }
+  ProducerReads reads;
+  reads.symbols = &symbols;
+  reads.written = &accessed.writes;
+  reads.vars.insert(loop->var.var_id());
+  for (const ir::Expr& v : kernel.block_vars) reads.vars.insert(v.var_id());
+  reads.visit(loop->min);
+  reads.visit(loop->extent);
+  if (!reads.missing.empty()) return refuse("the loop's bounds read " + reads.missing);
+  for (const ir::CopyOp* c : pipelines.loops.begin()->second) {
+    auto ahead = pipelines.ahead.find(c);
+    const ir::CopyOp& issued = ahead == pipelines.ahead.end() ? *c : *ahead->second.as<ir::CopyOp>();
+    for (const ir::Range& r : issued.src.ranges) {
+      reads.visit(r.min);
+      reads.visit(r.extent);
+    }
+    if (!reads.missing.empty()) {
+      return refuse("the region of the copy at line " + std::to_string(c->span.line) + " reads " +
+                    reads.missing);
+    }
+  }
+  ws.loop = loop;
+  if (threads >= 256) {
+    // The block's registers at launch (__launch_bounds__(launch, 1)), less
+    // what the producer keeps, shared by the consumers.
+    const int launch = ws.launch_threads(threads);
+    const int64_t at_launch = std::min<int64_t>(round8(65536 / launch), 248);
+    const int64_t left = at_launch * launch -
+                         int64_t(WarpSpecialization::kProducerThreads) *
+                             WarpSpecialization::kProducerRegisters;
+    ws.consumer_registers = std::min(round8(left / threads), 240);
+  }
+  return ws;
+}
+
+}  // namespace tilejit::cuda

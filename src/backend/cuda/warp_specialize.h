@@ -1,0 +1,75 @@
+// Warp specialisation of a pipelined loop whose tiles TMA loads.
+//
+// Note [Warp specialisation]
+// On sm_90a, a kernel whose one pipelined loop prefetches all its tiles
+// through TMA (Note [TMA copies]) runs with a producer warpgroup beside its
+// threads: the block is launched with threads + 128 threads, and threads
+// [threads, threads + 128) do nothing but issue the loop's TMA copies, so
+// that the kernel's own threads (the consumers) never stop at a barrier for
+// a load. As TileLang and FlashAttention-3 do:
+//
+//   before the body: thread 0 initialises, per TMA copy and stage, a
+//     "landed" mbarrier (1 arrival plus the tile's bytes) and a "free" one
+//     (an arrival from each consumer); a block barrier;
+//   the producer: setmaxnreg.dec to kProducerRegisters; one thread runs the
+//     loop's iterations: for each copy, wait until the stage is free (the
+//     consumers read it S iterations ago; parity ^ 1 passes at once the
+//     first time), expect_tx on its landed barrier, the TMA instructions;
+//     then the producer's threads leave the kernel;
+//   the consumers: setmaxnreg.inc to the registers the producer gave up,
+//     then the kernel's body, whose pipelined loop has no prologue and no
+//     barrier at its top: each copy's stage is waited for (landed) before
+//     the first statement that reads it and handed back (free) after the
+//     last one. Every barrier of the consumers is `bar.sync 0, threads`, so
+//     the producer never takes part in one (tile.h's block_sync, also inside
+//     the device library's reductions).
+//
+// The planner (plan_warp_specialization) takes a kernel only where that
+// split is the program's meaning:
+//  - sm_90a with TMA and warp specialisation on (TileLang's
+//    tl.disable_warp_specialized turns it off), whole warpgroups of threads
+//    and at most 896 of them;
+//  - exactly one T.Pipelined loop prefetches, every one of its prefetches
+//    is a TMA copy, and the loop is a statement of the kernel's body (not
+//    inside another loop or a branch), so it runs once per block;
+//  - the producer can compute the loop's bounds and every copy's region
+//    (as prefetched, Note [Prefetched addresses]) on its own: they read only
+//    the loop variable, the block indices, the symbols, constants and
+//    tensors the kernel never writes;
+//  - no tile the body uses before the loop shares bytes with the stages,
+//    which the producer fills from the block's start.
+// Otherwise the loop keeps the prefetch of Note [Software pipelining], and
+// the lowering report's T.Pipelined entry says why.
+#pragma once
+
+#include <string>
+
+#include "backend/cuda/pipeline.h"
+#include "backend/cuda/smem_plan.h"
+#include "backend/cuda/tma_copies.h"
+#include "tilejit/ir/stmt.h"
+
+namespace tilejit::cuda {
+
+struct WarpSpecialization {
+  static constexpr int kProducerThreads = 128;
+  static constexpr int kProducerRegisters = 24;
+  /// The warp-specialised loop; null when none.
+  const ir::ForStmt* loop = nullptr;
+  /// The consumers' registers per thread after setmaxnreg; 0: no setmaxnreg.
+  int consumer_registers = 0;
+  /// Why the kernel's TMA loop is not warp-specialised (empty when it is,
+  /// or when no loop has TMA copies).
+  std::string refused;
+  /// The block's threads at launch.
+  int launch_threads(int threads) const { return loop ? threads + kProducerThreads : threads; }
+};
+
+/// Note [Warp specialisation] for `kernel`, run by `threads` threads;
+/// `enabled`: the target is sm_90a and warp specialisation is not off.
+WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
+                                            const std::vector<std::string>& symbols, int threads,
+                                            const PipelinePlan& pipelines, const TmaPlan& tma,
+                                            const SmemPlan& tiles, bool enabled);
+
+}  // namespace tilejit::cuda

@@ -1,0 +1,190 @@
+// The two sides of a warp-specialised pipelined loop (Note [Warp
+// specialisation] in warp_specialize.h): the producer warpgroup's branch
+// before the kernel's body, and the consumers' loop in its place.
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/tile_codegen.h"
+#include "backend/cuda/tile_memory.h"
+
+namespace tilejit::cuda {
+
+using backend::Accessed;
+
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+const ir::CopyOp& CudaTileCodegen::issued(const ir::CopyOp* copy) const {
+  const auto ahead = pipelines_.ahead.find(copy);
+  return ahead == pipelines_.ahead.end() ? *copy : *ahead->second.as<ir::CopyOp>();
+}
+
+void CudaTileCodegen::emit_producer() {
+  const ir::ForStmt& op = *ws_.loop;
+  const std::vector<const ir::CopyOp*>& copies = pipelines_.loops.at(&op);
+  const int stages = pipelines_.stages.at(copies.front()->dst.buffer.id());
+  const int producer = WarpSpecialization::kProducerThreads;
+  line("// Note [Warp specialisation]: threads [" + str(threads_) + ", " + str(threads_ + producer) +
+       ") load the tiles of the T.Pipelined loop at line " + str(op.span.line) +
+       ", threads [0, " + str(threads_) + ") run the kernel");
+  for (const ir::CopyOp* copy : copies) {
+    const std::string name = copy->dst.buffer.name();
+    tma_bars_[copy] = fresh(name + "_landed");
+    free_bars_[copy] = fresh(name + "_free");
+    line("__shared__ uint64_t " + tma_bars_.at(copy) + "[" + str(stages) + "];");
+    line("__shared__ uint64_t " + free_bars_.at(copy) + "[" + str(stages) + "];");
+  }
+  line("if (tilejit_tid == 0) {");
+  indent();
+  for (const ir::CopyOp* copy : copies) {
+    for (int s = 0; s < stages; ++s) {
+      line("tilejit::cuda::mbar_init(&" + tma_bars_.at(copy) + "[" + str(s) + "], 1);");
+      line("tilejit::cuda::mbar_init(&" + free_bars_.at(copy) + "[" + str(s) + "], " +
+           str(threads_) + ");");
+    }
+  }
+  line("tilejit::cuda::mbar_init_fence();");
+  dedent();
+  line("}");
+  line("__syncthreads();");
+  line("if (tilejit_tid >= " + str(threads_) + ") {");
+  indent();
+  if (ws_.consumer_registers > 0) {
+    line("tilejit::cuda::set_registers<false, " + str(WarpSpecialization::kProducerRegisters) +
+         ">();");
+  }
+  line("if (tilejit_tid == " + str(threads_) + ") {");
+  indent();
+  // The loop's variable is the consumers' name again past the producer.
+  const std::string consumer_k = var_name(op.var);
+  const std::string k = fresh(consumer_k + "_load");
+  const std::string lo = expr(op.min);
+  const std::string end = loop_end(k, op, lo);
+  line("for (int64_t " + k + " = " + lo + "; " + k + " < " + end + "; ++" + k + ") {");
+  indent();
+  bind_var(op.var, k);
+  const std::string rel = "(" + k + " - " + lo + ")";
+  const std::string stage = rel + " % " + str(stages);
+  const std::string parity = "(unsigned(" + rel + " / " + str(stages) + ") & 1u)";
+  for (const ir::CopyOp* copy : copies) {
+    const TmaCopy& how = tma_.copies.at(copy);
+    const ir::Buffer& dst = copy->dst.buffer;
+    // The stage's tile, as emit_alloc will place it.
+    const int64_t bytes = tile_elements(dst, choice_) * dst.dtype().bytes();
+    const int64_t stride = stage_bytes(bytes, true) / dst.dtype().bytes();
+    const char* st = storage_type(dst.dtype(), copy->span, "T.copy");
+    const std::string tile = "(reinterpret_cast<" + std::string(st) + "*>(tilejit_smem + " +
+                             str(tiles_.offsets.at(dst.id())) + ") + " + stage + " * " +
+                             str(stride) + ")";
+    const std::string landed = "&" + tma_bars_.at(copy) + "[" + stage + "]";
+    line("tilejit::cuda::mbar_wait(&" + free_bars_.at(copy) + "[" + stage + "], " + parity +
+         " ^ 1u);");
+    line("tilejit::cuda::mbar_expect_tx(" + landed + ", " + str(how.bytes) + ");");
+    emit_tma_copy(issued(copy), how, tile, landed);
+  }
+  bind_var(op.var, consumer_k);
+  dedent();
+  line("}");
+  dedent();
+  line("}");
+  line("return;");
+  dedent();
+  line("}");
+  if (ws_.consumer_registers > 0) {
+    line("tilejit::cuda::set_registers<true, " + str(ws_.consumer_registers) + ">();");
+  }
+}
+
+void CudaTileCodegen::emit_consumer_loop(const ir::ForStmt& op,
+                                         const std::vector<const ir::CopyOp*>& copies) {
+  const int stages = pipelines_.stages.at(copies.front()->dst.buffer.id());
+  const std::string k = var_name(op.var);
+  const std::string lo = expr(op.min);
+  const std::string end = loop_end(k, op, lo);
+  std::set<const ir::StmtNode*> prefetched(copies.begin(), copies.end());
+  std::vector<ir::Stmt> body;
+  for (const ir::Stmt& s : flatten(op.body)) {
+    if (!prefetched.count(s.get())) body.push_back(s);
+  }
+  // The body's hazards with what comes before it and across its back edge,
+  // as for any loop (emit_body), but for the stages, which the barriers
+  // order.
+  std::set<uint64_t> reads, writes;
+  for (const ir::Stmt& s : body) {
+    const Accessed a = body_accesses(s);
+    reads.insert(a.reads.begin(), a.reads.end());
+    writes.insert(a.writes.begin(), a.writes.end());
+  }
+  for (const ir::CopyOp* copy : copies) {
+    reads.erase(copy->dst.buffer.id());
+    writes.erase(copy->dst.buffer.id());
+  }
+  const std::set<uint64_t> r = visible(reads), w = visible(writes);
+  const std::set<uint64_t> pre_r = read_since_, pre_w = written_since_;
+  if (pending_meets(r, w)) sync();
+  // Each copy's stage is waited for before the first statement that reads
+  // it and handed back after the last (both at the end where none does).
+  std::map<const ir::CopyOp*, size_t> first, last;
+  for (size_t i = 0; i < body.size(); ++i) {
+    Accessed a;
+    a.visit(body[i]);
+    for (const ir::CopyOp* copy : copies) {
+      const uint64_t id = copy->dst.buffer.id();
+      if (!a.reads.count(id) && !a.ids.count(id)) continue;
+      first.emplace(copy, i);
+      last[copy] = i;
+    }
+  }
+  line("// T.Pipelined(num_stages=" + str(stages) + "): warp-specialised, " +
+       str(int64_t(copies.size())) + " tile loads through " + str(stages) + " stages");
+  line("for (int64_t " + k + " = " + lo + "; " + k + " < " + end + "; ++" + k + ") {");
+  indent();
+  const std::string rel = "(" + k + " - " + lo + ")";
+  const std::string stage = rel + " % " + str(stages);
+  std::map<uint64_t, backend::BufferAccess> saved;
+  for (const ir::CopyOp* copy : copies) {
+    const ir::Buffer& dst = copy->dst.buffer;
+    const auto& [base, stride] = staged_.at(dst.id());
+    backend::BufferAccess a = access(dst, copy->span, "T.copy");
+    saved.emplace(dst.id(), a);
+    const std::string name = fresh(dst.name());
+    line(std::string(storage_type(dst.dtype(), copy->span, "T.copy")) + "* const " + name + " = " +
+         base + " + " + stage + " * " + str(stride) + ";");
+    a.name = a.data = name;
+    set_access(dst, a);
+  }
+  auto wait = [&](const ir::CopyOp* copy) {
+    line("tilejit::cuda::mbar_wait(&" + tma_bars_.at(copy) + "[" + stage + "], unsigned(" + rel +
+         " / " + str(stages) + ") & 1u);");
+  };
+  auto release = [&](const ir::CopyOp* copy) {
+    line("tilejit::cuda::mbar_arrive(&" + free_bars_.at(copy) + "[" + stage + "]);");
+  };
+  for (size_t i = 0; i < body.size(); ++i) {
+    for (const ir::CopyOp* copy : copies) {
+      if (first.count(copy) && first.at(copy) == i) wait(copy);
+    }
+    emit_stmt(body[i]);
+    for (const ir::CopyOp* copy : copies) {
+      if (last.count(copy) && last.at(copy) == i) release(copy);
+    }
+  }
+  for (const ir::CopyOp* copy : copies) {
+    if (first.count(copy)) continue;
+    wait(copy);
+    release(copy);
+  }
+  if (pending_meets(r, w)) sync();
+  for (const ir::CopyOp* copy : copies) set_access(copy->dst.buffer, saved.at(copy->dst.buffer.id()));
+  dedent();
+  line("}");
+  read_since_.insert(pre_r.begin(), pre_r.end());
+  written_since_.insert(pre_w.begin(), pre_w.end());
+}
+
+}  // namespace tilejit::cuda
