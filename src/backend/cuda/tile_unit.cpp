@@ -92,7 +92,7 @@ int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
   TmaPlan tma = plan_tma(kernel, symbols, pipelines, choice, warpgroups && tma_copies, maps);
   SmemPlan tiles = plan_tiles(kernel, choice, pipelines);
   const WarpSpecialization ws = plan_warp_specialization(kernel, symbols, threads, pipelines, tma,
-                                                         tiles, warp_specialize);
+                                                         tiles, choice, warp_specialize);
   report_kernel(kernel, threads, choice, pipelines, tma, ws, report);
   *launch_threads = ws.launch_threads(threads);
   CudaTileCodegen cg(f, symbols, body, threads, uniformity, std::move(choice),
@@ -139,9 +139,9 @@ int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
   cg.line("tilejit::cuda::async_wait_all();");
 
   // A warp-specialised block's consumers take the registers its producer
-  // gives up: one block per multiprocessor.
+  // gives up, at ws.blocks blocks per multiprocessor.
   os << "extern \"C\" __global__ void __launch_bounds__(" << *launch_threads
-     << (ws.loop != nullptr ? ", 1" : "") << ") " << entry
+     << (ws.loop != nullptr ? ", " + std::to_string(ws.blocks) : "") << ") " << entry
      << "(const __grid_constant__ tilejit::Args tilejit_args) {\n";
   backend::emit_arguments(os, f, symbols, kCudaEntry);
   wgmma_columns->insert(cg.wgmma_columns().begin(), cg.wgmma_columns().end());

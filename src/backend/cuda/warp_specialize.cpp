@@ -2,6 +2,7 @@
 #include "backend/cuda/warp_specialize.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "backend/common/accesses.h"
@@ -38,7 +39,8 @@ int round8(int64_t v) { return int(v / 8 * 8); }
 WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
                                             const std::vector<std::string>& symbols, int threads,
                                             const PipelinePlan& pipelines, const TmaPlan& tma,
-                                            const SmemPlan& tiles, bool enabled) {
+                                            const SmemPlan& tiles, const FragmentChoice& choice,
+                                            bool enabled) {
   WarpSpecialization ws;
   const ir::ForStmt* loop = nullptr;
   for (const auto& [l, copies] : pipelines.loops) {
@@ -106,15 +108,34 @@ WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
     }
   }
   ws.loop = loop;
-  if (threads >= 256) {
-    // The block's registers at launch (__launch_bounds__(launch, 1)), less
-    // what the producer keeps, shared by the consumers.
-    const int launch = ws.launch_threads(threads);
-    const int64_t at_launch = std::min<int64_t>(round8(65536 / launch), 248);
+  // The consumers' registers: their fragments' words and 64 more.
+  struct Dtypes : ir::IRVisitor {
+    std::map<uint64_t, int64_t> bytes;
+    void visit_alloc(const ir::AllocStmt* op, const ir::Stmt&) override {
+      bytes[op->buffer.id()] = op->buffer.dtype().bytes();
+    }
+  } dtypes;
+  dtypes.visit(kernel.body);
+  int64_t need = 64;
+  for (const auto& [id, layout] : choice.registers) {
+    auto b = dtypes.bytes.find(id);
+    need += layout.words(b == dtypes.bytes.end() ? 4 : b->second);
+  }
+  // As many blocks per multiprocessor as shared memory allows (228 KiB, 1
+  // KiB of it the block's reserve and 1 KiB the mbarriers), while the
+  // consumers keep what they need of the block's share of the registers
+  // (the producer keeps kProducerRegisters).
+  const int launch = ws.launch_threads(threads);
+  const int64_t smem = tiles.total + 2048;
+  const int most = int(std::max<int64_t>(1, std::min<int64_t>(233472 / smem, 2048 / launch)));
+  for (int blocks = std::min(most, 4); blocks >= 1; --blocks) {
+    const int64_t at_launch = std::min<int64_t>(round8(65536 / (int64_t(launch) * blocks)), 248);
     const int64_t left = at_launch * launch -
                          int64_t(WarpSpecialization::kProducerThreads) *
                              WarpSpecialization::kProducerRegisters;
+    ws.blocks = blocks;
     ws.consumer_registers = std::min(round8(left / threads), 240);
+    if (ws.consumer_registers >= need) break;
   }
   return ws;
 }

@@ -16,7 +16,10 @@
 //     consumers read it S iterations ago; parity ^ 1 passes at once the
 //     first time), expect_tx on its landed barrier, the TMA instructions;
 //     then the producer's threads leave the kernel;
-//   the consumers: setmaxnreg.inc to the registers the producer gave up,
+//   the consumers: setmaxnreg.inc to the registers the producer gave up
+//     (the block's share of the register file at `blocks` blocks per
+//     multiprocessor, the most that shared memory allows while the
+//     consumers keep room for their register fragments and 64 more),
 //     then the kernel's body, whose pipelined loop has no prologue and no
 //     barrier at its top: each copy's stage is waited for (landed) before
 //     the first statement that reads it and handed back (free) after the
@@ -56,7 +59,10 @@ struct WarpSpecialization {
   static constexpr int kProducerRegisters = 24;
   /// The warp-specialised loop; null when none.
   const ir::ForStmt* loop = nullptr;
-  /// The consumers' registers per thread after setmaxnreg; 0: no setmaxnreg.
+  /// The blocks a multiprocessor holds at once, __launch_bounds__'s second
+  /// argument.
+  int blocks = 1;
+  /// The consumers' registers per thread after setmaxnreg.
   int consumer_registers = 0;
   /// Why the kernel's TMA loop is not warp-specialised (empty when it is,
   /// or when no loop has TMA copies).
@@ -70,6 +76,7 @@ struct WarpSpecialization {
 WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
                                             const std::vector<std::string>& symbols, int threads,
                                             const PipelinePlan& pipelines, const TmaPlan& tma,
-                                            const SmemPlan& tiles, bool enabled);
+                                            const SmemPlan& tiles, const FragmentChoice& choice,
+                                            bool enabled);
 
 }  // namespace tilejit::cuda

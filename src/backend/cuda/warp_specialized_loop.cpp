@@ -54,10 +54,8 @@ void CudaTileCodegen::emit_producer() {
   line("__syncthreads();");
   line("if (tilejit_tid >= " + str(threads_) + ") {");
   indent();
-  if (ws_.consumer_registers > 0) {
-    line("tilejit::cuda::set_registers<false, " + str(WarpSpecialization::kProducerRegisters) +
-         ">();");
-  }
+  line("tilejit::cuda::set_registers<false, " + str(WarpSpecialization::kProducerRegisters) +
+       ">();");
   line("if (tilejit_tid == " + str(threads_) + ") {");
   indent();
   // The loop's variable is the consumers' name again past the producer.
@@ -95,9 +93,7 @@ void CudaTileCodegen::emit_producer() {
   line("return;");
   dedent();
   line("}");
-  if (ws_.consumer_registers > 0) {
-    line("tilejit::cuda::set_registers<true, " + str(ws_.consumer_registers) + ">();");
-  }
+  line("tilejit::cuda::set_registers<true, " + str(ws_.consumer_registers) + ">();");
 }
 
 void CudaTileCodegen::emit_consumer_loop(const ir::ForStmt& op,
