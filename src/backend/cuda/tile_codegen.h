@@ -256,8 +256,8 @@ class CudaTileCodegen final : public backend::TileCodegen {
   SmemPlan tiles_;
   // Each tile's tiles sharing bytes with it (Note [Shared-memory liveness]).
   std::map<uint64_t, std::set<uint64_t>> aliases_;
-  // Note [Warp specialisation]: each TMA copy's stage-free barriers.
-  std::map<const ir::CopyOp*, std::string> free_bars_;
+  // Note [Warp specialisation]: each StageGroup's landed and free barriers.
+  std::vector<std::pair<std::string, std::string>> ws_bars_;
   // Each prefetched buffer's stage 0 and its bytes per stage.
   std::map<uint64_t, std::pair<std::string, int64_t>> staged_;
   // cp.async copies issued since the last barrier that must land by the next.

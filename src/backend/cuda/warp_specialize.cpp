@@ -108,6 +108,30 @@ WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
     }
   }
   ws.loop = loop;
+  // The groups, by the statement that first reads them.
+  const std::vector<const ir::CopyOp*>& copies = pipelines.loops.begin()->second;
+  std::set<const ir::StmtNode*> prefetched(copies.begin(), copies.end());
+  for (const ir::Stmt& s : flatten(loop->body)) {
+    if (!prefetched.count(s.get())) ws.body.push_back(s);
+  }
+  std::map<size_t, size_t> group_at;  // first read -> index in ws.groups
+  for (const ir::CopyOp* c : copies) {
+    const uint64_t id = c->dst.buffer.id();
+    size_t first = ws.body.size(), last = ws.body.size();
+    for (size_t i = 0; i < ws.body.size(); ++i) {
+      backend::Accessed a;
+      a.visit(ws.body[i]);
+      if (!a.reads.count(id) && !a.ids.count(id)) continue;
+      if (first == ws.body.size()) first = i;
+      last = i;
+    }
+    auto [it, added] = group_at.emplace(first, ws.groups.size());
+    if (added) ws.groups.push_back({{}, first, last, 0});
+    StageGroup& g = ws.groups[it->second];
+    g.copies.push_back(c);
+    g.last = std::max(g.last, last);
+    g.bytes += tma.copies.at(c).bytes;
+  }
   // The consumers' registers: their fragments' words and 64 more.
   struct Dtypes : ir::IRVisitor {
     std::map<uint64_t, int64_t> bytes;

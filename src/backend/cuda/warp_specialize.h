@@ -8,7 +8,8 @@
 // that the kernel's own threads (the consumers) never stop at a barrier for
 // a load. As TileLang and FlashAttention-3 do:
 //
-//   before the body: thread 0 initialises, per TMA copy and stage, a
+//   before the body: thread 0 initialises, per group of TMA copies
+//     (StageGroup: those the body first reads at one statement) and stage, a
 //     "landed" mbarrier (1 arrival plus the tile's bytes) and a "free" one
 //     (an arrival from each consumer); a block barrier;
 //   the producer: setmaxnreg.dec to kProducerRegisters; one thread runs the
@@ -46,6 +47,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "backend/cuda/pipeline.h"
 #include "backend/cuda/smem_plan.h"
@@ -53,6 +55,18 @@
 #include "tilejit/ir/stmt.h"
 
 namespace tilejit::cuda {
+
+/// Copies that the consumers first read at one statement of the loop's body
+/// share a pair of barriers per stage: they wait once for all of them, and
+/// hand them back after the last statement that reads any.
+struct StageGroup {
+  std::vector<const ir::CopyOp*> copies;  ///< in program order
+  /// The statements of the body (its copies left out) before which the
+  /// group is waited for and after which it is handed back; body.size()
+  /// for a group no statement reads (both at the end).
+  size_t first = 0, last = 0;
+  int64_t bytes = 0;  ///< what the landed barrier waits for
+};
 
 struct WarpSpecialization {
   static constexpr int kProducerThreads = 128;
@@ -64,6 +78,9 @@ struct WarpSpecialization {
   int blocks = 1;
   /// The consumers' registers per thread after setmaxnreg.
   int consumer_registers = 0;
+  /// The loop's body without its prefetched copies, and their groups.
+  std::vector<ir::Stmt> body;
+  std::vector<StageGroup> groups;
   /// Why the kernel's TMA loop is not warp-specialised (empty when it is,
   /// or when no loop has TMA copies).
   std::string refused;

@@ -32,20 +32,21 @@ void CudaTileCodegen::emit_producer() {
   line("// Note [Warp specialisation]: threads [" + str(threads_) + ", " + str(threads_ + producer) +
        ") load the tiles of the T.Pipelined loop at line " + str(op.span.line) +
        ", threads [0, " + str(threads_) + ") run the kernel");
-  for (const ir::CopyOp* copy : copies) {
-    const std::string name = copy->dst.buffer.name();
-    tma_bars_[copy] = fresh(name + "_landed");
-    free_bars_[copy] = fresh(name + "_free");
-    line("__shared__ uint64_t " + tma_bars_.at(copy) + "[" + str(stages) + "];");
-    line("__shared__ uint64_t " + free_bars_.at(copy) + "[" + str(stages) + "];");
+  ws_bars_.clear();
+  for (const StageGroup& g : ws_.groups) {
+    std::string names;
+    for (const ir::CopyOp* c : g.copies) names += (names.empty() ? "" : ", ") + c->dst.buffer.name();
+    const std::string name = g.copies.front()->dst.buffer.name();
+    ws_bars_.push_back({fresh(name + "_landed"), fresh(name + "_free")});
+    line("__shared__ uint64_t " + ws_bars_.back().first + "[" + str(stages) + "];  // " + names);
+    line("__shared__ uint64_t " + ws_bars_.back().second + "[" + str(stages) + "];");
   }
   line("if (tilejit_tid == 0) {");
   indent();
-  for (const ir::CopyOp* copy : copies) {
+  for (const auto& [landed, free] : ws_bars_) {
     for (int s = 0; s < stages; ++s) {
-      line("tilejit::cuda::mbar_init(&" + tma_bars_.at(copy) + "[" + str(s) + "], 1);");
-      line("tilejit::cuda::mbar_init(&" + free_bars_.at(copy) + "[" + str(s) + "], " +
-           str(threads_) + ");");
+      line("tilejit::cuda::mbar_init(&" + landed + "[" + str(s) + "], 1);");
+      line("tilejit::cuda::mbar_init(&" + free + "[" + str(s) + "], " + str(threads_) + ");");
     }
   }
   line("tilejit::cuda::mbar_init_fence();");
@@ -69,21 +70,22 @@ void CudaTileCodegen::emit_producer() {
   const std::string rel = "(" + k + " - " + lo + ")";
   const std::string stage = rel + " % " + str(stages);
   const std::string parity = "(unsigned(" + rel + " / " + str(stages) + ") & 1u)";
-  for (const ir::CopyOp* copy : copies) {
-    const TmaCopy& how = tma_.copies.at(copy);
-    const ir::Buffer& dst = copy->dst.buffer;
-    // The stage's tile, as emit_alloc will place it.
-    const int64_t bytes = tile_elements(dst, choice_) * dst.dtype().bytes();
-    const int64_t stride = stage_bytes(bytes, true) / dst.dtype().bytes();
-    const char* st = storage_type(dst.dtype(), copy->span, "T.copy");
-    const std::string tile = "(reinterpret_cast<" + std::string(st) + "*>(tilejit_smem + " +
-                             str(tiles_.offsets.at(dst.id())) + ") + " + stage + " * " +
-                             str(stride) + ")";
-    const std::string landed = "&" + tma_bars_.at(copy) + "[" + stage + "]";
-    line("tilejit::cuda::mbar_wait(&" + free_bars_.at(copy) + "[" + stage + "], " + parity +
+  for (size_t gi = 0; gi < ws_.groups.size(); ++gi) {
+    const std::string landed = "&" + ws_bars_[gi].first + "[" + stage + "]";
+    line("tilejit::cuda::mbar_wait(&" + ws_bars_[gi].second + "[" + stage + "], " + parity +
          " ^ 1u);");
-    line("tilejit::cuda::mbar_expect_tx(" + landed + ", " + str(how.bytes) + ");");
-    emit_tma_copy(issued(copy), how, tile, landed);
+    line("tilejit::cuda::mbar_expect_tx(" + landed + ", " + str(ws_.groups[gi].bytes) + ");");
+    for (const ir::CopyOp* copy : ws_.groups[gi].copies) {
+      const ir::Buffer& dst = copy->dst.buffer;
+      // The stage's tile, where emit_alloc will place it.
+      const int64_t bytes = tile_elements(dst, choice_) * dst.dtype().bytes();
+      const int64_t stride = stage_bytes(bytes, true) / dst.dtype().bytes();
+      const char* st = storage_type(dst.dtype(), copy->span, "T.copy");
+      const std::string tile = "(reinterpret_cast<" + std::string(st) + "*>(tilejit_smem + " +
+                               str(tiles_.offsets.at(dst.id())) + ") + " + stage + " * " +
+                               str(stride) + ")";
+      emit_tma_copy(issued(copy), tma_.copies.at(copy), tile, landed);
+    }
   }
   bind_var(op.var, consumer_k);
   dedent();
@@ -102,11 +104,7 @@ void CudaTileCodegen::emit_consumer_loop(const ir::ForStmt& op,
   const std::string k = var_name(op.var);
   const std::string lo = expr(op.min);
   const std::string end = loop_end(k, op, lo);
-  std::set<const ir::StmtNode*> prefetched(copies.begin(), copies.end());
-  std::vector<ir::Stmt> body;
-  for (const ir::Stmt& s : flatten(op.body)) {
-    if (!prefetched.count(s.get())) body.push_back(s);
-  }
+  const std::vector<ir::Stmt>& body = ws_.body;
   // The body's hazards with what comes before it and across its back edge,
   // as for any loop (emit_body), but for the stages, which the barriers
   // order.
@@ -123,19 +121,6 @@ void CudaTileCodegen::emit_consumer_loop(const ir::ForStmt& op,
   const std::set<uint64_t> r = visible(reads), w = visible(writes);
   const std::set<uint64_t> pre_r = read_since_, pre_w = written_since_;
   if (pending_meets(r, w)) sync();
-  // Each copy's stage is waited for before the first statement that reads
-  // it and handed back after the last (both at the end where none does).
-  std::map<const ir::CopyOp*, size_t> first, last;
-  for (size_t i = 0; i < body.size(); ++i) {
-    Accessed a;
-    a.visit(body[i]);
-    for (const ir::CopyOp* copy : copies) {
-      const uint64_t id = copy->dst.buffer.id();
-      if (!a.reads.count(id) && !a.ids.count(id)) continue;
-      first.emplace(copy, i);
-      last[copy] = i;
-    }
-  }
   line("// T.Pipelined(num_stages=" + str(stages) + "): warp-specialised, " +
        str(int64_t(copies.size())) + " tile loads through " + str(stages) + " stages");
   line("for (int64_t " + k + " = " + lo + "; " + k + " < " + end + "; ++" + k + ") {");
@@ -154,26 +139,23 @@ void CudaTileCodegen::emit_consumer_loop(const ir::ForStmt& op,
     a.name = a.data = name;
     set_access(dst, a);
   }
-  auto wait = [&](const ir::CopyOp* copy) {
-    line("tilejit::cuda::mbar_wait(&" + tma_bars_.at(copy) + "[" + stage + "], unsigned(" + rel +
+  // Each group is waited for before the first statement that reads it and
+  // handed back after the last (both at the end where none does).
+  auto wait = [&](size_t g) {
+    line("tilejit::cuda::mbar_wait(&" + ws_bars_[g].first + "[" + stage + "], unsigned(" + rel +
          " / " + str(stages) + ") & 1u);");
   };
-  auto release = [&](const ir::CopyOp* copy) {
-    line("tilejit::cuda::mbar_arrive(&" + free_bars_.at(copy) + "[" + stage + "]);");
+  auto release = [&](size_t g) {
+    line("tilejit::cuda::mbar_arrive(&" + ws_bars_[g].second + "[" + stage + "]);");
   };
-  for (size_t i = 0; i < body.size(); ++i) {
-    for (const ir::CopyOp* copy : copies) {
-      if (first.count(copy) && first.at(copy) == i) wait(copy);
+  for (size_t i = 0; i <= body.size(); ++i) {
+    for (size_t g = 0; g < ws_.groups.size(); ++g) {
+      if (ws_.groups[g].first == i) wait(g);
     }
-    emit_stmt(body[i]);
-    for (const ir::CopyOp* copy : copies) {
-      if (last.count(copy) && last.at(copy) == i) release(copy);
+    if (i < body.size()) emit_stmt(body[i]);
+    for (size_t g = 0; g < ws_.groups.size(); ++g) {
+      if (ws_.groups[g].last == i) release(g);
     }
-  }
-  for (const ir::CopyOp* copy : copies) {
-    if (first.count(copy)) continue;
-    wait(copy);
-    release(copy);
   }
   if (pending_meets(r, w)) sync();
   for (const ir::CopyOp* copy : copies) set_access(copy->dst.buffer, saved.at(copy->dst.buffer.id()));
