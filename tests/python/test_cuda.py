@@ -22,6 +22,7 @@ a CUDA device, and tilejit was built with its CUDA backend and finds a driver
 - calls from two Python threads on two streams (the GIL is released then).
 """
 
+import gc
 import threading
 
 import pytest
@@ -418,6 +419,8 @@ def test_workspace_init_zero_once():
 def test_cpu_and_mixed_device_errors():
     k = add_one()
     x = torch.randn(4, device="cuda")
+    # Earlier tests' garbage is freed now, not by a collection in the middle.
+    gc.collect()
     torch.cuda.synchronize()
     base = torch.cuda.memory_allocated()
     in_use = pool()["bytes_in_use"]
@@ -441,6 +444,7 @@ def test_cpu_and_mixed_device_errors():
                                   "strides [2] in elements ([8] in bytes) for shape [4]"):
         k(torch.zeros(8, device="cuda")[::2], 0)
     # A failed call leaves nothing behind, and the next one works.
+    gc.collect()
     assert torch.cuda.memory_allocated() == base
     assert pool()["bytes_in_use"] == in_use
     torch.testing.assert_close(k(x, 0), x + 1)
