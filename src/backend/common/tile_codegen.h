@@ -90,7 +90,10 @@ class TileCodegen {
   // block's error, Note [Exceptions from a body]) and prints and traps on
   // CUDA. Tensors need no check (transform::predicate guards them), and
   // register fragments are indexed by their own loops. Indices that
-  // transform::check_index_bounds can decide are rejected before this.
+  // transform::check_index_bounds can decide are rejected before this. On
+  // CUDA every mbarrier wait (Notes [TMA copies], [Warp specialisation])
+  // gives up after a timeout too, printing the kernel, the block, the
+  // thread and the barrier's name, and traps: a hang becomes an error.
   /// Whether tile_element checks its indices (Note [Debug bounds]).
   bool debug_bounds = false;
 

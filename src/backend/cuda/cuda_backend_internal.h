@@ -33,6 +33,9 @@ inline constexpr int kAbiVersion = 1;
 inline constexpr const char* kEntryName = "tilejit_kernel";
 /// The device header every generated unit includes first (device/cuda/).
 inline constexpr const char* kPreludeName = "tilejit/cuda/prelude.h";
+/// The line of a unit generated with the debug checks (Note [Debug
+/// bounds]), which the compile reads.
+inline constexpr const char* kDebugChecksMarker = "#define TILEJIT_DEBUG_CHECKS 1";
 /// The most slots (N + M) one kernel's argument struct may have: 4 KiB, the
 /// kernel-parameter limit every driver and architecture accepts.
 inline constexpr int kMaxArgSlots = 512;

@@ -11,6 +11,7 @@
 #include "backend/cuda/tile_codegen.h"
 #include "backend/cuda/tile_memory.h"
 #include "backend/cuda/warpgroup_gemms.h"
+#include "core/string_literal.h"
 #include "tilejit/core/error.h"
 #include "tilejit/ir/buffer.h"
 
@@ -149,6 +150,17 @@ void CudaTileCodegen::emit_prefetch(const ir::ForStmt& op,
   line("}");
 }
 
+void CudaTileCodegen::emit_mbar_wait(const std::string& bars, const std::string& stage,
+                                     const std::string& parity) {
+  const std::string bar = "&" + bars + "[" + stage + "], " + parity;
+  if (!debug_bounds) {
+    line("tilejit::cuda::mbar_wait(" + bar + ");");
+    return;
+  }
+  line("tilejit::cuda::mbar_wait_checked(" + bar + ", " + c_string_literal(func().name) + ", " +
+       c_string_literal(bars) + ");");
+}
+
 void CudaTileCodegen::emit_tma_copy(const ir::CopyOp& copy, const TmaCopy& how,
                                     const std::string& tile, const std::string& bar) {
   line("// T.copy(" + ir::to_string(copy.src) + ", " + ir::to_string(copy.dst) + "): tma, " +
@@ -247,8 +259,8 @@ void CudaTileCodegen::emit_pipelined(const ir::ForStmt& op,
   // runs), and at the end for a tile the body does not read.
   std::map<const ir::CopyOp*, std::string> unwaited = tma_bars_;
   auto wait = [&](const ir::CopyOp* copy) {
-    line("tilejit::cuda::mbar_wait(&" + unwaited.at(copy) + "[" + rel + " % " + str(stages) +
-         "], unsigned(" + rel + " / " + str(stages) + ") & 1u);");
+    emit_mbar_wait(unwaited.at(copy), rel + " % " + str(stages),
+                   "unsigned(" + rel + " / " + str(stages) + ") & 1u");
     unwaited.erase(copy);
   };
   for (const ir::Stmt& s : flatten(op.body)) {

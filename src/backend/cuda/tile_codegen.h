@@ -217,6 +217,10 @@ class CudaTileCodegen final : public backend::TileCodegen {
   /// What `body` reads and writes as a block, the row reductions' scratch
   /// (id 0) among its writes where it uses it.
   backend::Accessed body_accesses(const ir::Stmt& body) const;
+  /// A wait on barrier `bars[stage]` (C++) for the phase of `parity` (C++);
+  /// with debug_bounds, one that traps naming the barrier past a timeout.
+  void emit_mbar_wait(const std::string& bars, const std::string& stage,
+                      const std::string& parity);
   /// The TMA instructions of `copy` (the copy the prefetch issues) into the
   /// tile at `tile` (C++), counted on `bar` (C++).
   void emit_tma_copy(const ir::CopyOp& copy, const TmaCopy& how, const std::string& tile,

@@ -72,8 +72,7 @@ void CudaTileCodegen::emit_producer() {
   const std::string parity = "(unsigned(" + rel + " / " + str(stages) + ") & 1u)";
   for (size_t gi = 0; gi < ws_.groups.size(); ++gi) {
     const std::string landed = "&" + ws_bars_[gi].first + "[" + stage + "]";
-    line("tilejit::cuda::mbar_wait(&" + ws_bars_[gi].second + "[" + stage + "], " + parity +
-         " ^ 1u);");
+    emit_mbar_wait(ws_bars_[gi].second, stage, parity + " ^ 1u");
     line("tilejit::cuda::mbar_expect_tx(" + landed + ", " + str(ws_.groups[gi].bytes) + ");");
     for (const ir::CopyOp* copy : ws_.groups[gi].copies) {
       const ir::Buffer& dst = copy->dst.buffer;
@@ -142,8 +141,7 @@ void CudaTileCodegen::emit_consumer_loop(const ir::ForStmt& op,
   // Each group is waited for before the first statement that reads it and
   // handed back after the last (both at the end where none does).
   auto wait = [&](size_t g) {
-    line("tilejit::cuda::mbar_wait(&" + ws_bars_[g].first + "[" + stage + "], unsigned(" + rel +
-         " / " + str(stages) + ") & 1u);");
+    emit_mbar_wait(ws_bars_[g].first, stage, "unsigned(" + rel + " / " + str(stages) + ") & 1u");
   };
   auto release = [&](size_t g) {
     line("tilejit::cuda::mbar_arrive(&" + ws_bars_[g].second + "[" + stage + "]);");

@@ -14,10 +14,12 @@
 #include <vector>
 
 #include "cuda/cuda_test_util.h"
+#include "tile/flash_attention.h"
 #include "tilejit/ir/tile_builder.h"
 #include "tilejit/jit/kernel.h"
 #include "tilejit/runtime/allocator.h"
 #include "tilejit/transform/verify.h"
+#include "tilejit/transform/workspace_plan.h"
 
 namespace tilejit::cuda::testing {
 namespace {
@@ -139,6 +141,77 @@ TEST(CudaTileDebugBounds, AnIndexOutsideItsDimensionTrapsOnTheGpu) {
 TEST(CudaTileDebugBounds, NoCheckUnlessAskedFor) {
   const std::string src = source_of(shift(), false);
   EXPECT_EQ(src.find("checked_index"), std::string::npos) << src;
+}
+
+// Every mbarrier wait of a debug unit gives up after a timeout, naming the
+// barrier: the consumers' waits for a stage to land and the producer's for
+// it to be free (Note [Warp specialisation]).
+TEST(CudaTileDebugBounds, EveryMbarrierWaitIsBounded) {
+  TILEJIT_SKIP_WITHOUT_NVRTC();
+  namespace ex = ::examples::tile;
+  ex::FlashAttentionConfig cfg;
+  cfg.dtype = DataType::float16();
+  cfg.dim = 128;
+  cfg.stages = 2;
+  cfg.block_m = cfg.block_n = 128;
+  cfg.threads = 256;
+  const ir::PrimFunc f = transform::plan_workspaces(transform::verify(ex::flash_attention(cfg)));
+  const std::vector<std::string> symbols = symbols_of(f);
+  runtime::SourceRequest request{&f, symbols};
+  request.debug_bounds = true;
+  const std::string src = cuda_backend().generate(request).source;
+  EXPECT_EQ(src.find("tilejit::cuda::mbar_wait("), std::string::npos) << src;
+  for (const char* bar : {"K_shared_landed", "K_shared_free", "V_shared_landed", "V_shared_free"}) {
+    const std::string call = "tilejit::cuda::mbar_wait_checked(&" + std::string(bar) + "[";
+    const std::string named = ", \"flash_attention\", \"" + std::string(bar) + "\");";
+    EXPECT_NE(src.find(call), std::string::npos) << bar << "\n" << src;
+    EXPECT_NE(src.find(named), std::string::npos) << bar << "\n" << src;
+  }
+  EXPECT_FALSE(cuda_backend().compile(src, f.name, {}, Device::cuda(0)).empty());
+  request.debug_bounds = false;
+  EXPECT_EQ(cuda_backend().generate(request).source.find("mbar_wait_checked"), std::string::npos);
+}
+
+// A wait that never ends prints the barrier and the phase, and traps.
+TEST(CudaTileDebugBounds, AHungMbarrierWaitTraps) {
+  TILEJIT_SKIP_WITHOUT_NVRTC();
+  const ir::PrimFunc f = ir::prim_func("hang")
+                             .scalar("parity", DataType::int32())
+                             .threads(32)
+                             .body("cuda",
+                                   "__shared__ uint64_t bar;\n"
+                                   "if (threadIdx.x == 0) tilejit::cuda::mbar_init(&bar, 1);\n"
+                                   "__syncthreads();\n"
+                                   "tilejit::cuda::mbar_wait_checked(&bar, unsigned(parity), "
+                                   "\"hang\", \"never_landed\");\n")
+                             .build();
+  runtime::CompileOptions options;
+  options.extra_flags = {"--pre-include=tilejit/cuda/tma.h",
+                         "-DTILEJIT_MBAR_TIMEOUT_NS=100000000ull"};
+  EXPECT_FALSE(compile(f, {}, options).empty());
+  TILEJIT_SKIP_WITHOUT_GPU();
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto m = build(f, {}, options);
+  int32_t parity = 1;  // the phase before the first: complete at once
+  launch(*m, {.args = {&parity}});
+  DeviceBuffer sync(4);
+  (void)sync.download<int32_t>(1);
+  auto trap = [&] {
+    ::dup2(2, 1);
+    try {
+      int32_t p = 0;  // the first phase, which nothing completes
+      launch(*m, {.args = {&p}});
+      (void)sync.download<int32_t>(1);
+      std::fprintf(stderr, "no error\n");
+    } catch (const Error& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+    }
+    std::fflush(nullptr);
+    std::_Exit(0);
+  };
+  EXPECT_EXIT(trap(), ::testing::ExitedWithCode(0),
+              "hang: block \\(0, 0, 0\\), thread [0-9]+: mbarrier never_landed did not complete "
+              "its phase of parity 0 in 100 ms \\(a hang\\)\n");
 }
 
 }  // namespace

@@ -11,6 +11,9 @@
 //                                   first, elements) into shared `dst`,
 //                                   counted on `bar`; zeros outside the tensor
 //   mbar_wait(bar, parity)          until the phase of that parity completes
+//   mbar_wait_checked(bar, parity, kernel, name)   the same, trapping with
+//                                   the barrier's name past a timeout
+//                                   (debug_bounds)
 //   mbar_arrive(bar)                this thread's arrival (release: its reads
 //                                   of the stage come before the refill)
 //   set_registers<INC, N>()         setmaxnreg for the warpgroup (Note [Warp
@@ -18,6 +21,7 @@
 #pragma once
 
 #include "tilejit/cuda/prelude.h"
+#include "tilejit/cuda/print.h"
 
 namespace tilejit::cuda {
 
@@ -65,17 +69,65 @@ __device__ __forceinline__ void set_registers() {
   }
 }
 
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
-  const unsigned b = tma_detail::smem(bar);
+__device__ __forceinline__ bool mbar_try_wait(uint64_t* bar, unsigned parity) {
   unsigned done = 0;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        " selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(b), "r"(parity)
-        : "memory");
-  } while (!done);
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      " selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(tma_detail::smem(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
+  while (!mbar_try_wait(bar, parity)) {
+  }
+}
+
+// A wait that gives up (Note [Debug bounds]: a unit generated with
+// debug_bounds): past TILEJIT_MBAR_TIMEOUT_NS of the GPU's clock, the
+// thread prints the kernel, its block and thread, the barrier and the
+// phase it waited for, and traps, which fails the launch instead of hanging
+// the process.
+#ifndef TILEJIT_MBAR_TIMEOUT_NS
+#define TILEJIT_MBAR_TIMEOUT_NS 10000000000ull
+#endif
+
+namespace tma_detail {
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __noinline__ inline void mbar_hang(const char* kernel, const char* bar, unsigned parity) {
+  print_detail::Args args;
+  args.add_s(kernel);
+  args.add_i(blockIdx.x);
+  args.add_i(blockIdx.y);
+  args.add_i(blockIdx.z);
+  args.add_i(threadIdx.x);
+  args.add_s(bar);
+  args.add_i(parity);
+  args.add_i(static_cast<long long>(TILEJIT_MBAR_TIMEOUT_NS / 1000000ull));
+  vprintf("%s: block (%lld, %lld, %lld), thread %lld: mbarrier %s did not complete its phase "
+          "of parity %lld in %lld ms (a hang)\n",
+          args.bytes);
+  __trap();
+}
+
+}  // namespace tma_detail
+
+__device__ __forceinline__ void mbar_wait_checked(uint64_t* bar, unsigned parity,
+                                                  const char* kernel, const char* name) {
+  const unsigned long long start = tma_detail::global_ns();
+  while (!mbar_try_wait(bar, parity)) {
+    if (tma_detail::global_ns() - start > TILEJIT_MBAR_TIMEOUT_NS) {
+      tma_detail::mbar_hang(kernel, name, parity);
+    }
+  }
 }
 
 __device__ __forceinline__ void tma_load(void* dst, const TensorMap* map, uint64_t* bar, int c0,
