@@ -352,13 +352,14 @@ void bind_ir_builder(nb::module_& m) {
            [](TileBuilder& b, nb::handle v, nb::handle span) { b.evaluate(to_expr(v, "evaluate"), to_span(span)); },
            nb::arg("value"), nb::arg("span").none() = nb::none())
       .def("copy",
-           [](TileBuilder& b, nb::handle src, nb::handle dst, nb::handle span) {
+           [](TileBuilder& b, nb::handle src, nb::handle dst, nb::handle span, bool disable_tma) {
              // Operands convert in order, so an error names the first bad one.
              Region s = to_region(src, "T.copy");
              Region d = to_region(dst, "T.copy");
-             b.copy(std::move(s), std::move(d), to_span(span));
+             b.copy(std::move(s), std::move(d), to_span(span), disable_tma);
            },
-           nb::arg("src"), nb::arg("dst"), nb::arg("span").none() = nb::none())
+           nb::arg("src"), nb::arg("dst"), nb::arg("span").none() = nb::none(),
+           nb::arg("disable_tma") = false)
       .def("gemm",
            [](TileBuilder& b, nb::handle a, nb::handle bb, nb::handle c, bool ta, bool tb,
               bool clear, int policy, nb::handle span) {

@@ -347,6 +347,7 @@ class Printer : public ExprFunctor<void>, public StmtFunctor<void> {
     region(op->src);
     out_ += ", ";
     region(op->dst);
+    if (op->disable_tma) flag("disable_tma", true);
     out_ += ")\n";
   }
   void visit_gemm(const GemmOp* op, const Stmt&) override {

@@ -4,12 +4,12 @@
 
 namespace tilejit::ir {
 
-void TileBuilder::copy(Region src, Region dst, Span span) {
+void TileBuilder::copy(Region src, Region dst, Span span, bool disable_tma) {
   State& s = *state_;
   s.check_in_kernel(span, "T.copy");
   s.check_region(src, span, "T.copy", "source");
   s.check_region(dst, span, "T.copy", "destination");
-  s.add(make_stmt<CopyOp>(std::move(src), std::move(dst), std::move(span)));
+  s.add(make_stmt<CopyOp>(std::move(src), std::move(dst), std::move(span), disable_tma));
 }
 
 void TileBuilder::gemm(Region a, Region b, Region c, bool trans_a, bool trans_b, bool clear_accum,

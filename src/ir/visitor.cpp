@@ -218,7 +218,7 @@ Stmt IRMutator::visit_evaluate(const EvaluateStmt* op, const Stmt& s) {
 Stmt IRMutator::visit_copy(const CopyOp* op, const Stmt& s) {
   Region src = mutate_region(op->src), dst = mutate_region(op->dst);
   if (same(src, op->src) && same(dst, op->dst)) return s;
-  return make_stmt<CopyOp>(std::move(src), std::move(dst), op->span);
+  return make_stmt<CopyOp>(std::move(src), std::move(dst), op->span, op->disable_tma);
 }
 Stmt IRMutator::visit_gemm(const GemmOp* op, const Stmt& s) {
   Region a = mutate_region(op->a), b = mutate_region(op->b), c = mutate_region(op->c);

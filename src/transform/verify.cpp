@@ -307,7 +307,7 @@ class Verifier : public ir::IRMutator {
                                  << " differ in shape (" << extents_text(src.extents()) << " vs "
                                  << extents_text(dst.extents()) << ")";
     }
-    return ir::make_stmt<ir::CopyOp>(std::move(src), std::move(dst), op->span);
+    return ir::make_stmt<ir::CopyOp>(std::move(src), std::move(dst), op->span, op->disable_tma);
   }
 
   Stmt visit_gemm(const ir::GemmOp* op, const Stmt&) override {

@@ -247,3 +247,56 @@ def test_a_unit_of_two_kernels_keeps_the_tiles_aligned(target):
     if target == "cuda" and "tma_load" in kernel.get_kernel_source():
         src = kernel.get_kernel_source()
         assert src.count("extern __shared__ __align__(1024) unsigned char tilejit_smem[];") == 2
+
+
+def gemm_a_without_tma(m, n, k, block=64, block_k=32):
+    """T.copy(..., disable_tma=True) on A's load: it stays on cp.async."""
+
+    @T.prim_func
+    def a_without_tma(A: T.Tensor((m, k), "float16"), B: T.Tensor((k, n), "float16"),
+                      C: T.Tensor((m, n), "float32")):
+        with T.Kernel(T.ceildiv(n, block), T.ceildiv(m, block), threads=128) as (bx, by):
+            A_s = T.alloc_shared((block, block_k), "float16")
+            B_s = T.alloc_shared((block_k, block), "float16")
+            C_f = T.alloc_fragment((block, block), "float32")
+            T.clear(C_f)
+            for ko in T.Pipelined(T.ceildiv(k, block_k), num_stages=2):
+                T.copy(A[by * block, ko * block_k], A_s, disable_tma=True)
+                T.copy(B[ko * block_k, bx * block], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C[by * block, bx * block])
+    return a_without_tma
+
+
+@on_targets
+def test_disable_tma_at_a_copy_keeps_that_copy_on_cp_async(target):
+    m, n, k = 128, 192, 96
+    a, b, ref = operands(m, n, k, seed=11)
+    kernel = tilejit.compile(gemm_a_without_tma(m, n, k), out_idx=[2], target=target)
+    c = as_numpy(kernel(to_target(target, a), to_target(target, b)))
+    np.testing.assert_allclose(c, ref, rtol=2e-2, atol=2e-2)
+    script = gemm_a_without_tma(m, n, k).script()
+    assert script.count("disable_tma=true") == 1, script
+    if target != "cuda":
+        return
+    hopper = tilejit.compile(gemm_a_without_tma(m, n, k), out_idx=[2], target="cuda",
+                             extra_compile_flags=["--gpu-architecture=sm_90a"])
+    report = [e for e in hopper.lowering_report() if e.get("kind") == "op"]
+    a_copy, b_copy = [e for e in report if e["op"] == "T.copy"][:2]
+    assert a_copy["path"] == "cp_async", a_copy
+    assert a_copy["reason"] == "not tma: T.copy(..., disable_tma=True)", a_copy
+    assert b_copy["path"] == "tma", b_copy
+    [loop] = [e for e in report if e["op"] == "T.Pipelined"]
+    assert loop["reason"] == "not warp-specialised: a prefetch of the loop is not a TMA copy", loop
+
+
+def test_disable_tma_takes_a_bool():
+    m = n = k = 64
+    with pytest.raises(TypeError, match="T.copy: disable_tma must be a bool, got str"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((m, k), "float16"), B: T.Tensor((m, k), "float16")):
+            with T.Kernel(1, threads=128) as bx:
+                A_s = T.alloc_shared((m, k), "float16")
+                T.copy(A, A_s, disable_tma="yes")
+                T.copy(A_s, B)

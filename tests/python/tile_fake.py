@@ -201,8 +201,9 @@ class FakeBuilder:
             return f"{buf.name}@[{', '.join(m.text for m, _ in ranges)}]"
         return f"{buf.name}[{', '.join(f'{m.text}:+{e.text}' for m, e in ranges)}]"
 
-    def copy(self, src, dst, span):
-        self._emit("copy", f"copy({self._r(src)} -> {self._r(dst)})", span)
+    def copy(self, src, dst, span, disable_tma=False):
+        tma = ", disable_tma" if disable_tma else ""
+        self._emit("copy", f"copy({self._r(src)} -> {self._r(dst)}{tma})", span)
 
     def gemm(self, a, b, c, trans_a, trans_b, clear_accum, policy, span):
         self._emit("gemm", f"gemm({self._r(a)}, {self._r(b)}, {self._r(c)}, trans_a={trans_a}, "

@@ -214,8 +214,11 @@ struct SyncStmt : StmtNode {
 /// a global tensor are neither read (they read as 0) nor written.
 struct CopyOp : StmtNode {
   Region src, dst;
-  CopyOp(Region a, Region b, Span s)
-      : StmtNode(StmtKind::kCopy, std::move(s)), src(std::move(a)), dst(std::move(b)) {}
+  /// T.copy(..., disable_tma=True): never a TMA copy (Note [TMA copies]).
+  bool disable_tma = false;
+  CopyOp(Region a, Region b, Span s, bool no_tma = false)
+      : StmtNode(StmtKind::kCopy, std::move(s)), src(std::move(a)), dst(std::move(b)),
+        disable_tma(no_tma) {}
   TILEJIT_IR_STMT_CLASSOF(kCopy)
 };
 

@@ -109,7 +109,7 @@ class TileBuilder {
   void evaluate(Expr value, Span span = {});
 
   // --- tile ops (operand forms: Note [Region operands], buffer.h)
-  void copy(Region src, Region dst, Span span = {});
+  void copy(Region src, Region dst, Span span = {}, bool disable_tma = false);
   void gemm(Region a, Region b, Region c, bool trans_a = false, bool trans_b = false,
             bool clear_accum = false, int policy = 0, Span span = {});
   /// T.fill / T.clear (value 0).

@@ -155,8 +155,8 @@ class CBuilder:
     def evaluate(self, value, span):
         self._b.evaluate(value, _span(span))
 
-    def copy(self, src, dst, span):
-        self._b.copy(_region(src), _region(dst), _span(span))
+    def copy(self, src, dst, span, disable_tma=False):
+        self._b.copy(_region(src), _region(dst), _span(span), disable_tma)
 
     def gemm(self, a, b, c, trans_a, trans_b, clear_accum, policy, span):
         self._b.gemm(_region(a), _region(b), _region(c), trans_a, trans_b, clear_accum, policy,

@@ -254,8 +254,12 @@ def copy(src: Any, dst: Any, coalesced_width: Any = None, disable_tma: bool = Fa
                                     "T.Kernel(..., is_npu=True) block", span)
         state["copy_relu"](s, d)
         return
+    if not isinstance(disable_tma, (bool, int)):
+        raise error(TypeError, f"T.copy: disable_tma must be a bool, got "
+                               f"{type(disable_tma).__name__}", span)
     _per_core(tr, (s.buffer, d.buffer),
-              lambda: b.copy(_region_handle(tr, s), _region_handle(tr, d), span))
+              lambda: b.copy(_region_handle(tr, s), _region_handle(tr, d), span,
+                             bool(disable_tma)))
 
 
 class GemmWarpPolicy(enum.IntEnum):

@@ -267,7 +267,7 @@ PipelinePlan plan_pipelines(const ir::KernelStmt& kernel) {
       }
       if (changed) {
         plan.ahead[copy] = ir::make_stmt<ir::CopyOp>(ir::Region{copy->src.buffer, ranges},
-                                                     copy->dst, copy->span);
+                                                     copy->dst, copy->span, copy->disable_tma);
       }
       copies.push_back(copy);
       plan.stages[dst.id()] = loop->stages;

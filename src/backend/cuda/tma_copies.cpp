@@ -16,6 +16,7 @@ std::string plan_copy(const ir::CopyOp& op, int swizzle, const std::vector<std::
                       const std::set<uint64_t>& written, TensorMaps* maps, TmaCopy* out) {
   const ir::Buffer& src = op.src.buffer;
   const ir::Buffer& dst = op.dst.buffer;
+  if (op.disable_tma) return "not tma: T.copy(..., disable_tma=True)";
   if (src.param() < 0) return "not tma: " + src.name() + " is not a tensor parameter";
   if (written.count(src.id())) return "not tma: the kernel writes " + src.name();
   if (src.dtype() != dst.dtype()) return "not tma: a dtype conversion";

@@ -17,6 +17,7 @@
 //  - each panel of the tile starts 1024-aligned (rows * panel bytes a
 //    multiple of 1024), so that TMA's swizzle, computed from the shared
 //    address, is the tile's;
+//  - the copy does not say T.copy(..., disable_tma=True).
 // TMA fills what lies outside the tensor with zeros, which is T.copy's
 // meaning, so a tile at the tensor's edge takes the same path.
 //
