@@ -340,3 +340,43 @@ def test_alloc_reducer_column_sums(target):
     x = _rand((256, 64), seed=8)
     s = tilejit.compile(col_sums, out_idx=[1], target=target)(to_target(target, x))
     np.testing.assert_allclose(as_numpy(s), x.sum(axis=0), rtol=1e-4, atol=1e-4)
+
+
+def naive_gemv(n, k, rows=True, block=128):
+    """TileLang's naive GEMV: thread 0 fills A's tile, each thread its own row
+    of B's (rows) or its own column (not rows), element by element; the fill
+    loop needs no barrier for the rows (Note [Thread-exclusive writes])."""
+
+    @T.prim_func
+    def gemv(A: T.Tensor((k,), "float16"), B: T.Tensor((n, k), "float16"),
+             C: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, block), threads=block) as bn:
+            tn = T.get_thread_binding(0)
+            A_s = T.alloc_shared((block,), "float16")
+            B_s = T.alloc_shared((block, block), "float16")
+            acc = T.alloc_local((1,), "float32")
+            T.clear(acc)
+            for bk in T.serial(T.ceildiv(k, block)):
+                for tk in T.serial(block):
+                    A_s[tk] = A[bk * block + tk]
+                    if rows:
+                        B_s[tn, tk] = B[bn * block + tn, bk * block + tk]
+                    else:
+                        B_s[tk, tn] = B[bn * block + tn, bk * block + tk]
+                for tk in T.serial(block):
+                    b = B_s[tn, tk] if rows else B_s[tk, tn]
+                    acc[0] += A_s[tk].astype("float32") * b.astype("float32")
+            C[bn * block + tn] = acc[0]
+    return gemv
+
+
+@on_targets
+@pytest.mark.parametrize("rows", [True, False])
+def test_a_tile_filled_element_by_element(target, rows):
+    n, k = 256, 384
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(k).astype(np.float16)
+    b = rng.standard_normal((n, k)).astype(np.float16)
+    kernel = tilejit.compile(naive_gemv(n, k, rows), out_idx=[2], target=target)
+    c = as_numpy(kernel(to_target(target, a), to_target(target, b)))
+    np.testing.assert_allclose(c, b.astype(np.float32) @ a.astype(np.float32), rtol=1e-3, atol=1e-2)

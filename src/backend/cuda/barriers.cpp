@@ -28,6 +28,7 @@ std::string str(int64_t v) { return std::to_string(v); }
 void CudaTileCodegen::sync() {
   read_since_.clear();
   written_since_.clear();
+  pending_keys_.clear();
   if (synced_at_ == lines_written()) return;
   if (group_barrier_ != 0) {
     line("tilejit::cuda::group_barrier<" + str(group_barrier_) + ", " + str(group_.count) +
@@ -62,15 +63,51 @@ std::set<uint64_t> CudaTileCodegen::visible(const std::set<uint64_t>& ids) const
 }
 
 bool CudaTileCodegen::pending_meets(const std::set<uint64_t>& reads,
-                                    const std::set<uint64_t>& writes) const {
-  return meets(written_since_, reads) || meets(written_since_, writes) ||
-         meets(read_since_, writes);
+                                    const std::set<uint64_t>& writes,
+                                    const std::map<uint64_t, int64_t>& keys) const {
+  if (meets(written_since_, reads) || meets(read_since_, writes)) return true;
+  for (uint64_t id : writes) {
+    if (!written_since_.count(id)) continue;
+    // Note [Thread-exclusive writes]: the same partition meets no other
+    // thread's element.
+    auto k = keys.find(id);
+    auto p = pending_keys_.find(id);
+    if (k == keys.end() || p == pending_keys_.end() || k->second != p->second) return true;
+  }
+  return false;
 }
 
-void CudaTileCodegen::enter(const std::set<uint64_t>& reads, const std::set<uint64_t>& writes) {
+std::map<uint64_t, int64_t> CudaTileCodegen::exclusive_keys(const ir::Stmt& body) const {
+  if (group_barrier_ != 0) return {};
+  std::map<uint64_t, int64_t> keys = exclusive_.keys(body, loop_ranges_);
+  for (auto it = keys.begin(); it != keys.end();) {
+    it = aliases_.count(it->first) ? keys.erase(it) : std::next(it);  // bytes another tile shares
+  }
+  return keys;
+}
+
+void CudaTileCodegen::merge_pending(const std::set<uint64_t>& reads,
+                                    const std::set<uint64_t>& writes) {
+  read_since_.insert(reads.begin(), reads.end());
+  for (uint64_t id : writes) pending_keys_.erase(id);  // another path's writes
+  written_since_.insert(writes.begin(), writes.end());
+}
+
+void CudaTileCodegen::enter(const std::set<uint64_t>& reads, const std::set<uint64_t>& writes,
+                            const std::map<uint64_t, int64_t>& keys) {
   const std::set<uint64_t> r = visible(reads), w = visible(writes);
-  if (pending_meets(r, w)) sync();
+  if (pending_meets(r, w, keys)) sync();
   read_since_.insert(r.begin(), r.end());
+  for (uint64_t id : w) {
+    auto k = keys.find(id);
+    if (k == keys.end()) {
+      pending_keys_.erase(id);
+    } else if (!written_since_.count(id)) {
+      pending_keys_[id] = k->second;
+    } else if (auto p = pending_keys_.find(id); p != pending_keys_.end() && p->second != k->second) {
+      pending_keys_.erase(p);
+    }
+  }
   written_since_.insert(w.begin(), w.end());
 }
 
@@ -104,18 +141,23 @@ Accessed CudaTileCodegen::body_accesses(const ir::Stmt& body) const {
   return all;
 }
 
+void CudaTileCodegen::sync_before_loop(const ir::Stmt& body) {
+  const Accessed all = body_accesses(body);
+  if (pending_meets(visible(all.reads), visible(all.writes), exclusive_keys(body))) sync();
+}
+
 void CudaTileCodegen::emit_body(const ir::Stmt& body, bool back_edge) {
   const Accessed all = body_accesses(body);
   const std::set<uint64_t> r = visible(all.reads), w = visible(all.writes);
+  const std::map<uint64_t, int64_t> keys = exclusive_keys(body);
   // Past the body, what was pending before it still is where it did not
   // run (a loop of no iteration, a branch not taken): the barrier below is
   // inside the body, so it does not count there.
   const std::set<uint64_t> pre_r = read_since_, pre_w = written_since_;
-  if (pending_meets(r, w)) sync();
+  if (pending_meets(r, w, keys)) sync();
   emit_stmt(body);
-  if (back_edge && pending_meets(r, w)) sync();
-  read_since_.insert(pre_r.begin(), pre_r.end());
-  written_since_.insert(pre_w.begin(), pre_w.end());
+  if (back_edge && pending_meets(r, w, keys)) sync();
+  merge_pending(pre_r, pre_w);
 }
 
 void CudaTileCodegen::emit_if(const ir::IfStmt& op) {
@@ -139,8 +181,7 @@ void CudaTileCodegen::emit_if(const ir::IfStmt& op) {
   }
   line("}");
   // Either branch's accesses may be pending.
-  read_since_.insert(then_r.begin(), then_r.end());
-  written_since_.insert(then_w.begin(), then_w.end());
+  merge_pending(then_r, then_w);
 }
 
 void CudaTileCodegen::emit_while(const ir::WhileStmt& op) {
@@ -148,6 +189,7 @@ void CudaTileCodegen::emit_while(const ir::WhileStmt& op) {
     TileCodegen::emit_while(op);
     return;
   }
+  sync_before_loop(op.body);
   line("while (" + expr(op.cond) + ") {");
   indent();
   emit_body(op.body, /*back_edge=*/true);

@@ -236,6 +236,7 @@ void CudaTileCodegen::emit_pipelined(const ir::ForStmt& op,
   synced_at_ = lines_written();
   read_since_.clear();
   written_since_.clear();
+  pending_keys_.clear();
   pending_async_ = false;
   emit_prefetch(op, copies, k + " + " + str(stages - 1),
                 "(" + rel + " + " + str(stages - 1) + ") % " + str(stages),

@@ -45,6 +45,8 @@ CudaTileCodegen::CudaTileCodegen(const ir::PrimFunc& func, const std::vector<std
       tiles_(std::move(tiles)),
       uniformity_(uniformity),
       group_{0, threads} {
+  exclusive_.uniformity = &uniformity_;
+  exclusive_.threads = threads;
   use_line_directives();  // Note [Line directives]
   // Tiles whose byte ranges meet.
   std::vector<std::pair<uint64_t, std::pair<int64_t, int64_t>>> ranges;
@@ -438,6 +440,12 @@ void CudaTileCodegen::emit_for(const ir::ForStmt& op) {
       break;
     default: break;
   }
+  const bool known = op.min.is_const() && op.extent.is_const();
+  if (known) {
+    loop_ranges_[op.var.var_id()] = {op.min.int_value(),
+                                     op.min.int_value() + op.extent.int_value() - 1};
+  }
+  if (!own_code()) sync_before_loop(op.body);
   line("for (int64_t " + v + " = " + lo + "; " + v + " < " + end + "; ++" + v + ") {");
   indent();
   if (own_code()) {
@@ -445,6 +453,7 @@ void CudaTileCodegen::emit_for(const ir::ForStmt& op) {
   } else {
     emit_body(op.body, /*back_edge=*/true);
   }
+  if (known) loop_ranges_.erase(op.var.var_id());
   dedent();
   line("}");
 }
@@ -483,7 +492,12 @@ void CudaTileCodegen::emit_store(const ir::StoreStmt& op) {
     line(store);
     return;
   }
-  enter(a.reads, {op.buffer.id()});
+  // Note [Thread-exclusive writes].
+  std::map<uint64_t, int64_t> keys;
+  if (group_barrier_ == 0 && !aliases_.count(op.buffer.id())) {
+    if (std::optional<int64_t> k = exclusive_.key(op, loop_ranges_)) keys[op.buffer.id()] = *k;
+  }
+  enter(a.reads, {op.buffer.id()}, keys);
   // Note [Thread semantics]: every thread stores; where no thread's store
   // differs (proven by thread_uniformity), the group's first thread does.
   if (uniformity_.variant(&op)) {

@@ -69,6 +69,7 @@
 
 #include "backend/common/accesses.h"
 #include "backend/common/tile_codegen.h"
+#include "backend/cuda/exclusive_writes.h"
 #include "backend/cuda/fragments.h"
 #include "backend/cuda/pipeline.h"
 #include "backend/cuda/smem_plan.h"
@@ -144,6 +145,9 @@ class CudaTileCodegen final : public backend::TileCodegen {
   /// the consumers' registers; before the kernel's body, once the block and
   /// symbol names are bound.
   void emit_producer();
+  /// The block's one thread index (Note [Thread-exclusive writes]); unset
+  /// for a block of more than one dimension.
+  void set_thread_index(const ir::Expr& tx) { exclusive_.thread_var = tx.var_id(); }
 
  private:
   void emit_alloc(const ir::AllocStmt& op) override;
@@ -227,10 +231,22 @@ class CudaTileCodegen final : public backend::TileCodegen {
                      const std::string& bar);
   /// A statement the block runs together will read `reads` and write
   /// `writes` (buffer ids): a barrier first where that is a hazard.
-  void enter(const std::set<uint64_t>& reads, const std::set<uint64_t>& writes);
+  /// `keys`: the writes' partitions (Note [Thread-exclusive writes]).
+  void enter(const std::set<uint64_t>& reads, const std::set<uint64_t>& writes,
+             const std::map<uint64_t, int64_t>& keys = {});
   /// What is pending since the last barrier meets block-visible `reads` /
-  /// `writes` (a hazard between threads).
-  bool pending_meets(const std::set<uint64_t>& reads, const std::set<uint64_t>& writes) const;
+  /// `writes` (a hazard between threads), writes of `keys`' partitions
+  /// meeting pending ones of the same partition aside.
+  bool pending_meets(const std::set<uint64_t>& reads, const std::set<uint64_t>& writes,
+                     const std::map<uint64_t, int64_t>& keys = {}) const;
+  /// Before a loop's header: the barrier its body's first statements need
+  /// after what is pending, once rather than in every iteration.
+  void sync_before_loop(const ir::Stmt& body);
+  /// Another path's pending accesses join this one's.
+  void merge_pending(const std::set<uint64_t>& reads, const std::set<uint64_t>& writes);
+  /// Note [Thread-exclusive writes] for the stores of `body`, where the
+  /// block's threads run it together; none inside a thread range.
+  std::map<uint64_t, int64_t> exclusive_keys(const ir::Stmt& body) const;
   /// The block-visible buffers among `ids` (not in registers, not local).
   std::set<uint64_t> visible(const std::set<uint64_t>& ids) const;
   /// A tile op with an operand in registers (Note [Register accumulators]);
@@ -284,6 +300,12 @@ class CudaTileCodegen final : public backend::TileCodegen {
   int64_t scratch_offset_ = -1;  // the row reductions' scratch, once taken
   int64_t synced_at_ = -1;  // lines_written() after the last barrier
   std::set<uint64_t> read_since_, written_since_;
+  // Note [Thread-exclusive writes]: each pending write's partition, where
+  // all of the buffer's pending writes share one.
+  std::map<uint64_t, int64_t> pending_keys_;
+  ExclusiveWrites exclusive_;
+  // The constant ranges of the loops being emitted.
+  std::map<uint64_t, ir::IntRange> loop_ranges_;
   std::set<uint64_t> locals_;  // local buffers (per thread)
   std::set<int> wgmma_columns_;
 };

@@ -98,6 +98,7 @@ int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
   CudaTileCodegen cg(f, symbols, body, threads, uniformity, std::move(choice),
                      std::move(pipelines), std::move(tiles));
   cg.tma_ = std::move(tma);
+  if (kernel.thread_vars.size() == 1) cg.set_thread_index(kernel.thread_vars[0]);
   cg.ws_ = ws;
   cg.debug_bounds = debug_bounds;
   cg.inside_copies_ = copies_inside(f, kernel);

@@ -159,8 +159,7 @@ void CudaTileCodegen::emit_consumer_loop(const ir::ForStmt& op,
   for (const ir::CopyOp* copy : copies) set_access(copy->dst.buffer, saved.at(copy->dst.buffer.id()));
   dedent();
   line("}");
-  read_since_.insert(pre_r.begin(), pre_r.end());
-  written_since_.insert(pre_w.begin(), pre_w.end());
+  merge_pending(pre_r, pre_w);
 }
 
 }  // namespace tilejit::cuda

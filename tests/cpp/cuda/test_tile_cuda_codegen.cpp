@@ -718,10 +718,78 @@ TEST_F(CudaTileCodegen, ALoopOfNoIterationLeavesItsHazardsPending) {
   ASSERT_NE(after, std::string::npos) << src;
   const size_t store = src.find("// T.copy(S[0:64], B[0:64])", after);
   ASSERT_NE(store, std::string::npos) << src;
-  const std::string between = src.substr(after, store - after);
-  EXPECT_TRUE(between.find("__syncthreads();") != std::string::npos ||
-              between.find("barrier") != std::string::npos)
-      << src;
+  // A barrier outside the loop, before it (once) or after it, orders the
+  // fill before the copy whether or not the loop runs.
+  const size_t fill = src.find("// T.fill(S[0:64], 1.0)");
+  ASSERT_NE(fill, std::string::npos) << src;
+  auto barrier_in = [&](size_t from, size_t to) {
+    const std::string text = src.substr(from, to - from);
+    return text.find("__syncthreads();") != std::string::npos ||
+           text.find("barrier") != std::string::npos;
+  };
+  EXPECT_TRUE(barrier_in(fill, loop) || barrier_in(after, store)) << src;
+}
+
+// Note [Thread-exclusive writes]: TileLang's naive GEMV fills its tiles
+// element by element, thread 0 A's and each thread its own row of B; no two
+// threads write one element, so the fill loop needs no barrier, and one
+// barrier before the loop that reads the tiles orders them all. Filling
+// columns instead (thread t writes B_s[tk, t]: its own too, but not as
+// c * t + r with r in [0, c), the form the analysis proves) keeps the
+// barrier at the back edge.
+ir::PrimFunc naive_gemv(bool rows) {
+  ir::TileBuilder b(rows ? "gemv_rows" : "gemv_cols");
+  ir::Buffer A = b.tensor_param("A", {Expr(256)}, DataType::float32());
+  ir::Buffer B = b.tensor_param("B", {Expr(128), Expr(256)}, DataType::float32());
+  ir::Buffer C = b.tensor_param("C", {Expr(128)}, DataType::float32());
+  b.begin_kernel({Expr(1)}, {128});
+  const Expr tx = b.thread_binding(0);
+  ir::Buffer A_s = b.alloc("A_s", {Expr(128)}, DataType::float32(), ir::Scope::kShared);
+  ir::Buffer B_s = b.alloc("B_s", {Expr(128), Expr(128)}, DataType::float32(), ir::Scope::kShared);
+  ir::Buffer acc = b.alloc("acc", {Expr(1)}, DataType::float32(), ir::Scope::kLocal);
+  b.store(acc, {Expr(0)}, Expr(0.0));
+  const Expr bk = b.begin_for("bk", 0, 2, ir::ForKind::kSerial);
+  Expr tk = b.begin_for("tk", 0, 128, ir::ForKind::kSerial);
+  b.store(A_s, {tk}, ir::load(A, {bk * Expr(128) + tk}));
+  if (rows) {
+    b.store(B_s, {tx, tk}, ir::load(B, {tx, bk * Expr(128) + tk}));
+  } else {
+    b.store(B_s, {tk, tx}, ir::load(B, {tx, bk * Expr(128) + tk}));
+  }
+  b.end_for();
+  tk = b.begin_for("tj", 0, 128, ir::ForKind::kSerial);
+  const Expr bv = rows ? ir::load(B_s, {tx, tk}) : ir::load(B_s, {tk, tx});
+  b.store(acc, {Expr(0)}, ir::load(acc, {Expr(0)}) + ir::load(A_s, {tk}) * bv);
+  b.end_for();
+  b.end_for();
+  b.store(C, {tx}, ir::load(acc, {Expr(0)}));
+  b.end_kernel();
+  return b.finish();
+}
+
+TEST_F(CudaTileCodegen, StoresOfEachThreadsOwnElementsNeedNoBarrierBetweenThem) {
+  auto count = [](const std::string& text) {
+    size_t n = 0;
+    for (size_t at = text.find("__syncthreads();"); at != std::string::npos;
+         at = text.find("__syncthreads();", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  for (bool rows : {true, false}) {
+    const std::string src = compiles(naive_gemv(rows)).generated.source;
+    const size_t fill = src.find("for (int64_t tk = 0;");
+    const size_t read = src.find("for (int64_t tj = 0;");
+    ASSERT_NE(fill, std::string::npos) << src;
+    ASSERT_NE(read, std::string::npos) << src;
+    const size_t fill_end = src.rfind("\n    }\n", read);
+    ASSERT_NE(fill_end, std::string::npos) << src;
+    // Inside the fill loop: a barrier per element only for the columns.
+    EXPECT_EQ(count(src.substr(fill, fill_end - fill)), rows ? 0u : 1u) << src;
+    // Between the loops: the one barrier the reads need (for the columns,
+    // the fill loop's last one).
+    EXPECT_EQ(count(src.substr(fill_end, read - fill_end)), rows ? 1u : 0u) << src;
+  }
 }
 
 // T.sync_threads() is the group's barrier: the block's __syncthreads(), or
