@@ -242,18 +242,8 @@ void CudaTileCodegen::emit_pipelined(const ir::ForStmt& op,
                 "(" + rel + " + " + str(stages - 1) + ") % " + str(stages),
                 k + " + " + str(stages - 1) + " < " + end);
   // The body reads stage (k - lo) % stages.
-  std::map<uint64_t, backend::BufferAccess> saved;
-  for (const ir::CopyOp* copy : copies) {
-    const ir::Buffer& dst = copy->dst.buffer;
-    const auto& [base, stride] = staged_.at(dst.id());
-    backend::BufferAccess a = access(dst, copy->span, "T.copy");
-    saved.emplace(dst.id(), a);
-    const std::string name = fresh(dst.name());
-    line(std::string(storage_type(dst.dtype(), copy->span, "T.copy")) + "* const " + name + " = " +
-         base + " + " + rel + " % " + str(stages) + " * " + str(stride) + ";");
-    a.name = a.data = name;
-    set_access(dst, a);
-  }
+  const std::map<uint64_t, backend::BufferAccess> saved =
+      bind_stages(copies, rel + " % " + str(stages));
   // Note [TMA copies]: a copy's stage has landed once its barrier completed
   // the phase of the iteration's parity; each thread waits before the
   // first statement that reads the tile (flash attention's V while Q K^T

@@ -214,6 +214,10 @@ class CudaTileCodegen final : public backend::TileCodegen {
   void emit_prefetch(const ir::ForStmt& op, const std::vector<const ir::CopyOp*>& copies,
                      const std::string& iteration, const std::string& stage,
                      const std::string& guard);
+  /// Each prefetched tile of `copies` named at stage `stage` (C++) for the
+  /// body; returns their accesses before.
+  std::map<uint64_t, backend::BufferAccess> bind_stages(
+      const std::vector<const ir::CopyOp*>& copies, const std::string& stage);
   /// Note [Warp specialisation]: the consumers' side of the loop.
   void emit_consumer_loop(const ir::ForStmt& op, const std::vector<const ir::CopyOp*>& copies);
   /// The copy a prefetch issues for `copy` (Note [Prefetched addresses]).

@@ -126,18 +126,7 @@ void CudaTileCodegen::emit_consumer_loop(const ir::ForStmt& op,
   indent();
   const std::string rel = "(" + k + " - " + lo + ")";
   const std::string stage = rel + " % " + str(stages);
-  std::map<uint64_t, backend::BufferAccess> saved;
-  for (const ir::CopyOp* copy : copies) {
-    const ir::Buffer& dst = copy->dst.buffer;
-    const auto& [base, stride] = staged_.at(dst.id());
-    backend::BufferAccess a = access(dst, copy->span, "T.copy");
-    saved.emplace(dst.id(), a);
-    const std::string name = fresh(dst.name());
-    line(std::string(storage_type(dst.dtype(), copy->span, "T.copy")) + "* const " + name + " = " +
-         base + " + " + stage + " * " + str(stride) + ";");
-    a.name = a.data = name;
-    set_access(dst, a);
-  }
+  const std::map<uint64_t, backend::BufferAccess> saved = bind_stages(copies, stage);
   // Each group is waited for before the first statement that reads it and
   // handed back after the last (both at the end where none does).
   auto wait = [&](size_t g) {
@@ -160,6 +149,23 @@ void CudaTileCodegen::emit_consumer_loop(const ir::ForStmt& op,
   dedent();
   line("}");
   merge_pending(pre_r, pre_w);
+}
+
+std::map<uint64_t, backend::BufferAccess> CudaTileCodegen::bind_stages(
+    const std::vector<const ir::CopyOp*>& copies, const std::string& stage) {
+  std::map<uint64_t, backend::BufferAccess> saved;
+  for (const ir::CopyOp* copy : copies) {
+    const ir::Buffer& dst = copy->dst.buffer;
+    const auto& [base, stride] = staged_.at(dst.id());
+    backend::BufferAccess a = access(dst, copy->span, "T.copy");
+    saved.emplace(dst.id(), a);
+    const std::string name = fresh(dst.name());
+    line(std::string(storage_type(dst.dtype(), copy->span, "T.copy")) + "* const " + name + " = " +
+         base + " + " + stage + " * " + str(stride) + ";");
+    a.name = a.data = name;
+    set_access(dst, a);
+  }
+  return saved;
 }
 
 }  // namespace tilejit::cuda

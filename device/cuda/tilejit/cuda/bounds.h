@@ -12,11 +12,7 @@ namespace tilejit::cuda {
 __device__ __noinline__ inline void index_out_of_bounds(int64_t index, const char* kernel,
                                                          const char* buffer, int dim) {
   print_detail::Args args;
-  args.add_s(kernel);
-  args.add_i(blockIdx.x);
-  args.add_i(blockIdx.y);
-  args.add_i(blockIdx.z);
-  args.add_i(threadIdx.x);
+  args.add_where(kernel);
   args.add_i(index);
   args.add_s(buffer);
   args.add_i(dim);

@@ -20,6 +20,14 @@ struct Args {
   __device__ void add_i(long long v) { memcpy(bytes + 8 * n++, &v, 8); }
   __device__ void add_f(double v) { memcpy(bytes + 8 * n++, &v, 8); }
   __device__ void add_s(const char* s) { memcpy(bytes + 8 * n++, &s, 8); }
+  // "%s: block (%lld, %lld, %lld), thread %lld": where a check failed.
+  __device__ void add_where(const char* kernel) {
+    add_s(kernel);
+    add_i(blockIdx.x);
+    add_i(blockIdx.y);
+    add_i(blockIdx.z);
+    add_i(threadIdx.x);
+  }
 };
 
 template <typename T>

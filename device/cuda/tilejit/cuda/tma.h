@@ -104,11 +104,7 @@ __device__ __forceinline__ unsigned long long global_ns() {
 
 __device__ __noinline__ inline void mbar_hang(const char* kernel, const char* bar, unsigned parity) {
   print_detail::Args args;
-  args.add_s(kernel);
-  args.add_i(blockIdx.x);
-  args.add_i(blockIdx.y);
-  args.add_i(blockIdx.z);
-  args.add_i(threadIdx.x);
+  args.add_where(kernel);
   args.add_s(bar);
   args.add_i(parity);
   args.add_i(static_cast<long long>(TILEJIT_MBAR_TIMEOUT_NS / 1000000ull));
