@@ -218,7 +218,7 @@ def test_the_tiles_of_a_1000_cube_gemm_take_cp_async():
     # On Hopper, TMA, whose boxes past the tensors' ends read zeros (Note
     # [TMA copies]).
     assert _copies(gemm(1000, 1000, 1000, 128, 128, 32, "float16"), "sm_90a") == [
-        ("tma", ""), ("tma", ""), ("registers", "")]
+        ("tma_load", ""), ("tma_load", ""), ("registers", "")]
 
 
 @needs_cuda_target

@@ -197,7 +197,7 @@ def test_decode_fullcol_lowering(arch):
         assert "acc_load_shared<tilejit::cuda::MmaAcc<64, 64, 1, 1, 64, 8>" in src
         assert "rows_store<tilejit::cuda::MmaRows<64, 1, 8>, true>" in src
     else:
-        assert gemms == ["wgmma", "wgmma"]
+        assert gemms == ["wgmma_ss", "wgmma_rs"]
         assert "tilejit::cuda::MmaRows<64, 4, 2, true>" in src
         assert "acc_load_shared<tilejit::cuda::MmaAcc<64, 64, 4, 1, 64, 2, true>" in src
         assert "rows_store<tilejit::cuda::MmaRows<64, 4, 2, true>, true>" in src

@@ -98,7 +98,7 @@ def _copy_paths(arch):
 @pytest.mark.skipif(bool(_NO_CUDA), reason=_NO_CUDA)
 def test_lowering_report_names_tma_on_hopper_only():
     paths, k = _copy_paths("sm_90a")
-    assert paths[:2] == [("tma", ""), ("tma", "")], paths
+    assert paths[:2] == [("tma_load", ""), ("tma_load", "")], paths
     src = k.get_kernel_source()
     assert "tilejit::cuda::TensorMap tmaps[2];" in src
     # One per tile, the producer warpgroup's (Note [Warp specialisation]).
@@ -116,8 +116,8 @@ def test_a_copy_tma_cannot_do_says_why():
                         extra_compile_flags=["--gpu-architecture=sm_90a"])
     a_copy, b_copy = [e for e in k.lowering_report()
                       if e.get("kind") == "op" and e["op"] == "T.copy"][:2]
-    assert b_copy["path"] == "tma", b_copy
-    assert a_copy["path"] != "tma", a_copy
+    assert b_copy["path"] == "tma_load", b_copy
+    assert a_copy["path"] != "tma_load", a_copy
     assert "not tma: a row of A is 1004 bytes, not a multiple of 16" in a_copy["reason"], a_copy
 
 
@@ -140,7 +140,7 @@ def test_a_tensor_tma_cannot_read_fails_the_call_naming_it():
     aligned: the call fails naming the argument, leaving nothing behind."""
     import torch
     kernel = tilejit.compile(gemm("M", 136, 200), out_idx=[2], target="cuda")
-    if not any(e.get("path") == "tma" for e in kernel.lowering_report()):
+    if not any(e.get("path") == "tma_load" for e in kernel.lowering_report()):
         pytest.skip("the device is not sm_90a: no TMA")
     storage = torch.zeros(64 * 200 + 1, dtype=torch.float16, device="cuda")
     a = storage[1:].view(64, 200)
@@ -188,7 +188,7 @@ def test_the_exported_library_encodes_the_tensor_maps(tmp_path):
     b = torch.zeros((200, 136), dtype=torch.float16, device="cuda")
     out = torch.empty((64, 136), dtype=torch.float32, device="cuda")
     A, B, C = _dltensor(bad_a, 2, 16), _dltensor(b, 2, 16), _dltensor(out, 2, 32)
-    if any(e.get("path") == "tma" for e in kernel.lowering_report()):
+    if any(e.get("path") == "tma_load" for e in kernel.lowering_report()):
         assert fn(ctypes.byref(A), ctypes.byref(B), ctypes.byref(C), None, None) == 2
         assert "argument 'A': the kernel reads it through TMA" in \
             lib.tma_gemm_last_error().decode()
@@ -285,7 +285,7 @@ def test_disable_tma_at_a_copy_keeps_that_copy_on_cp_async(target):
     a_copy, b_copy = [e for e in report if e["op"] == "T.copy"][:2]
     assert a_copy["path"] == "cp_async", a_copy
     assert a_copy["reason"] == "not tma: T.copy(..., disable_tma=True)", a_copy
-    assert b_copy["path"] == "tma", b_copy
+    assert b_copy["path"] == "tma_load", b_copy
     [loop] = [e for e in report if e["op"] == "T.Pipelined"]
     assert loop["reason"] == "not warp-specialised: a prefetch of the loop is not a TMA copy", loop
 

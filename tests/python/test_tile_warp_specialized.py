@@ -154,9 +154,9 @@ def test_a_loop_the_producer_cannot_run_alone_keeps_its_loads(target, program, w
     hopper = tilejit.compile(program(m, n, k), out_idx=[2], target="cuda",
                              extra_compile_flags=_HOPPER)
     copies = [e for e in hopper.lowering_report() if e.get("kind") == "op" and e["op"] == "T.copy"]
-    assert any(e["path"] == "tma" for e in copies), copies
+    assert any(e["path"] == "tma_load" for e in copies), copies
     [loop] = pipelined(hopper)
-    line = next(e["line"] for e in copies if e["path"] == "tma")
+    line = next(e["line"] for e in copies if e["path"] == "tma_load")
     assert loop["path"] == "pipelined, 2 stages", loop
     assert loop["reason"] == why.format(line=line), loop
 

@@ -79,6 +79,6 @@ def test_gemm_operand_forms_lowering():
                             extra_compile_flags=["--gpu-architecture=sm_90a"])
         (g,) = [e for e in k.lowering_report() if e.get("kind") == "op" and e["op"] == "T.gemm"]
         paths[name] = (g["path"], g["reason"])
-    assert paths["k32"] == ("wgmma", "")
+    assert paths["k32"] == ("wgmma_ss", "")
     assert paths["trans_a"][0] == "mma" and "transposed" in paths["trans_a"][1]
     assert paths["k16"][0] == "mma" and "not a swizzled shared tile" in paths["k16"][1]

@@ -153,7 +153,9 @@ Diagnostic gemm_record(const ir::GemmOp& op, const FragmentChoice& choice, int t
   const ir::Buffer &a = op.a.buffer, &b = op.b.buffer, &c = op.c.buffer;
   if (const AccLayout* l = layout(choice, c)) {  // tensor cores into registers
     if (l->il_rows) {
-      d.path = "wgmma";  // Note [Warpgroup gemms]: the layout's gemms all are
+      // Note [Warpgroup gemms]: the layout's gemms all are; A from shared
+      // memory (SS) or from registers (RS, flash attention's P).
+      d.path = layout(choice, a) != nullptr ? "wgmma_rs" : "wgmma_ss";
     } else if (auto why = choice.not_warpgroup.find(c.id()); why != choice.not_warpgroup.end()) {
       d.reason = "not wgmma: " + why->second;
     }
@@ -279,7 +281,7 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const FragmentChoi
       // Note [TMA copies].
       const ir::CopyOp* copy = s.kind() == ir::StmtKind::kCopy ? s.as<ir::CopyOp>() : nullptr;
       if (tma->copies.count(copy)) {
-        d.path = "tma";
+        d.path = "tma_load";
         d.reason = "";
       } else if (auto no = tma->refused.find(copy); no != tma->refused.end()) {
         d.reason = d.reason.empty() ? no->second : no->second + "; " + d.reason;

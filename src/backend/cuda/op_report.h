@@ -22,7 +22,7 @@ runtime::Diagnostic op_record(const ir::Stmt& s, const FragmentChoice& choice, i
 /// The buffers `kernel` (run by `threads` threads) allocates, placed as `choice` and `pipelines`
 /// decided, and its T.Pipelined loops with the stages they kept (a loop's
 /// stages dropped to fit shared memory, or a copy left synchronous, says
-/// why), and each tile op's path (op_record; "tma" for the copies `tma`
+/// why), and each tile op's path (op_record; "tma_load" for the copies `tma`
 /// performs, Note [TMA copies]; "warp_specialized" for the loop `ws`
 /// splits, Note [Warp specialisation], or why a TMA loop is not), in program
 /// order; appended to `report`.

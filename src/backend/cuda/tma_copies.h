@@ -30,7 +30,7 @@
 // attention's Q K^T runs while V lands. The barrier that starts each
 // iteration still orders the reads of the stage that iteration k's
 // prefetch overwrites, as with cp.async. The lowering report gives such a
-// copy the path "tma", and a prefetched swizzled copy left on cp.async the
+// copy the path "tma_load", and a prefetched swizzled copy left on cp.async the
 // reason why.
 //
 // Note [Tensor maps]

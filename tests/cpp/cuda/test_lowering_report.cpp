@@ -63,7 +63,7 @@ TEST(CudaLoweringReport, SixteenBitGemm) {
     EXPECT_GT(b.bytes, 0) << b.name;
   }
   ASSERT_EQ(ops(r, "T.gemm").size(), 1u);
-  EXPECT_EQ(ops(r, "T.gemm")[0]->path, "wgmma");
+  EXPECT_EQ(ops(r, "T.gemm")[0]->path, "wgmma_ss");
   EXPECT_EQ(ops(r, "T.gemm")[0]->reason, "");
   // Before Hopper, mma.sync.
   const runtime::LoweringReport ampere = report_of(ex::gemm(cfg), "sm_80");
@@ -132,7 +132,9 @@ TEST(CudaLoweringReport, FlashAttention) {
   }
   const auto gemms = ops(r, "T.gemm");
   ASSERT_EQ(gemms.size(), 2u);
-  for (const runtime::Diagnostic* g : gemms) EXPECT_EQ(g->path, "wgmma") << g->reason;
+  // Q K^T from two shared tiles, P V with P from registers.
+  EXPECT_EQ(gemms[0]->path, "wgmma_ss") << gemms[0]->reason;
+  EXPECT_EQ(gemms[1]->path, "wgmma_rs") << gemms[1]->reason;
   // K and V through TMA, Q (before the loop) through cp.async, the output
   // through the registers' layout or 16-byte chunks; nothing element by
   // element.
@@ -140,7 +142,7 @@ TEST(CudaLoweringReport, FlashAttention) {
   for (const runtime::Diagnostic* c : ops(r, "T.copy")) {
     EXPECT_NE(c->path, "elementwise") << c->reason;
     async += c->path == "cp_async";
-    tma += c->path == "tma";
+    tma += c->path == "tma_load";
   }
   EXPECT_EQ(tma, 2);
   EXPECT_GE(async, 1);
