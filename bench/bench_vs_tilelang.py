@@ -250,6 +250,8 @@ def torch_op(name):
             return lambda: ins[0].amax(dim=-1)
         if name == "matmul":
             return lambda: ins[0] @ (ins[1].t() if p.get("trans_B") else ins[1])
+        if name == "matmul_nt":
+            return lambda: ins[0] @ ins[1].t()
         return make_torch_attention(name, p, ins)
     return make
 
@@ -260,6 +262,16 @@ def make_torch_attention(name, p, ins):
     if name == "sdpa":
         q, k, v = (x.transpose(1, 2) for x in ins)
         return lambda: sdpa(q, k, v, is_causal=p["is_causal"])
+    if name == "sdpa_cudnn":
+        # cuDNN's attention, as issue 22's bar names it; torch's own choice where
+        # this build has no cuDNN attention.
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        q, k, v = (x.transpose(1, 2) for x in ins)
+
+        def run():
+            with sdpa_kernel([SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION]):
+                return sdpa(q, k, v, is_causal=p["is_causal"])
+        return run
     if name == "sdpa_gqa":
         q = ins[0].unsqueeze(2)
         k, v = (x.transpose(1, 2) for x in ins[1:])
@@ -392,6 +404,54 @@ def case_list():
     ]
 
 
+def hopper_case_list():
+    """Issue 22's bars: bf16 GEMM in TileLang's benchmark and README configurations, and bf16
+    flash attention at its shapes, beside torch's cuBLAS and cuDNN (--suite hopper)."""
+    bf = "bfloat16"
+    nt_in = lambda p: [((p["M"], p["K"]), bf, "randn"), ((p["N"], p["K"]), bf, "randn")]  # noqa: E731
+    nn_in = lambda p: [((p["M"], p["K"]), bf, "randn"), ((p["K"], p["N"]), bf, "randn")]  # noqa: E731
+    bshd = lambda p: [((p["batch"], p["seq_len"], p["heads"], p["dim"]), bf, "randn")] * 3  # noqa: E731
+    mm = lambda n, **kw: dict(M=n, N=n, K=n, dtype=bf, **kw)  # noqa: E731
+    fa = lambda b, h, s, d, c: dict(batch=b, heads=h, seq_len=s, dim=d, is_causal=c,  # noqa: E731
+                                    dtype=bf)
+    nt = dict(trans_B=True)
+
+    def ref_nt(o, p, a, b):
+        return [o.f(a) @ o.f(b).T]
+    return [
+        Case("gemm_bench_bf16_8192", "gemm", P.matmul_bench, mm(8192), mm(1024), mm(256),
+             nt_in, ref_nt, torch=torch_op("matmul_nt")),
+        Case("gemm_bench_bf16_4096", "gemm", P.matmul_bench, mm(4096), mm(1024), mm(256),
+             nt_in, ref_nt, torch=torch_op("matmul_nt")),
+        Case("gemm_readme_bf16_8192", "gemm", P.matmul, mm(8192), mm(1024), mm(256),
+             nn_in, ref_matmul, torch=torch_op("matmul")),
+        Case("gemm_readme_bf16_4096", "gemm", P.matmul, mm(4096), mm(1024), mm(256),
+             nn_in, ref_matmul, torch=torch_op("matmul")),
+        Case("flash_bf16_s8192", "attention", P.flash_attention, fa(4, 32, 8192, 128, False),
+             fa(1, 8, 1024, 128, False), fa(1, 2, 200, 64, False), bshd, ref_flash,
+             torch=torch_op("sdpa_cudnn")),
+        Case("flash_causal_bf16_s8192", "attention", P.flash_attention,
+             fa(4, 32, 8192, 128, True), fa(1, 8, 1024, 128, True), fa(1, 2, 200, 64, True),
+             bshd, ref_flash, torch=torch_op("sdpa_cudnn")),
+        Case("flash_bf16_d64", "attention", P.flash_attention, fa(8, 16, 4096, 64, False),
+             fa(1, 8, 1024, 64, False), fa(1, 2, 200, 64, False), bshd, ref_flash,
+             torch=torch_op("sdpa_cudnn")),
+        Case("flash_causal_bf16_d64", "attention", P.flash_attention, fa(8, 16, 4096, 64, True),
+             fa(1, 8, 1024, 64, True), fa(1, 2, 200, 64, True), bshd, ref_flash,
+             torch=torch_op("sdpa_cudnn")),
+    ]
+
+
+def flops_of(case, p):
+    """The case's floating-point operations (None where not a GEMM or attention)."""
+    if case.program in (P.matmul, P.matmul_bench):
+        return 2.0 * p["M"] * p["N"] * p["K"]
+    if case.program is P.flash_attention:
+        f = 4.0 * p["batch"] * p["heads"] * p["seq_len"] ** 2 * p["dim"]
+        return f / 2 if p["is_causal"] else f
+    return None
+
+
 def shape_text(p):
     skip = {"dtype", "out_dtype", "block_N", "block_H", "num_stages", "threads"}
     return " ".join(f"{k}={v}" for k, v in p.items() if k not in skip)
@@ -439,6 +499,10 @@ def first_line(e):
 def numpy_inputs(specs, seed):
     import numpy as np
     rng = np.random.default_rng(seed)
+    if any(dtype == "bfloat16" for _, dtype, _ in specs):
+        import ml_dtypes
+        specs = [(shape, ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype, fill)
+                 for shape, dtype, fill in specs]
     return [np.zeros(shape, dtype) if fill == "zeros"
             else rng.standard_normal(shape).astype(np.float32).astype(dtype)
             for shape, dtype, fill in specs]
@@ -709,6 +773,8 @@ def frameworks_for_gpu(args):
         key, _, value = item.partition("=")
         configs[key] = value.lower() in ("1", "true", "yes")
     fws = [("tilejit", WithPassConfigs(tilejit, configs) if configs else tilejit, TJ, "cuda")]
+    if args.no_tilelang:
+        return fws, "--no-tilelang"
     tl, tl_language_or_why = import_tilelang()
     if tl is None:
         return fws, tl_language_or_why
@@ -758,15 +824,38 @@ def gpu_run(cases, args):
     frameworks, why = frameworks_for_gpu(args)
     print_header(args, why)
     print_table_head()  # rows print as they finish: a crash keeps the rows before it
-    ratios = {}
+    ratios, rates = {}, []
     for case in cases:
         print(f"... {case.name}", file=sys.stderr, flush=True)
         results, torch_ms = run_case(case, frameworks, args)
-        ratio = print_row(case, case.quick if args.quick else case.full, results, torch_ms)
+        p = case.quick if args.quick else case.full
+        ratio = print_row(case, p, results, torch_ms)
         if ratio:
             ratios[case.name] = (case.group, ratio)
+        if flops_of(case, p):
+            rates.append((case, flops_of(case, p), results, torch_ms))
     print_geomeans(ratios)
+    print_rates(rates, args.suite)
     return 0
+
+
+def print_rates(rates, suite):
+    """TFLOP/s of each framework and of torch's op, and the speed over torch's."""
+    if not rates:
+        return
+    base = "cuBLAS / cuDNN (torch)" if suite == "hopper" else "torch"
+    print(f"\n| case | tilejit TFLOP/s | TileLang TFLOP/s | {base} TFLOP/s | "
+          "tilejit speed / torch's | TileLang speed / torch's |")
+    print("|---|---|---|---|---|---|")
+
+    def tf(ms):
+        return flops / (ms * 1e-3) / 1e12 if ms else None
+    for case, flops, results, torch_ms in rates:
+        tj, tl = results.get("tilejit"), results.get("TileLang")
+        cells = [tf(r.ms) if r else None for r in (tj, tl)] + [tf(torch_ms)]
+        speed = [f"{c / cells[2]:.2f}x" if c and cells[2] else "-" for c in cells[:2]]
+        text = [f"{c:.0f}" if c else "-" for c in cells]
+        print(f"| {case.name} | {' | '.join(text)} | {' | '.join(speed)} |")
 
 
 def main(argv=None):
@@ -785,8 +874,15 @@ def main(argv=None):
                     help="tilejit only, CPU target, tiny shapes, numpy references")
     ap.add_argument("--nvrtc-check", action="store_true",
                     help="compile tilejit's CUDA source of each case with NVRTC, run nothing")
+    ap.add_argument("--no-tilelang", action="store_true",
+                    help="tilejit and torch only (A/B runs of tilejit's own options)")
+    ap.add_argument("--suite", choices=["tilelang", "hopper"], default="tilelang",
+                    help="tilelang: TileLang's 22 programs at their main() shapes; hopper: "
+                         "bf16 GEMM and flash attention at issue 22's shapes, beside cuBLAS "
+                         "and cuDNN")
     args = ap.parse_args(argv)
-    cases = [c for c in case_list() if not args.only or re.search(args.only, c.name)]
+    every = hopper_case_list() if args.suite == "hopper" else case_list()
+    cases = [c for c in every if not args.only or re.search(args.only, c.name)]
     if args.cpu_check:
         return cpu_check(cases)
     if args.nvrtc_check:

@@ -340,6 +340,35 @@ def matmul(tl, T, target="auto"):
     return matmul_kernel
 
 
+def matmul_bench(tl, T, target="auto"):
+    """TileLang's benchmark GEMM (benchmark/matmul/benchmark_matmul.py): C = A @ B^T with B
+    as [N, K], the block's result staged through shared memory, rasterised in panels."""
+    @tl.jit(out_idx=[2], target=target)
+    def matmul_bench_kernel(M, N, K, block_M=128, block_N=256, block_K=64, num_stages=3,
+                            threads=256, enable_rasteration=True, dtype="bfloat16",
+                            accum_dtype="float32"):
+        @T.prim_func
+        def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype),
+                 C: T.Tensor((M, N), dtype)):
+            with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M),
+                          threads=threads) as (bx, by):
+                A_shared = T.alloc_shared((block_M, block_K), dtype)
+                B_shared = T.alloc_shared((block_N, block_K), dtype)
+                C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+                C_shared = T.alloc_shared((block_M, block_N), dtype)
+                T.use_swizzle(panel_size=10, enable=enable_rasteration)
+                T.clear(C_local)
+                for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                    T.copy(A[by * block_M, k * block_K], A_shared)
+                    T.copy(B[bx * block_N, k * block_K], B_shared)
+                    T.gemm(A_shared, B_shared, C_local, transpose_B=True,
+                           policy=T.GemmWarpPolicy.Square)
+                T.copy(C_local, C_shared)
+                T.copy(C_shared, C[by * block_M, bx * block_N])
+        return main
+    return matmul_bench_kernel
+
+
 def matmul_splitk(tl, T, target="auto"):
     """TileLang's split-K GEMM: each K slice's partial tile T.atomic_add-ed
     into a float32 C that the caller zeroed (no out_idx)."""

@@ -62,9 +62,14 @@ def test_the_report_and_the_source_name_the_producer():
     k = tilejit.compile(gemm(256, 256, 256), out_idx=[2], target="cuda",
                         extra_compile_flags=_HOPPER)
     [loop] = pipelined(k)
-    assert loop["path"] == "warp_specialized, 3 stages", loop
+    assert loop["path"] == "warp_specialized, 3 stages, gemm kept in flight", loop
     src = k.get_kernel_source()
     assert "__launch_bounds__(384, 1)" in src
+    # The main loop leaves each gemm running and hands back the stage of the
+    # one before; the last is waited for after the loop.
+    body = src.split("for (int64_t ko = 0;")[1]
+    assert body.index("acc_gemm_wg_issue<") < body.index(", 1>(C_f);") < body.index(
+        "mbar_arrive(") < body.index(", 0>(C_f);  // the loop's last gemm"), body
     assert "tilejit::cuda::set_registers<false, 24>();" in src
     assert "tilejit::cuda::set_registers<true, 240>();" in src
     # The loads are the producer's alone: A's tile in one box of 128-byte
@@ -76,6 +81,50 @@ def test_the_report_and_the_source_name_the_producer():
                           extra_compile_flags=["--gpu-architecture=compute_80"])
     assert pipelined(k80)[0]["path"] == "pipelined, 3 stages"
     assert "set_registers" not in k80.get_kernel_source()
+
+
+def gemm_then_scale(m, n, k, block=128, block_k=64):
+    """The accumulator read in the loop after its gemm: the gemm is waited for."""
+
+    @T.prim_func
+    def scaled(A: T.Tensor((m, k), "float16"), B: T.Tensor((k, n), "float16"),
+               C: T.Tensor((m, n), "float32")):
+        with T.Kernel(T.ceildiv(n, block), T.ceildiv(m, block), threads=128) as (bx, by):
+            A_s = T.alloc_shared((block, block_k), "float16")
+            B_s = T.alloc_shared((block_k, block), "float16")
+            C_f = T.alloc_fragment((block, block), "float32")
+            T.clear(C_f)
+            for ko in T.Pipelined(T.ceildiv(k, block_k), num_stages=2):
+                T.copy(A[by * block, ko * block_k], A_s)
+                T.copy(B[ko * block_k, bx * block], B_s)
+                T.gemm(A_s, B_s, C_f)
+                for i, j in T.Parallel(block, block):
+                    C_f[i, j] *= 0.5
+            T.copy(C_f, C[by * block, bx * block])
+    return scaled
+
+
+@on_targets
+def test_an_accumulator_read_in_the_loop_waits_for_its_gemm(target):
+    m, n, k = 256, 128, 256
+    a, b, _ = operands(m, n, k)
+    ref = np.zeros((m, n), np.float32)
+    for ko in range(k // 64):
+        ref = (ref + a[:, ko * 64:(ko + 1) * 64].astype(np.float32) @
+               b[ko * 64:(ko + 1) * 64].astype(np.float32)) * 0.5
+    kernel = tilejit.compile(gemm_then_scale(m, n, k), out_idx=[2], target=target)
+    c = as_numpy(kernel(to_target(target, a), to_target(target, b)))
+    np.testing.assert_allclose(c, ref, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.skipif(bool(_NO_CUDA), reason=_NO_CUDA)
+def test_a_gemm_whose_accumulator_the_loop_reads_is_not_left_running():
+    k = tilejit.compile(gemm_then_scale(256, 128, 256), out_idx=[2], target="cuda",
+                        extra_compile_flags=_HOPPER)
+    [loop] = pipelined(k)
+    assert loop["path"] == "warp_specialized, 2 stages", loop
+    src = k.get_kernel_source()
+    assert "acc_gemm_wg<" in src and "acc_gemm_wg_issue" not in src
 
 
 @pytest.mark.skipif(bool(_NO_CUDA), reason=_NO_CUDA)

@@ -319,8 +319,9 @@ void CudaTileCodegen::emit_warpgroup_gemm(const ir::GemmOp& op, const AccLayout&
     return;
   }
   const int64_t k = op.trans_a ? a.static_shape[0] : a.static_shape[1];
-  line(head + "wgmma");
-  line("tilejit::cuda::acc_gemm_wg<" + c.type() + ", " + str(k) + ", " +
+  line(head + (gemm_issue_only_ ? "wgmma, left running" : "wgmma"));
+  line(std::string("tilejit::cuda::") + (gemm_issue_only_ ? "acc_gemm_wg_issue<" : "acc_gemm_wg<") +
+       c.type() + ", " + str(k) + ", " +
        (op.trans_a ? "true" : "false") + ", " + tb + ", " + str(a.static_shape[0]) + ", " +
        str(choice_.swizzled.at(op.a.buffer.id())) + ", " + b_tail + ">(" + acc + ", " + a.data +
        ", " + b.data + ", " + clear + ");");

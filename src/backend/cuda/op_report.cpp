@@ -321,7 +321,8 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const FragmentChoi
           }
           // Note [Warp specialisation].
           if (ws->loop == op) {
-            d.path = "warp_specialized, " + str(kept) + " stages";
+            d.path = "warp_specialized, " + str(kept) + " stages" +
+                     (ws->gemm_in_flight ? ", gemm kept in flight" : "");
           } else if (!ws->refused.empty()) {
             d.reason = d.reason.empty() ? ws->refused : d.reason + "; " + ws->refused;
           }

@@ -262,6 +262,9 @@ class CudaTileCodegen final : public backend::TileCodegen {
   void emit_copy(const ir::CopyOp& op);
   /// T.gemm into a register accumulator of the warpgroup layout: wgmma.
   void emit_warpgroup_gemm(const ir::GemmOp& op, const AccLayout& c);
+  void emit_gemm_in_flight(const std::string& lo, int stages);
+  /// emit_warpgroup_gemm commits the gemm and leaves it running.
+  bool gemm_issue_only_ = false;
   /// ", rows padded" or the swizzle of a shared tile, for its declaration.
   std::string layout_note(const ir::Buffer& b) const;
   const AccLayout* register_layout(const ir::Buffer& b) const;

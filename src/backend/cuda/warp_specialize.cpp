@@ -6,6 +6,7 @@
 #include <set>
 
 #include "backend/common/accesses.h"
+#include "backend/cuda/warpgroup_gemms.h"
 #include "tilejit/ir/visitor.h"
 
 namespace tilejit::cuda {
@@ -131,6 +132,13 @@ WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
     g.copies.push_back(c);
     g.last = std::max(g.last, last);
     g.bytes += tma.copies.at(c).bytes;
+  }
+  if (ws.body.size() == 1) {
+    const auto* gemm = ws.body[0].as<ir::GemmOp>();
+    const WarpgroupGemm wg = gemm ? warpgroup_gemm(*gemm, choice) : WarpgroupGemm{};
+    ws.gemm_in_flight = wg.columns > 0 && !wg.a_in_registers &&
+                        std::all_of(ws.groups.begin(), ws.groups.end(),
+                                    [](const StageGroup& g) { return g.first == 0; });
   }
   // The consumers' registers: their fragments' words and 64 more.
   struct Dtypes : ir::IRVisitor {

@@ -27,6 +27,13 @@
 //     last one. Every barrier of the consumers is `bar.sync 0, threads`, so
 //     the producer never takes part in one (tile.h's block_sync, also inside
 //     the device library's reductions).
+//   a GEMM's main loop (the consumers' body is one wgmma gemm from shared
+//     tiles, which reads every stage): the gemm of iteration k is committed
+//     and left running; the consumers wait until only it runs, which means
+//     the gemm of k - 1 has read its stage, and hand that stage back. So the
+//     tensor cores are never idle between iterations (CUTLASS's mainloop
+//     keeps its gemms in flight so); the loop's last gemm is waited for
+//     after it. The report's path says "gemm kept in flight".
 //
 // The planner (plan_warp_specialization) takes a kernel only where that
 // split is the program's meaning:
@@ -81,6 +88,9 @@ struct WarpSpecialization {
   /// The loop's body without its prefetched copies, and their groups.
   std::vector<ir::Stmt> body;
   std::vector<StageGroup> groups;
+  /// The body is one wgmma gemm from the stages, left running across
+  /// iterations (above).
+  bool gemm_in_flight = false;
   /// Why the kernel's TMA loop is not warp-specialised (empty when it is,
   /// or when no loop has TMA copies).
   std::string refused;

@@ -135,20 +135,54 @@ void CudaTileCodegen::emit_consumer_loop(const ir::ForStmt& op,
   auto release = [&](size_t g) {
     line("tilejit::cuda::mbar_arrive(&" + ws_bars_[g].second + "[" + stage + "]);");
   };
-  for (size_t i = 0; i <= body.size(); ++i) {
-    for (size_t g = 0; g < ws_.groups.size(); ++g) {
-      if (ws_.groups[g].first == i) wait(g);
-    }
-    if (i < body.size()) emit_stmt(body[i]);
-    for (size_t g = 0; g < ws_.groups.size(); ++g) {
-      if (ws_.groups[g].last == i) release(g);
+  if (ws_.gemm_in_flight) {
+    emit_gemm_in_flight(lo, stages);
+  } else {
+    for (size_t i = 0; i <= body.size(); ++i) {
+      for (size_t g = 0; g < ws_.groups.size(); ++g) {
+        if (ws_.groups[g].first == i) wait(g);
+      }
+      if (i < body.size()) emit_stmt(body[i]);
+      for (size_t g = 0; g < ws_.groups.size(); ++g) {
+        if (ws_.groups[g].last == i) release(g);
+      }
     }
   }
   if (pending_meets(r, w)) sync();
   for (const ir::CopyOp* copy : copies) set_access(copy->dst.buffer, saved.at(copy->dst.buffer.id()));
   dedent();
   line("}");
+  if (ws_.gemm_in_flight) {
+    const auto& gemm = *body.front().as<ir::GemmOp>();
+    line("tilejit::cuda::acc_wgmma_wait<" + register_layout(gemm.c.buffer)->type() + ", 0>(" +
+         access(gemm.c.buffer, gemm.span, "T.gemm").name + ");  // the loop's last gemm");
+  }
   merge_pending(pre_r, pre_w);
+}
+
+// Note [Warp specialisation]: a GEMM's main loop, the gemm of iteration k
+// left running while the stage of k - 1 is handed back.
+void CudaTileCodegen::emit_gemm_in_flight(const std::string& lo, int stages) {
+  const auto& gemm = *ws_.body.front().as<ir::GemmOp>();
+  const std::string k = var_name(ws_.loop->var);
+  const std::string rel = "(" + k + " - " + lo + ")";
+  const std::string stage = rel + " % " + str(stages);
+  for (const auto& bars : ws_bars_) {
+    emit_mbar_wait(bars.first, stage, "unsigned(" + rel + " / " + str(stages) + ") & 1u");
+  }
+  gemm_issue_only_ = true;
+  emit_stmt(ws_.body.front());
+  gemm_issue_only_ = false;
+  line("tilejit::cuda::acc_wgmma_wait<" + register_layout(gemm.c.buffer)->type() + ", 1>(" +
+       access(gemm.c.buffer, gemm.span, "T.gemm").name + ");  // the gemm of " + k + " - 1 is done");
+  line("if (" + k + " > " + lo + ") {");
+  indent();
+  const std::string previous = "(" + rel + " + " + str(stages - 1) + ") % " + str(stages);
+  for (const auto& bars : ws_bars_) {
+    line("tilejit::cuda::mbar_arrive(&" + bars.second + "[" + previous + "]);");
+  }
+  dedent();
+  line("}");
 }
 
 std::map<uint64_t, backend::BufferAccess> CudaTileCodegen::bind_stages(

@@ -94,10 +94,9 @@ __device__ __forceinline__ void wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 
-// A gemm's instructions are issued between begin (the accumulator's
-// registers pinned where the code before left them, then wgmma.fence) and
-// end (committed and waited for, the registers pinned again so that no read
-// of them moves above the wait).
+// A gemm's instructions are issued after begin (the accumulator's registers
+// pinned where the code before left them, then wgmma.fence), then committed
+// and waited for by acc_wgmma_wait.
 template <typename L>
 __device__ __forceinline__ void begin(float* acc) {
 #pragma unroll
@@ -105,18 +104,24 @@ __device__ __forceinline__ void begin(float* acc) {
   arrive();
 }
 
-template <typename L>
-__device__ __forceinline__ void end(float* acc) {
-  commit();
-  wait<0>();
-#pragma unroll
-  for (int r = 0; r < L::kCount; ++r) fence_registers(acc[r]);
-}
-
 }  // namespace wg_detail
 
+/// Waits until at most N of the warpgroup's committed gemms are running, then
+/// pins the accumulator's registers so that no read of them moves above the
+/// wait.
+template <typename L, int N>
+__device__ __forceinline__ void acc_wgmma_wait(float* acc) {
+  wg_detail::wait<N>();
+#pragma unroll
+  for (int r = 0; r < L::kCount; ++r) wg_detail::fence_registers(acc[r]);
+}
+
+/// acc_gemm_wg's instructions, committed and left running: the caller waits
+/// with acc_wgmma_wait before it reads acc or lets the operands be
+/// overwritten (Note [Warp specialisation]: a GEMM's main loop keeps one gemm
+/// running while the next is issued).
 template <typename L, int K, bool TA, bool TB, int AR, int SWA, int BR, int SWB, int NC, typename T>
-__device__ __forceinline__ void acc_gemm_wg(float* acc, const T* a, const T* b, bool clear) {
+__device__ __forceinline__ void acc_gemm_wg_issue(float* acc, const T* a, const T* b, bool clear) {
   static_assert(L::kIL && L::kWR == 1 && L::kWM % 4 == 0, "a warpgroup layout");
   static_assert(K % 16 == 0 && L::kWarpN % NC == 0 && NC % 8 == 0 && NC <= 256,
                 "whole instructions");
@@ -138,7 +143,13 @@ __device__ __forceinline__ void acc_gemm_wg(float* acc, const T* a, const T* b, 
       }
     }
   }
-  wg_detail::end<L>(acc);
+  wg_detail::commit();
+}
+
+template <typename L, int K, bool TA, bool TB, int AR, int SWA, int BR, int SWB, int NC, typename T>
+__device__ __forceinline__ void acc_gemm_wg(float* acc, const T* a, const T* b, bool clear) {
+  acc_gemm_wg_issue<L, K, TA, TB, AR, SWA, BR, SWB, NC>(acc, a, b, clear);
+  acc_wgmma_wait<L, 0>(acc);
 }
 
 template <typename L, int K, bool TB, int BR, int SWB, int NC, typename T>
@@ -174,7 +185,8 @@ __device__ __forceinline__ void acc_gemm_wg_rs(float* acc, const T* a, const T* 
       }
     }
   }
-  wg_detail::end<L>(acc);
+  wg_detail::commit();
+  acc_wgmma_wait<L, 0>(acc);
 #pragma unroll
   for (int s = 0; s < K / 16; ++s) {
 #pragma unroll
