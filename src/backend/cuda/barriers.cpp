@@ -37,10 +37,10 @@ void CudaTileCodegen::sync() {
     // Note [Warp specialisation]: the consumers' barrier, which the
     // producer warpgroup does not reach.
     if (pending_async_) line("tilejit::cuda::async_wait_all();");
-    if (swizzles()) line("tilejit::cuda::async_proxy_fence();");
+    if (async_proxy_reads()) line("tilejit::cuda::async_proxy_fence();");
     line("tilejit::cuda::block_sync<" + str(threads_) + ">();");
   } else {
-    if (swizzles()) {
+    if (async_proxy_reads()) {
       // Note [Warpgroup gemms]: what the block wrote, wgmma sees.
       line(std::string("tilejit::cuda::proxy_barrier<") + (pending_async_ ? "true" : "false") + ">();");
     } else {

@@ -179,6 +179,19 @@ void CudaTileCodegen::emit_tma_copy(const ir::CopyOp& copy, const TmaCopy& how,
   }
 }
 
+// Note [TMA stores]: the barrier before (the copy reads the tile) fences
+// the threads' writes for the async proxy.
+void CudaTileCodegen::emit_tma_store(const ir::CopyOp& op, const TmaCopy& how) {
+  TILEJIT_ICHECK(!own_code() && group_args().empty())
+      << func().name << ": a TMA store of " << op.src.buffer.name() << " that is not the block's";
+  const backend::BufferAccess& tile = access(op.src.buffer, op.span, "T.copy");
+  line("// T.copy(" + ir::to_string(op.src) + ", " + ir::to_string(op.dst) + "): tma_store");
+  std::string args = "&tilejit_args.tmaps[" + str(how.map) + "], " + tile.data;
+  const std::vector<ir::Range>& ranges = op.dst.ranges;
+  for (size_t d = ranges.size(); d-- > 0;) args += ", int(" + expr(ranges[d].min) + ")";
+  line("if (tilejit_tid == 0) tilejit::cuda::tma_store(" + args + ");");
+}
+
 void CudaTileCodegen::emit_pipelined(const ir::ForStmt& op,
                                      const std::vector<const ir::CopyOp*>& copies) {
   if (&op == ws_.loop) {
@@ -231,7 +244,7 @@ void CudaTileCodegen::emit_pipelined(const ir::ForStmt& op,
   // overwrites. Its TMA copies are waited for where the body first reads
   // them, below.
   if (async) line("tilejit::cuda::async_wait_group<" + str(stages - 2) + ">();");
-  if (swizzles()) line("tilejit::cuda::async_proxy_fence();");  // Note [Warpgroup gemms]
+  if (async_proxy_reads()) line("tilejit::cuda::async_proxy_fence();");  // Note [Warpgroup gemms]
   line("__syncthreads();");
   synced_at_ = lines_written();
   read_since_.clear();
@@ -279,6 +292,10 @@ void CudaTileCodegen::emit_pipelined(const ir::ForStmt& op,
 }
 
 void CudaTileCodegen::emit_copy(const ir::CopyOp& op) {
+  if (auto store = tma_.stores.find(&op); store != tma_.stores.end()) {
+    emit_tma_store(op, store->second);
+    return;
+  }
   auto sw = choice_.swizzled.find(op.dst.buffer.id());
   if (sw == choice_.swizzled.end()) {
     backend::lower_copy(*this, op);

@@ -283,6 +283,9 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const FragmentChoi
       if (tma->copies.count(copy)) {
         d.path = "tma_load";
         d.reason = "";
+      } else if (tma->stores.count(copy)) {
+        d.path = "tma_store";
+        d.reason = "";
       } else if (auto no = tma->refused.find(copy); no != tma->refused.end()) {
         d.reason = d.reason.empty() ? no->second : no->second + "; " + d.reason;
       }

@@ -128,7 +128,11 @@ class CudaTileCodegen final : public backend::TileCodegen {
   /// [Warpgroup gemms]): the unit includes tilejit/cuda/wgmma/m64n<N>.h.
   const std::set<int>& wgmma_columns() const { return wgmma_columns_; }
   /// Some shared tile is swizzled: the shared memory starts 1024-aligned.
+  /// Swizzled tiles (the unit's dynamic shared memory is 1024-aligned).
   bool swizzles() const { return !choice_.swizzled.empty(); }
+  /// The async proxy reads shared memory the threads write: wgmma's swizzled
+  /// operands, TMA stores' tiles. Barriers then fence (fence.proxy.async).
+  bool async_proxy_reads() const { return !choice_.swizzled.empty() || !tma_.stores.empty(); }
 
   /// The copies proven inside their tensors (Note [Copies inside their
   /// tensor] in inside_copies.h), lowered without copy.h's edge walk.
@@ -262,6 +266,7 @@ class CudaTileCodegen final : public backend::TileCodegen {
   void emit_copy(const ir::CopyOp& op);
   /// T.gemm into a register accumulator of the warpgroup layout: wgmma.
   void emit_warpgroup_gemm(const ir::GemmOp& op, const AccLayout& c);
+  void emit_tma_store(const ir::CopyOp& op, const TmaCopy& how);
   void emit_gemm_in_flight(const std::string& lo, int stages);
   /// emit_warpgroup_gemm commits the gemm and leaves it running.
   bool gemm_issue_only_ = false;

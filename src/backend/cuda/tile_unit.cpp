@@ -89,7 +89,8 @@ int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
                       pipelines.diagnostics.end());
   fit_pipelines(kernel, choice, pipelines);
   // Note [TMA copies]: where the target is sm_90a, as wgmma.
-  TmaPlan tma = plan_tma(kernel, symbols, pipelines, choice, warpgroups && tma_copies, maps);
+  TmaPlan tma = plan_tma(kernel, symbols, pipelines, choice, uniformity,
+                          warpgroups && tma_copies, maps);
   SmemPlan tiles = plan_tiles(kernel, choice, pipelines);
   const WarpSpecialization ws = plan_warp_specialization(kernel, symbols, threads, pipelines, tma,
                                                          tiles, choice, warp_specialize);

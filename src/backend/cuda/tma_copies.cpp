@@ -5,36 +5,37 @@
 #include <set>
 
 #include "backend/common/accesses.h"
+#include "tilejit/ir/visitor.h"
+#include "tilejit/transform/thread_uniformity.h"
 
 namespace tilejit::cuda {
 namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-// The copy's TmaCopy, or why it has none (a map added to `maps` then).
-std::string plan_copy(const ir::CopyOp& op, int swizzle, const std::vector<std::string>& symbols,
-                      const std::set<uint64_t>& written, TensorMaps* maps, TmaCopy* out) {
-  const ir::Buffer& src = op.src.buffer;
-  const ir::Buffer& dst = op.dst.buffer;
-  if (op.disable_tma) return "not tma: T.copy(..., disable_tma=True)";
+// The TmaCopy of a copy between the tensor `global` (a region of it) and
+// the 2-D shared `tile` in panels `swizzle` bytes wide (0: one unswizzled
+// box of the tile's rows), or why it has none (a map added to `maps` then).
+std::string plan_box(const ir::Region& global, const ir::Buffer& tile, int swizzle,
+                     const std::vector<std::string>& symbols, TensorMaps* maps, TmaCopy* out) {
+  const ir::Buffer& src = global.buffer;
   if (src.param() < 0) return "not tma: " + src.name() + " is not a tensor parameter";
-  if (written.count(src.id())) return "not tma: the kernel writes " + src.name();
-  if (src.dtype() != dst.dtype()) return "not tma: a dtype conversion";
+  if (src.dtype() != tile.dtype()) return "not tma: a dtype conversion";
   const int rank = int(src.rank());
   if (rank < 2 || rank > runtime::AbiTensorMap::kMaxRank) {
     return "not tma: " + src.name() + " has " + str(rank) + " dimensions (TMA reads 2 to 5 here)";
   }
-  if (dst.rank() != 2 || !dst.shape()[0].is_const() || !dst.shape()[1].is_const()) {
+  if (tile.rank() != 2 || !tile.shape()[0].is_const() || !tile.shape()[1].is_const()) {
     return "not tma: the tile is not 2-D of a constant shape";
   }
-  const int64_t rows = dst.shape()[0].int_value(), cols = dst.shape()[1].int_value();
-  const int64_t elem = dst.dtype().bytes();
-  if (int64_t(op.src.ranges.size()) != rank) return "not tma: the region's rank";
+  const int64_t rows = tile.shape()[0].int_value(), cols = tile.shape()[1].int_value();
+  const int64_t elem = tile.dtype().bytes();
+  if (int64_t(global.ranges.size()) != rank) return "not tma: the region's rank";
   // The region is the tile: the innermost extent its columns, one other its
   // rows, every other 1.
   int rows_dim = -1;
   for (int d = 0; d < rank; ++d) {
-    const ir::Expr& e = op.src.ranges[size_t(d)].extent;
+    const ir::Expr& e = global.ranges[size_t(d)].extent;
     if (!e.is_const()) return "not tma: a region of a symbolic extent";
     const int64_t n = e.int_value();
     if (d == rank - 1) {
@@ -47,11 +48,18 @@ std::string plan_copy(const ir::CopyOp& op, int swizzle, const std::vector<std::
   }
   if (rows_dim < 0) return "not tma: the region is not the tile";
   if (rows > 256) return "not tma: " + str(rows) + " rows (a TMA box has at most 256)";
-  const int64_t panel_cols = swizzle / elem;
-  if (cols % panel_cols != 0) return "not tma: the tile's rows are not whole panels";
-  if (rows * swizzle % 1024 != 0) {
-    return "not tma: a panel of " + str(rows) + " rows of " + str(swizzle) +
-           " bytes does not keep the next one 1024-aligned";
+  const int64_t panel_cols = swizzle > 0 ? swizzle / elem : cols;
+  if (swizzle > 0) {
+    if (cols % panel_cols != 0) return "not tma: the tile's rows are not whole panels";
+    if (rows * swizzle % 1024 != 0) {
+      return "not tma: a panel of " + str(rows) + " rows of " + str(swizzle) +
+             " bytes does not keep the next one 1024-aligned";
+    }
+  } else {
+    if (cols > 256) return "not tma: " + str(cols) + " columns (a TMA box has at most 256)";
+    if (cols * elem % 16 != 0) {
+      return "not tma: a row of the tile is " + str(cols * elem) + " bytes, not a multiple of 16";
+    }
   }
   runtime::AbiArg a;
   a.kind = runtime::AbiArgKind::kTensorMap;
@@ -103,6 +111,73 @@ std::string plan_copy(const ir::CopyOp& op, int swizzle, const std::vector<std::
   return "";
 }
 
+// A load's TmaCopy (Note [TMA copies]), or why it has none.
+std::string plan_load(const ir::CopyOp& op, int swizzle, const std::vector<std::string>& symbols,
+                      const std::set<uint64_t>& written, TensorMaps* maps, TmaCopy* out) {
+  if (op.disable_tma) return "not tma: T.copy(..., disable_tma=True)";
+  const ir::Buffer& src = op.src.buffer;
+  if (src.param() >= 0 && written.count(src.id())) return "not tma: the kernel writes " + src.name();
+  return plan_box(op.src, op.dst.buffer, swizzle, symbols, maps, out);
+}
+
+// The copies from a shared tile to a tensor parameter, each a TMA store or
+// refused with its reason (Note [TMA stores]).
+struct Stores : ir::IRVisitor {
+  const FragmentChoice* choice = nullptr;
+  const std::set<uint64_t>* staged = nullptr;  // the pipelines' stage tiles
+  const std::set<uint64_t>* read = nullptr;    // the buffers the kernel reads
+  const std::vector<std::string>* symbols = nullptr;
+  TensorMaps* maps = nullptr;
+  TmaPlan* plan = nullptr;
+  const transform::ThreadUniformity* uniformity = nullptr;
+  int per_thread = 0;  // inside T.Parallel, or where the threads go different ways
+  void visit_for(const ir::ForStmt* op, const ir::Stmt& s) override {
+    const bool own = op->for_kind == ir::ForKind::kParallel || uniformity->divergent(s);
+    per_thread += own;
+    ir::IRVisitor::visit_for(op, s);
+    per_thread -= own;
+  }
+  void visit_if(const ir::IfStmt* op, const ir::Stmt& s) override {
+    const bool own = uniformity->divergent(s);
+    per_thread += own;
+    ir::IRVisitor::visit_if(op, s);
+    per_thread -= own;
+  }
+  void visit_while(const ir::WhileStmt* op, const ir::Stmt& s) override {
+    const bool own = uniformity->divergent(s);
+    per_thread += own;
+    ir::IRVisitor::visit_while(op, s);
+    per_thread -= own;
+  }
+  void visit_copy(const ir::CopyOp* op, const ir::Stmt& s) override {
+    const ir::Buffer& tile = op->src.buffer;
+    const ir::Buffer& dst = op->dst.buffer;
+    if (tile.scope() != ir::Scope::kShared || dst.scope() != ir::Scope::kGlobal ||
+        dst.param() < 0 || per_thread > 0 ||
+        transform::ThreadUniformity::per_thread_op(s)) {
+      return;
+    }
+    std::string why;
+    TmaCopy c;
+    const uint64_t id = tile.id();
+    if (op->disable_tma) {
+      why = "not tma: T.copy(..., disable_tma=True)";
+    } else if (choice->swizzled.count(id) || choice->padded.count(id) ||
+               choice->padded_rows.count(id) || staged->count(id)) {
+      why = "not tma: " + tile.name() + " is not a plain row-major tile";
+    } else if (read->count(dst.id())) {
+      why = "not tma: the kernel reads " + dst.name();
+    } else {
+      why = plan_box(op->dst, tile, 0, *symbols, maps, &c);
+    }
+    if (why.empty()) {
+      plan->stores.emplace(op, c);
+    } else {
+      plan->refused.emplace(op, "not tma_store: " + why.substr(std::string("not tma: ").size()));
+    }
+  }
+};
+
 }  // namespace
 
 int TensorMaps::add(const runtime::AbiArg& a) {
@@ -115,17 +190,31 @@ int TensorMaps::add(const runtime::AbiArg& a) {
 
 TmaPlan plan_tma(const ir::KernelStmt& kernel,
                  const std::vector<std::string>& symbols, const PipelinePlan& pipelines,
-                 const FragmentChoice& choice, bool enabled, TensorMaps* maps) {
+                 const FragmentChoice& choice, const transform::ThreadUniformity& uniformity,
+                 bool enabled, TensorMaps* maps) {
   TmaPlan plan;
-  if (!enabled || pipelines.loops.empty()) return plan;
-  backend::Accessed written;  // its writes: the buffers the kernel writes
-  written.visit(kernel.body);
+  if (!enabled) return plan;
+  backend::Accessed accessed;  // the buffers the kernel reads and writes
+  accessed.visit(kernel.body);
+  std::set<uint64_t> staged;
+  for (const auto& [loop, copies] : pipelines.loops) {
+    for (const ir::CopyOp* copy : copies) staged.insert(copy->dst.buffer.id());
+  }
+  Stores stores;
+  stores.choice = &choice;
+  stores.uniformity = &uniformity;
+  stores.staged = &staged;
+  stores.read = &accessed.reads;
+  stores.symbols = &symbols;
+  stores.maps = maps;
+  stores.plan = &plan;
+  stores.visit(kernel.body);
   for (const auto& [loop, copies] : pipelines.loops) {
     for (const ir::CopyOp* copy : copies) {
       auto sw = choice.swizzled.find(copy->dst.buffer.id());
       if (sw == choice.swizzled.end()) continue;
       TmaCopy c;
-      std::string why = plan_copy(*copy, sw->second, symbols, written.writes, maps, &c);
+      std::string why = plan_load(*copy, sw->second, symbols, accessed.writes, maps, &c);
       if (why.empty()) {
         plan.copies.emplace(copy, c);
       } else {

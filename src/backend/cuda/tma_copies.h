@@ -33,6 +33,24 @@
 // copy the path "tma_load", and a prefetched swizzled copy left on cp.async the
 // reason why.
 //
+// Note [TMA stores]
+// On sm_90a, a T.copy from a shared tile to a tensor parameter (an
+// epilogue's C_shared -> C, flash attention's O_shared -> Output) is one
+// cp.async.bulk.tensor store by thread 0 instead of every thread's vector
+// stores, when the tile is 2-D, plain row-major (not a swizzled or padded
+// gemm operand, not a pipeline's stage), of the tensor's dtype, its rows
+// a multiple of 16 bytes and at most 256 elements, at most 256 rows; the
+// region is the tile (as for loads); the tensor's pitches are multiples of
+// 16 bytes; the kernel never reads the tensor; and the copy is the block's
+// (not inside T.Parallel or a thread's own code). TMA writes nothing outside
+// the tensor, which is T.copy's meaning at an edge. The threads' writes of
+// the tile reach the async proxy through the barrier before the copy, which
+// fences (fence.proxy.async) as it does for wgmma's operands; thread 0 then
+// issues the store and waits until TMA has read the tile
+// (cp.async.bulk.wait_group.read) before it goes on, so the next barrier
+// also orders any later write of the tile after the read. The lowering
+// report gives the copy the path "tma_store", or says why not.
+//
 // Note [Tensor maps]
 // A TMA copy reads the tensor through a CUtensorMap: the unit's kernels
 // share one per (tensor, box, swizzle), each a 64-byte aligned member of
@@ -57,6 +75,7 @@
 #include "backend/cuda/pipeline.h"
 #include "tilejit/ir/prim_func.h"
 #include "tilejit/runtime/kernel_abi.h"
+#include "tilejit/transform/thread_uniformity.h"
 
 namespace tilejit::cuda {
 
@@ -77,14 +96,19 @@ struct TmaCopy {
 
 struct TmaPlan {
   std::map<const ir::CopyOp*, TmaCopy> copies;
-  /// Prefetched copies into swizzled tiles left on cp.async, and why.
+  /// Note [TMA stores]: shared tiles stored to tensors by TMA.
+  std::map<const ir::CopyOp*, TmaCopy> stores;
+  /// Prefetched copies into swizzled tiles left on cp.async, and copies
+  /// from shared tiles to tensors left on the threads' stores, and why.
   std::map<const ir::CopyOp*, std::string> refused;
 };
 
-/// Note [TMA copies] for the pipelined loops of `kernel`; `enabled`: the
-/// target is sm_90a and TMA is not turned off. Adds the maps to `maps`.
+/// Note [TMA copies] for the pipelined loops of `kernel` and Note [TMA
+/// stores] for its copies to tensors; `enabled`: the target is sm_90a and
+/// TMA is not turned off. Adds the maps to `maps`.
 TmaPlan plan_tma(const ir::KernelStmt& kernel,
                  const std::vector<std::string>& symbols, const PipelinePlan& pipelines,
-                 const FragmentChoice& choice, bool enabled, TensorMaps* maps);
+                 const FragmentChoice& choice, const transform::ThreadUniformity& uniformity,
+                 bool enabled, TensorMaps* maps);
 
 }  // namespace tilejit::cuda

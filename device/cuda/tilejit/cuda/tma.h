@@ -10,6 +10,9 @@
 //   tma_load(dst, map, bar, c...)   the box at coordinates c (innermost
 //                                   first, elements) into shared `dst`,
 //                                   counted on `bar`; zeros outside the tensor
+//   tma_store(map, src, c...)       shared `src` to the box at c, nothing
+//                                   written outside the tensor; returns once
+//                                   TMA has read src (Note [TMA stores])
 //   mbar_wait(bar, parity)          until the phase of that parity completes
 //   mbar_wait_checked(bar, parity, kernel, name)   the same, trapping with
 //                                   the barrier's name past a timeout
@@ -160,6 +163,51 @@ __device__ __forceinline__ void tma_load(void* dst, const TensorMap* map, uint64
       "{%3, %4, %5, %6, %7}], [%2];\n" ::"r"(tma_detail::smem(dst)),
       "l"(map), "r"(tma_detail::smem(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
       : "memory");
+}
+
+// Note [TMA stores]: a whole tile to a tensor through the map, by one thread,
+// which waits until TMA has read the tile (not until the writes land: the
+// kernel's end, or a later kernel, sees them).
+__device__ __forceinline__ void tma_store_issued() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void tma_store(const TensorMap* map, const void* src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(
+                   map),
+               "r"(tma_detail::smem(src)), "r"(c0), "r"(c1)
+               : "memory");
+  tma_store_issued();
+}
+
+__device__ __forceinline__ void tma_store(const TensorMap* map, const void* src, int c0, int c1,
+                                          int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(map),
+      "r"(tma_detail::smem(src)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+  tma_store_issued();
+}
+
+__device__ __forceinline__ void tma_store(const TensorMap* map, const void* src, int c0, int c1,
+                                          int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
+          map),
+      "r"(tma_detail::smem(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+  tma_store_issued();
+}
+
+__device__ __forceinline__ void tma_store(const TensorMap* map, const void* src, int c0, int c1,
+                                          int c2, int c3, int c4) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];\n" ::"l"(
+          map),
+      "r"(tma_detail::smem(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
+      : "memory");
+  tma_store_issued();
 }
 
 }  // namespace tilejit::cuda
