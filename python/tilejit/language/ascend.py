@@ -41,13 +41,14 @@ computes; the read-write pairs are checked as the kernel is traced:
   the read that has no write;
 - T.wait_cross_flag with no T.set_cross_flag of its flag before it is the
   same deadlock; the flags order nothing further.
-A branch on vid outside a vector step has no core's vid to test and is not
-emulated yet; T.Scope("C") / T.Scope("V"), whose two bodies would have to
-be interleaved at their flags, is not either.
+A read that program order puts before its write, or a T.wait_cross_flag
+before its signal, needs the two parts interleaved: ascend_concurrent.py,
+Note [Cube and vector concurrently]. A branch on vid outside a vector step
+has no core's vid to test and is not emulated yet.
 
 Within a core there is one instruction stream here, so the pipe flags and
-barriers (T.set_flag, T.wait_flag, T.barrier_all, T.pipe_barrier) order
-nothing further and are accepted.
+barriers (T.set_flag, T.wait_flag, T.barrier_all, T.pipe_barrier;
+ascend_sync.py) order nothing further and are accepted.
 
 The on-chip buffers are tilejit tile buffers (L1, L0A, L0B and UB shared,
 L0C a fragment), each tagged with its memory; the sum of a memory's
@@ -60,10 +61,10 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Iterable, Optional
 
 from . import ascend_tile, dtypes
-from .ascend_concurrent import _PIPE_SIDE, Interleaved, NeedsConcurrent, RoleBuilder, Survey
+from .ascend_concurrent import Interleaved, NeedsConcurrent, RoleBuilder, Survey
 from .loops import LoopRange
 from .ops import _alloc, _region, _region_handle, _shape_list
-from .spans import error, span_text, user_span
+from .spans import error, user_span
 from .tracer import KernelFrame
 from .values import (BufferProxy, Region, Value, _index_tuple, call_intrinsic, current_tracer,
                      is_symbolic, min_max, static_value, to_handle)
@@ -435,10 +436,10 @@ def _side_text(side: str) -> str:
 
 def _workspace_event(state: Dict[str, Any], src: Region, dst: Region, s: str, d: str) -> None:
     """Records a GM read or write of one side, for the workspaces the cube
-    and vector parts exchange (Note [Cube and vector in lockstep]): a read
-    of a tensor the other side writes comes after a write of it in program
-    order (else the NPU would reorder it, which the emulation cannot), and
-    a vector-to-cube flow needs lockstep."""
+    and vector parts exchange (Note [Cube and vector in lockstep]): a
+    vector-to-cube flow needs lockstep, and a read of a tensor the other
+    side writes below it needs the parts interleaved (Note [Cube and vector
+    concurrently]), whose scheduler then takes the event."""
     event = _GM_EVENTS.get((s, d))
     if event is None:
         return
@@ -545,125 +546,3 @@ def gemm_v0(A: Any, B: Any, C: Any, transpose_A: bool = False,  # noqa: N803
 def mma(A: Any, B: Any, C: Any, init: Any = False) -> None:
     """T.mma(A_L0A, B_L0B, C_L0C, init=...): the cube's multiply of L0 tiles."""
     gemm_v0(A, B, C, init=init)
-
-
-# --- synchronisation: one instruction stream per core here -------------------
-
-_PIPES = ("mte1", "mte2", "mte3", "m", "v", "s", "fix", "all")
-
-
-def _pipe(op: str, name: Any) -> None:
-    if not isinstance(name, str) or name.lower() not in _PIPES:
-        raise error(ValueError, f"{op}: unknown pipe {name!r}; expected one of "
-                                f"{', '.join(_PIPES)}")
-
-
-def set_flag(src: str, dst: str, eventId: Any) -> None:  # noqa: N803
-    """Orders pipe `dst` after `src` on the NPU; accepted (Note [Ascend emulation])."""
-    _npu_state("T.set_flag")
-    _pipe("T.set_flag", src)
-    _pipe("T.set_flag", dst)
-
-
-def wait_flag(src: str, dst: str, eventId: Any) -> None:  # noqa: N803
-    """Waits for T.set_flag(src, dst, eventId) on the NPU; accepted."""
-    _npu_state("T.wait_flag")
-    _pipe("T.wait_flag", src)
-    _pipe("T.wait_flag", dst)
-
-
-def barrier_all() -> None:
-    """Waits for every pipe of the core on the NPU; accepted."""
-    _npu_state("T.barrier_all")
-
-
-def pipe_barrier(pipe: str) -> None:
-    """Waits for one pipe of the core on the NPU; accepted."""
-    _npu_state("T.pipe_barrier")
-    _pipe("T.pipe_barrier", pipe)
-
-
-def annotate_address(address_map: Dict[Any, Any]) -> None:
-    """Places buffers at given on-chip addresses on the NPU; the emulation
-    has no address space to place them in, so it checks the map's buffers
-    and records nothing."""
-    _npu_state("T.annotate_address")
-    if not isinstance(address_map, dict):
-        raise error(TypeError, f"T.annotate_address: expected a dict of buffer -> address, "
-                               f"got {type(address_map).__name__}")
-    for buf in address_map:
-        if not isinstance(buf, NpuBuffer):
-            raise error(TypeError, f"T.annotate_address: {buf!r} is not an on-chip buffer "
-                                   f"(T.alloc_L1 / L0A / L0B / L0C / ub)")
-
-
-def not_emulated(name: str) -> Any:
-    """A construct of the dialect the emulation does not have yet: using it
-    is an error naming it, at the user's line."""
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise error(NotImplementedError, f"T.{name} (TileLang-Ascend) is not emulated yet")
-    refuse.__name__ = name
-    return refuse
-
-
-def set_cross_flag(pipe: str, flag: Any) -> None:
-    """Signals `flag` to the other side (cube <-> vector) after `pipe`. In
-    program order it orders nothing further; it is counted, so that a wait
-    with no signal before it is reported (or, interleaved, taken: Note [Cube
-    and vector concurrently])."""
-    state = _npu_state("T.set_cross_flag")
-    _pipe("T.set_cross_flag", pipe)
-    key = static_value(flag)
-    sched = state.get("sched")
-    if isinstance(sched, Survey):
-        side = state.get("scope_side") or _PIPE_SIDE.get(pipe.lower()) or sched.last_side
-        sched.flags.append(["set", key, side])
-        sched.event(side, "flag", key)
-    elif sched is not None:
-        sched.flag("set", key, user_span())
-    state["flags"][key] = state["flags"].get(key, 0) + 1
-
-
-def wait_cross_flag(flag: Any) -> None:
-    """Waits for the other side's T.set_cross_flag(..., flag)."""
-    state = _npu_state("T.wait_cross_flag")
-    key = static_value(flag)
-    sched = state.get("sched")
-    if isinstance(sched, Survey):
-        # The side: the T.Scope's, else the other of the flag's signals'.
-        entry = ["wait", key, state.get("scope_side")]
-        sched.flags.append(entry)
-        sched.event(entry, "flag", key)
-        return
-    if sched is not None:
-        sched.flag("wait", key, user_span())
-        return
-    if not state["flags"].get(key):
-        # Signalled below: interleaved (Note [Cube and vector concurrently]).
-        raise NeedsConcurrent() if state["lockstep"] else NeedsLockstep()
-
-
-class Scope:
-    """with T.Scope("C") / T.Scope("V"): the cube's or the vector cores' part
-    of the body; interleaved, its statements are that side's (Note [Cube and
-    vector concurrently])."""
-
-    def __init__(self, name: str) -> None:
-        if name not in ("C", "V"):
-            raise error(ValueError, f"T.Scope: expected \"C\" (the cube) or \"V\" (the "
-                                    f"vector cores), got {name!r}")
-        self.name = name
-        self.state: Optional[Dict[str, Any]] = None
-
-    def __enter__(self) -> "Scope":
-        self.state = _npu_state("T.Scope")
-        self.outer = self.state.get("scope_side")
-        self.state["scope_side"] = "cube" if self.name == "C" else "vector"
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.state is not None:
-            self.state["scope_side"] = self.outer
-
-
-sync_all = not_emulated("sync_all")
