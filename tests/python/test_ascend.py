@@ -406,24 +406,6 @@ def test_only_a_vector_to_cube_flow_takes_the_lockstep_path():
     assert "vid[0] = tilejit::cpu::convert<int32_t>(vid_1);" in lockstep
 
 
-def test_a_workspace_read_before_its_write_is_not_emulated():
-    line = here()
-    with raises_exact(NotImplementedError,
-                      f"{at(line, 'T.copy', 2)}: T.copy: the cube read the workspace ws "
-                      f"(GM->L1) before the vector cores write it (UB->GM at "
-                      f"{at(line, 'T.copy', 3)}): on the NPU the read waits for that later "
-                      f"write; the emulation runs the two parts in program order and cannot "
-                      f"reorder them (Note [Cube and vector in lockstep])"):
-        @T.prim_func
-        def main(A: T.Tensor((16, 16), "float16"), ws: T.Tensor((16, 16), "float16")):
-            with T.Kernel(1, is_npu=True) as (cid, vid):
-                p_ub = T.alloc_ub((8, 16), "float16")
-                p_l1 = T.alloc_L1((16, 16), "float16")
-                T.copy(A[vid * 8, 0], p_ub)
-                T.copy(ws, p_l1)
-                T.copy(p_ub, ws[vid * 8, 0])
-
-
 def test_a_workspace_read_more_often_than_written_is_a_deadlock():
     line = here()
     with raises_exact(ValueError,
@@ -446,9 +428,9 @@ def test_a_workspace_read_more_often_than_written_is_a_deadlock():
 def test_a_cross_flag_wait_with_no_signal_before_it_is_a_deadlock():
     line = here()
     with raises_exact(ValueError,
-                      f"{at(line, 'T.wait_cross_flag', 3)}: T.wait_cross_flag(1): no "
-                      f"T.set_cross_flag(..., 1) comes before it in the program, so it waits "
-                      f"forever (a deadlock on the NPU)"):
+                      f"{at(line, 'T.wait_cross_flag', 3)}: T.wait_cross_flag(1): the cube "
+                      f"waits for T.set_cross_flag(..., 1) by the vector cores, but the vector "
+                      f"cores end their part: a deadlock on the NPU"):
         @T.prim_func
         def main(A: T.Tensor((16, 16), "float16")):
             with T.Kernel(1, is_npu=True) as (cid, vid):

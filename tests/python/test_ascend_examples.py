@@ -208,14 +208,17 @@ def test_flash_attention_with_workspaces_both_ways():
 
 
 # --- examples/flash_attention/flash_attn_bhsd.py: T.Scope + cross flags -----
+# The two scopes run interleaved at their waits (Note [Cube and vector
+# concurrently]); here each waits for the other before it signals.
 
-def test_scopes_that_wait_for_each_other_in_turn_are_not_emulated_yet():
+def test_scopes_that_each_wait_for_the_other_first_deadlock():
     line = here()
-    with raises_exact(NotImplementedError,
-                      f"{at(line, 'T.wait_cross_flag', 2)}: T.wait_cross_flag(1) in "
-                      f"T.Scope('C') waits for a flag that no statement before it sets: the "
-                      f"T.Scope bodies would have to run interleaved at their flags, which is "
-                      f"not emulated yet (Note [Cube and vector in lockstep])"):
+    with raises_exact(ValueError,
+                      f"{at(line, 'T.wait_cross_flag', 3)}: T.wait_cross_flag(1): the cube "
+                      f"waits for T.set_cross_flag(..., 1) by the vector cores, but the vector "
+                      f"cores wait for T.set_cross_flag(..., 0) by the cube "
+                      f"(T.wait_cross_flag(0) at {at(line, 'T.wait_cross_flag', 4)}): a "
+                      f"deadlock on the NPU"):
         @T.prim_func
         def main(Q: T.Tensor((32, 16), "float16"), K: T.Tensor((32, 16), "float16"),
                  ws_s: T.Tensor((32, 32), "float"), ws_p: T.Tensor((32, 32), "float16")):
@@ -232,8 +235,8 @@ def test_scopes_that_wait_for_each_other_in_turn_are_not_emulated_yet():
                         T.copy(K, k_l1)
                         T.gemm_v0(q_l1, k_l1, s_l0c, transpose_B=True, init=True)
                         T.copy(s_l0c, ws_s)
-                        T.set_cross_flag("FIX", 0)
                         T.wait_cross_flag(1)
+                        T.set_cross_flag("FIX", 0)
                         T.copy(ws_p, p_l1)
                 with T.Scope("V"):
                     for _k in T.serial(2):

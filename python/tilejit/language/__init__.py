@@ -83,9 +83,9 @@ from .ops import (Cast, GemmWarpPolicy, Parallel, Pipelined, abs, alloc_fragment
                   index_to_coordinates)
 from .spans import error as _error
 from . import ascend_tile as tile
-from .ascend import (Scope, alloc_L0A, alloc_L0B, alloc_L0C, alloc_L1, alloc_ub, annotate_address,
-                     barrier_all, gemm_v0, mma, pipe_barrier, set_cross_flag, set_flag, sync_all,
-                     wait_cross_flag, wait_flag)
+from .ascend import alloc_L0A, alloc_L0B, alloc_L0C, alloc_L1, alloc_ub, gemm_v0, mma
+from .ascend_sync import (Scope, annotate_address, barrier_all, pipe_barrier, set_cross_flag,
+                          set_flag, sync_all, wait_cross_flag, wait_flag)
 
 dtype = DType  # the annotation of a dtype argument: `dtype: T.dtype = T.float16`
 float = float32  # noqa: A001 (TileLang's alias)

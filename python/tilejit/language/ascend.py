@@ -41,13 +41,14 @@ computes; the read-write pairs are checked as the kernel is traced:
   the read that has no write;
 - T.wait_cross_flag with no T.set_cross_flag of its flag before it is the
   same deadlock; the flags order nothing further.
-A branch on vid outside a vector step has no core's vid to test and is not
-emulated yet; T.Scope("C") / T.Scope("V"), whose two bodies would have to
-be interleaved at their flags, is not either.
+A read that program order puts before its write, or a T.wait_cross_flag
+before its signal, needs the two parts interleaved: ascend_concurrent.py,
+Note [Cube and vector concurrently]. A branch on vid outside a vector step
+has no core's vid to test and is not emulated yet.
 
 Within a core there is one instruction stream here, so the pipe flags and
-barriers (T.set_flag, T.wait_flag, T.barrier_all, T.pipe_barrier) order
-nothing further and are accepted.
+barriers (T.set_flag, T.wait_flag, T.barrier_all, T.pipe_barrier;
+ascend_sync.py) order nothing further and are accepted.
 
 The on-chip buffers are tilejit tile buffers (L1, L0A, L0B and UB shared,
 L0C a fragment), each tagged with its memory; the sum of a memory's
@@ -60,9 +61,10 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Iterable, Optional
 
 from . import ascend_tile, dtypes
+from .ascend_concurrent import Interleaved, NeedsConcurrent, RoleBuilder, Survey
 from .loops import LoopRange
 from .ops import _alloc, _region, _region_handle, _shape_list
-from .spans import error, span_text, user_span
+from .spans import error, user_span
 from .tracer import KernelFrame
 from .values import (BufferProxy, Region, Value, _index_tuple, call_intrinsic, current_tracer,
                      is_symbolic, min_max, static_value, to_handle)
@@ -152,10 +154,13 @@ def enter_npu_kernel(tr: Any, grid: list, span: Any) -> Any:
     if len(grid) != 1:
         raise error(ValueError, f"T.Kernel(is_npu=True) takes one grid extent (the number of "
                                 f"AI cores used), got {len(grid)}", span)
+    sched = getattr(tr, "npu_state", None) and tr.npu_state.get("sched")
+    if isinstance(sched, Interleaved) and sched.turn == "vector":
+        return sched.enter_vector()  # the vector cores' thread (Note [Cube and vector concurrently])
     cid = tr.enter_kernel(grid, 1, span)
     b = tr.b
     b.set_dialect("ascend")  # the CPU target emulates it; "auto" picks the CPU
-    state: Dict[str, Any] = {"usage": {}, "writes": {}, "reads": {}, "flags": {},
+    state: Dict[str, Any] = {"usage": {}, "writes": {}, "reads": {}, "flags": {}, "span": span,
                              "lockstep": bool(getattr(tr, "npu_lockstep", False)),
                              "in_vector": False,
                              # hooks of ops.py and tracer.py, which do not import this module
@@ -164,11 +169,21 @@ def enter_npu_kernel(tr: Any, grid: list, span: Any) -> Any:
     if state["lockstep"]:
         # vid is a variable that each vector step sets (per_core).
         zero = b.const(0, "int32")
-        vid_buf = b.alloc(tr.fresh_name("vid"), [b.const(1, "int64")], "int32", "local", span)
+        vid_buf = b.alloc(tr.fresh_name("vid"), [b.const(1, "int64")], "int32", "shared", span)
         b.store(vid_buf, [zero], zero, span)
         state["vid_buf"] = vid_buf
         vid = Value(b.load(vid_buf, [zero]))
         state["vid"] = vid
+        survey = getattr(tr, "npu_survey", None)
+        if survey is not None:
+            # Note [Cube and vector concurrently]: the survey, or the interleaved trace.
+            interleave = getattr(tr, "npu_interleave", False)
+            state["sched"] = Interleaved(tr, survey, state) if interleave else survey
+            state["user_loop"] = user_loop
+            state["body"] = getattr(tr, "npu_body", None)
+            tr._b = RoleBuilder(tr._b, state["sched"], state)
+            if interleave:
+                state["sched"].kernel = (list(tr.frames), list(tr.loop_extents), (cid, vid))
     else:
         loop = tr.ir_loop(LoopRange("T.Kernel", "serial", [(0, 2)]), "vid")
         vid = next(loop)
@@ -188,15 +203,37 @@ def per_core(tr: Any, buffers: Iterable[Any], emit: Callable[[], Any]) -> Any:
     b = tr.b
     span = user_span()
     zero = b.const(0, "int32")
-    v = b.begin_for("vid", zero, b.const(2, "int32"), "serial", 0, span)
-    b.store(state["vid_buf"], [zero], v, span)
-    state["in_vector"] = True
+    state["in_vector"], state["side"] = True, "vector"  # the side, for RoleBuilder
     try:
+        v = b.begin_for("vid", zero, b.const(2, "int32"), "serial", 0, span)
+        b.store(state["vid_buf"], [zero], v, span)
         result = emit()
+        b.end_for(span)
     finally:
-        state["in_vector"] = False
-    b.end_for(span)
+        state["in_vector"], state["side"] = False, None
     return result
+
+
+def user_loop(tr: Any, lr: Any, names: Any) -> Any:
+    """A `for` of the body in the survey or the interleaved trace: a loop
+    at the kernel body's top level is recorded (the survey) or run as the
+    scheduler says (Note [Cube and vector concurrently]); Tracer.for_ asks."""
+    state = tr.npu_state
+    sched = state["sched"]
+    k = max(i for i, f in enumerate(tr.frames) if isinstance(f, KernelFrame))
+    if state["in_vector"] or any(isinstance(f, str) and f != "py" for f in tr.frames[k + 1:]):
+        return tr.ir_loop(lr, names)
+    if isinstance(sched, Interleaved):
+        return sched.loop(tr, lr, names, user_span())
+    return _survey_loop(tr, sched, lr, names)
+
+
+def _survey_loop(tr: Any, survey: Survey, lr: Any, names: Any) -> Any:
+    survey.open = survey.new_loop()
+    try:
+        yield from tr.ir_loop(lr, names)
+    finally:
+        survey.open = None
 
 
 def reduce_per_core(tr: Any, op: str, src: Region, dst: Region, kind: str, dim: int,
@@ -261,6 +298,20 @@ def check_branch(tr: Any, cond: Any, span: Any) -> None:
 
 def exit_npu_kernel(tr: Any, failed: bool) -> None:
     state = getattr(tr, "npu_state", None)
+    sched = state.get("sched") if state is not None else None
+    if isinstance(sched, Interleaved):
+        # Note [Cube and vector concurrently]: the cube's kernel ends when
+        # both parts have; what follows it is traced by the cube's thread.
+        if sched.turn == "vector":
+            sched.muted["vector"] += 1
+            return
+        try:
+            if not failed:
+                sched.finish_cube(state["span"])
+        finally:
+            sched.abort()
+    if sched is not None:
+        tr._b = tr._b._real
     tr.npu_state = None
     if state is not None and not failed and "loop" in state:
         next(state["loop"], None)  # ends the vid loop
@@ -269,7 +320,7 @@ def exit_npu_kernel(tr: Any, failed: bool) -> None:
         while tr.frames and not isinstance(tr.frames[-1], KernelFrame):
             tr.frames.pop()
     tr.exit_kernel(failed)
-    if state is not None and not failed:
+    if state is not None and not failed and sched is None:
         _check_pairs(state)
 
 
@@ -296,6 +347,12 @@ def _alloc_npu(memory: str, op: str, shape: Any, dtype: Any) -> NpuBuffer:
     buf.memory = memory
     if per_vid:
         buf.shape, buf.ndim, buf.core_prefix = tuple(dims), len(dims), state["vid"]
+    sched = state.get("sched")
+    if sched is not None:
+        tr_b = current_tracer(op).b
+        tr_b.register(buf.buf, memory)
+        if isinstance(sched, Interleaved) and sched.turn == "vector":
+            return buf  # the cube's thread counted it (Note [Cube and vector concurrently])
     count = 1
     for dim in dims:
         count *= dim
@@ -343,6 +400,13 @@ def check_copy(src: Region, dst: Region) -> None:
     Called by T.copy when either side is an on-chip Ascend buffer."""
     s, d = memory_of(src.buffer), memory_of(dst.buffer)
     state = getattr(current_tracer("T.copy"), "npu_state", None)
+    if state is not None and isinstance(state.get("sched"), Interleaved) and \
+            (s, d) in (("UB", "L1"), ("L0C", "UB")):
+        raise error(NotImplementedError,
+                    f"T.copy: {s}->{d} ({src.buffer.name} to {dst.buffer.name}) in a kernel "
+                    f"whose cube and vector parts are interleaved at their waits is not "
+                    f"emulated yet; copy through a GM workspace (Note [Cube and vector "
+                    f"concurrently])")
     if (s, d) == ("UB", "L1") and state is not None:
         # The vector-to-cube channel: the cube needs both vector cores' halves.
         if not state["lockstep"]:
@@ -372,29 +436,32 @@ def _side_text(side: str) -> str:
 
 def _workspace_event(state: Dict[str, Any], src: Region, dst: Region, s: str, d: str) -> None:
     """Records a GM read or write of one side, for the workspaces the cube
-    and vector parts exchange (Note [Cube and vector in lockstep]): a read
-    of a tensor the other side writes comes after a write of it in program
-    order (else the NPU would reorder it, which the emulation cannot), and
-    a vector-to-cube flow needs lockstep."""
+    and vector parts exchange (Note [Cube and vector in lockstep]): a
+    vector-to-cube flow needs lockstep, and a read of a tensor the other
+    side writes below it needs the parts interleaved (Note [Cube and vector
+    concurrently]), whose scheduler then takes the event."""
     event = _GM_EVENTS.get((s, d))
     if event is None:
         return
     side, kind = event
     gm = src.buffer if kind == "read" else dst.buffer
     span = user_span()
+    sched = state.get("sched")
+    if isinstance(sched, Interleaved):
+        sched.gm_event(side, kind, gm.name, "T.copy", span)
+        return
+    if sched is not None:
+        sched.event(side, kind, gm.name)  # the survey
+        return
     count = _loop_count(current_tracer("T.copy"))
     key = (gm.name, side)
     if kind == "write":
         state["writes"].setdefault(key, []).append((count, span))
         early = state["reads"].get((gm.name, _OTHER[side]))
         if early is not None and early[0][2]:
-            raise error(NotImplementedError,
-                        f"T.copy: {_side_text(_OTHER[side])} read the workspace {gm.name} "
-                        f"({_HOW[(_OTHER[side], 'read')]}) before {_side_text(side)} write it "
-                        f"({_HOW[event]} at {span_text(span)}): on the NPU the read waits "
-                        f"for that later write; the emulation runs the two parts in program "
-                        f"order and cannot reorder them (Note [Cube and vector in lockstep])",
-                        early[0][1])
+            # The read waits for this later write: lockstep, then interleaved
+            # (Note [Cube and vector concurrently]).
+            raise NeedsConcurrent() if state["lockstep"] else NeedsLockstep()
         return
     written = (gm.name, _OTHER[side]) in state["writes"]
     state["reads"].setdefault(key, []).append((count, span, not written))
@@ -460,131 +527,22 @@ def gemm_v0(A: Any, B: Any, C: Any, transpose_A: bool = False,  # noqa: N803
             raise error(TypeError, f"T.gemm_v0: {flag} must be a Python bool, got {value!r}",
                         span)
     b = tr.tile("T.gemm_v0", span)
-    if is_symbolic(init):
-        # init=(k == 0): zero C where it holds, then accumulate.
-        st = tr.if_(init)
-        c_region = _region_handle(tr, rc)
-        b.fill(c_region, to_handle(tr, 0, rc.buffer.dtype), span)
-        tr.endif_(st)
-        init = False
-    b.gemm(_region_handle(tr, ra), _region_handle(tr, rb), _region_handle(tr, rc),
-           bool(transpose_A), bool(transpose_B), bool(init), 0, span)
+    state = tr.npu_state
+    state["side"] = "cube"  # for RoleBuilder (Note [Cube and vector concurrently])
+    try:
+        if is_symbolic(init):
+            # init=(k == 0): zero C where it holds, then accumulate.
+            st = tr.if_(init)
+            c_region = _region_handle(tr, rc)
+            b.fill(c_region, to_handle(tr, 0, rc.buffer.dtype), span)
+            tr.endif_(st)
+            init = False
+        b.gemm(_region_handle(tr, ra), _region_handle(tr, rb), _region_handle(tr, rc),
+               bool(transpose_A), bool(transpose_B), bool(init), 0, span)
+    finally:
+        state["side"] = None
 
 
 def mma(A: Any, B: Any, C: Any, init: Any = False) -> None:
     """T.mma(A_L0A, B_L0B, C_L0C, init=...): the cube's multiply of L0 tiles."""
     gemm_v0(A, B, C, init=init)
-
-
-# --- synchronisation: one instruction stream per core here -------------------
-
-_PIPES = ("mte1", "mte2", "mte3", "m", "v", "s", "fix", "all")
-
-
-def _pipe(op: str, name: Any) -> None:
-    if not isinstance(name, str) or name.lower() not in _PIPES:
-        raise error(ValueError, f"{op}: unknown pipe {name!r}; expected one of "
-                                f"{', '.join(_PIPES)}")
-
-
-def set_flag(src: str, dst: str, eventId: Any) -> None:  # noqa: N803
-    """Orders pipe `dst` after `src` on the NPU; accepted (Note [Ascend emulation])."""
-    _npu_state("T.set_flag")
-    _pipe("T.set_flag", src)
-    _pipe("T.set_flag", dst)
-
-
-def wait_flag(src: str, dst: str, eventId: Any) -> None:  # noqa: N803
-    """Waits for T.set_flag(src, dst, eventId) on the NPU; accepted."""
-    _npu_state("T.wait_flag")
-    _pipe("T.wait_flag", src)
-    _pipe("T.wait_flag", dst)
-
-
-def barrier_all() -> None:
-    """Waits for every pipe of the core on the NPU; accepted."""
-    _npu_state("T.barrier_all")
-
-
-def pipe_barrier(pipe: str) -> None:
-    """Waits for one pipe of the core on the NPU; accepted."""
-    _npu_state("T.pipe_barrier")
-    _pipe("T.pipe_barrier", pipe)
-
-
-def annotate_address(address_map: Dict[Any, Any]) -> None:
-    """Places buffers at given on-chip addresses on the NPU; the emulation
-    has no address space to place them in, so it checks the map's buffers
-    and records nothing."""
-    _npu_state("T.annotate_address")
-    if not isinstance(address_map, dict):
-        raise error(TypeError, f"T.annotate_address: expected a dict of buffer -> address, "
-                               f"got {type(address_map).__name__}")
-    for buf in address_map:
-        if not isinstance(buf, NpuBuffer):
-            raise error(TypeError, f"T.annotate_address: {buf!r} is not an on-chip buffer "
-                                   f"(T.alloc_L1 / L0A / L0B / L0C / ub)")
-
-
-def not_emulated(name: str) -> Any:
-    """A construct of the dialect the emulation does not have yet: using it
-    is an error naming it, at the user's line."""
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise error(NotImplementedError, f"T.{name} (TileLang-Ascend) is not emulated yet")
-    refuse.__name__ = name
-    return refuse
-
-
-def set_cross_flag(pipe: str, flag: Any) -> None:
-    """Signals `flag` to the other side (cube <-> vector) after `pipe`. In
-    program order (Note [Cube and vector in lockstep]) it orders nothing
-    further; it is counted, so that a wait with no signal before it is
-    reported."""
-    state = _npu_state("T.set_cross_flag")
-    _pipe("T.set_cross_flag", pipe)
-    key = static_value(flag)
-    state["flags"][key] = state["flags"].get(key, 0) + 1
-
-
-def wait_cross_flag(flag: Any) -> None:
-    """Waits for the other side's T.set_cross_flag(..., flag)."""
-    state = _npu_state("T.wait_cross_flag")
-    key = static_value(flag)
-    if not state["flags"].get(key) and state.get("scope"):
-        raise error(NotImplementedError,
-                    f"T.wait_cross_flag({key!r}) in T.Scope({state['scope']!r}) waits for a "
-                    f"flag that no statement before it sets: the T.Scope bodies would have to "
-                    f"run interleaved at their flags, which is not emulated yet (Note [Cube "
-                    f"and vector in lockstep])")
-    if not state["flags"].get(key):
-        raise error(ValueError, f"T.wait_cross_flag({key!r}): no T.set_cross_flag(..., "
-                                f"{key!r}) comes before it in the program, so it waits forever "
-                                f"(a deadlock on the NPU)")
-
-
-class Scope:
-    """with T.Scope("C") / T.Scope("V"): the cube's or the vector cores' part
-    of the body. The parts run in program order (Note [Cube and vector in
-    lockstep]): a "C" part then a "V" part that waits for the cube's flags
-    runs as on the NPU; parts that wait for each other in turn would need
-    interleaving and are reported at the wait."""
-
-    def __init__(self, name: str) -> None:
-        if name not in ("C", "V"):
-            raise error(ValueError, f"T.Scope: expected \"C\" (the cube) or \"V\" (the "
-                                    f"vector cores), got {name!r}")
-        self.name = name
-        self.state: Optional[Dict[str, Any]] = None
-
-    def __enter__(self) -> "Scope":
-        self.state = _npu_state("T.Scope")
-        self.outer = self.state.get("scope")
-        self.state["scope"] = self.name
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.state is not None:
-            self.state["scope"] = self.outer
-
-
-sync_all = not_emulated("sync_all")

@@ -19,8 +19,9 @@ from .. import _C
 from . import builder as _builder
 from . import rewrite as _rewrite
 from . import tracer as _tracer
-from .active import active, factory_name
+from .active import active, factory_name, tracing
 from .ascend import NeedsLockstep, enter_npu_kernel, exit_npu_kernel
+from .ascend_concurrent import NeedsConcurrent, Survey
 from .dtypes import DType, dtype_name
 from .spans import Span, annotated_parameter, error, strip_internal_frames, user_span
 from .values import view_not_supported
@@ -192,11 +193,18 @@ def _resolve_annotation(ann: Any, fn: Any, caller_locals: Dict[str, Any], kernel
         _resolving.owner = _resolving.shape_error = None
 
 
-def _trace(fn: Any, name: str, params: List[Any], lockstep: bool) -> Any:
+def _trace(fn: Any, name: str, params: List[Any], lockstep: bool, survey: Any = None,
+           interleave: bool = False) -> Any:
     tracer = _tracer.Tracer(name, params, _builder.make_builder)
     tracer.npu_lockstep = lockstep
+    tracer.npu_survey, tracer.npu_interleave = survey, interleave
     body = _rewrite.rewritten(fn, tracer, name)
+    tracer.npu_body = body  # run again by the vector cores' thread when interleaved
     tracer.param_spans = _rewrite.param_spans(fn)
+    if survey is not None and not interleave:
+        with tracing(tracer):  # the survey records; its program is not used
+            body(*tracer.proxies)
+        return None
     return _tracer.run(tracer, body)
 
 
@@ -234,7 +242,16 @@ def prim_func(fn: Any = None, **options: Any) -> Any:
             # A TileLang-Ascend kernel whose data flows from vector to cube:
             # traced again with its cube and vector parts in lockstep
             # (ascend.py, Note [Cube and vector in lockstep]).
-            return _trace(fn, name, params, lockstep=True)
+            try:
+                return _trace(fn, name, params, lockstep=True)
+            except NeedsConcurrent:
+                # A read that waits for a write below it: surveyed, then
+                # traced with the cube and vector parts interleaved at their
+                # waits (ascend_concurrent.py, Note [Cube and vector concurrently]).
+                survey = Survey()
+                _trace(fn, name, params, lockstep=True, survey=survey)
+                survey.resolve_flags()
+                return _trace(fn, name, params, lockstep=True, survey=survey, interleave=True)
     except Exception as e:
         strip_internal_frames(e)
         raise e.with_traceback(e.__traceback__) from e.__cause__

@@ -428,11 +428,13 @@ class Tracer:
     def for_(self, it: Any, names: Any) -> Any:
         """`for <target> in it`: names is the target's name (a str), the
         names of a tuple target (a tuple), or None."""
-        if isinstance(it, LoopRange):
-            return self.ir_loop(it, names)
         if type(it) is range and self.in_kernel():
-            return self.ir_loop(serial_range("range", "serial", it.start, it.stop, it.step),
-                                names)
+            it = serial_range("range", "serial", it.start, it.stop, it.step)
+        if isinstance(it, LoopRange):
+            # A TileLang-Ascend kernel traced interleaved schedules its loops
+            # (ascend.py, Note [Cube and vector concurrently]).
+            hook = self.npu_state.get("user_loop") if self.npu_state is not None else None
+            return hook(self, it, names) if hook else self.ir_loop(it, names)
         if is_symbolic(it):
             raise error(TypeError, f"a for loop over the symbolic value '{it!r}'; loop over "
                                    f"T.serial(n), T.Parallel(...) or range(n)")
