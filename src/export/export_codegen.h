@@ -2,9 +2,11 @@
 // export_library.cpp): its C header and its wrapper unit.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
+#include "core/embedded_file.h"
 #include "tilejit/jit/kernel.h"
 
 namespace tilejit::exporter {
@@ -14,15 +16,15 @@ std::string c_header(const Kernel& k, const std::string& c_name, const std::stri
 
 /// The wrapper unit: `header` (c_header()'s text), the tables of `k`'s plan
 /// and KernelAbi, the shape program as straight-line code, the fixed code of
-/// wrapper_runtime.cpp, and the C functions.
+/// runtime/, and the C functions.
 std::string wrapper_source(const Kernel& k, const std::string& c_name, const std::string& header);
 
 /// The symbols the library exports.
 std::vector<std::string> exported_symbols(const std::string& c_name);
 
-// wrapper_runtime.cpp: the fixed code, before and after the tables.
-extern const char* const kWrapperHead;
-extern const char* const kWrapperBody;
-extern const char* const kWrapperCall;  // follows kWrapperBody
+/// The fixed parts of the header and the wrapper unit, as embedded from
+/// src/export/runtime/ at build time: header_dlpack.h, header_common.h,
+/// wrapper_types.h, wrapper_check.cpp, wrapper_call.cpp.
+std::span<const EmbeddedFile> wrapper_files();
 
 }  // namespace tilejit::exporter

@@ -11,14 +11,20 @@
 //    backend/cuda/cuda_export.cpp), defining the wrapper's hooks: begin/end
 //    of a call on a device, a launch on the call's stream, zeroing, memory,
 //    whether the stream captures a graph;
-//  - the wrapper (export_codegen.cpp over wrapper_runtime.cpp and
-//    wrapper_call.cpp), target-neutral: the call plan's input specs, symbol
-//    bindings and dimension checks as tables, its ShapeProgram as
-//    straight-line code, the KernelAbi's block layout and each launch's
-//    shared memory, the workspace layout (256-byte aligned offsets in one
-//    arena, as the pool leases it), the init policies, a small pool of its
-//    own and the C functions of the header. Its messages are the jit path's
-//    (jit/call_errors.cpp), with "got NULL" for a missing tensor.
+//  - the wrapper (export_codegen.cpp over the fixed code of runtime/:
+//    wrapper_types.h, wrapper_check.cpp, wrapper_call.cpp), target-neutral:
+//    the call plan's input specs, symbol bindings and dimension checks as
+//    tables, its ShapeProgram as straight-line code, the KernelAbi's block
+//    layout and each launch's shared memory, the workspace layout (256-byte
+//    aligned offsets in one arena, as the pool leases it), the init
+//    policies, a small pool of its own and the C functions of the header.
+//    Its messages are the jit path's (jit/call_errors.cpp), with "got NULL"
+//    for a missing tensor.
+// The fixed code of the wrapper and of the launchers (backend/cpu/ and
+// backend/cuda/export_runtime/launcher.cpp) is real source files, embedded
+// at build time (Note [Embedded from a marker] in cmake/embed_files.cmake),
+// each compiled on its own against a stand-in for the generated tables by
+// the ctests export.runtime.*.
 // The header (c_header()) is the wrapper's first lines too, so the two can
 // never disagree. Nothing in the library refers to libtilejit: it needs the
 // C runtime alone (the launchers link the C++ runtime in statically and
@@ -36,9 +42,10 @@
 // architecture] in cuda_compiler.cpp: sm_90a on an H200) and to PTX for the
 // virtual architecture (compute_90; compute_90a when the body needs the
 // architecture-specific features), and embeds both as byte arrays in the
-// launcher unit (the code: cuda_export_launcher.cpp), compiled with the
-// wrapper by the host C++ compiler (backend/common/host_compiler.h) into one
-// shared object linked as the CPU export is. The launcher needs no CUDA
+// launcher unit (the code: backend/cuda/export_runtime/launcher.cpp),
+// compiled with the wrapper by the host C++ compiler
+// (backend/common/host_compiler.h) into one shared object linked as the CPU
+// export is. The launcher needs no CUDA
 // header (it declares the few driver types and enum values it uses) and
 // links no libcuda: on the first call that launches it opens libcuda.so.1
 // with dlopen under a pthread_once, calls cuInit and resolves the rest

@@ -1,5 +1,5 @@
 // See device_files.h. The arrays themselves are generated
-// (<build>/device_files_{cpu,cuda}.cpp).
+// (<build>/embedded_device_{cpu,cuda}.cpp, by cmake/embed_files.cmake).
 #include "backend/common/device_files.h"
 
 #include <cerrno>

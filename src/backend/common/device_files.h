@@ -1,5 +1,5 @@
 // The device headers (device/cpu/, device/cuda/ in the source tree), embedded
-// into libtilejit at build time by cmake/embed_device_files.cmake, so that a
+// into libtilejit at build time by cmake/embed_files.cmake, so that a
 // kernel compiles against exactly the headers the library was built with,
 // wherever the library is installed.
 //
@@ -12,15 +12,13 @@
 
 #include <span>
 #include <string>
-#include <string_view>
+
+#include "core/embedded_file.h"
 
 namespace tilejit::backend {
 
-struct DeviceFile {
-  // Both views are NUL-terminated (NVRTC takes C strings).
-  std::string_view name;  ///< the include name, "tilejit/cpu/prelude.h"
-  std::string_view text;  ///< the header's bytes
-};
+/// A device header: its include name ("tilejit/cpu/prelude.h") and bytes.
+using DeviceFile = EmbeddedFile;
 
 /// The headers under device/cpu/, sorted by name.
 std::span<const DeviceFile> cpu_device_files();

@@ -7,11 +7,13 @@
 
 #include <memory>
 #include <ostream>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "backend/common/cxx_source.h"
 #include "backend/common/host_compiler.h"
+#include "core/embedded_file.h"
 #include "tilejit/runtime/backend.h"
 
 namespace tilejit::cpu {
@@ -97,6 +99,10 @@ std::string compile_library(const std::vector<SourceUnit>& units,
 
 /// Export (cpu_export.cpp): the standalone library of Backend::export_library.
 std::string export_library(const runtime::ExportRequest& request);
+
+/// The fixed code of the export's launcher unit, after its tables, as
+/// embedded from src/backend/cpu/export_runtime/ at build time: launcher.cpp.
+std::span<const EmbeddedFile> launcher_files();
 
 /// Loads shared-object bytes whose entries `abi` names. Throws RuntimeError
 /// for bytes that do not load, or that lack an entry.

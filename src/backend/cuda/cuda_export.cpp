@@ -4,8 +4,8 @@
 // [Choosing the architecture] in cuda_compiler.cpp: sm_90a on an H200) and
 // to PTX for that architecture's virtual one (compute_90), which the driver
 // finishes on a device the cubin does not run on; both embedded as byte
-// arrays in a launcher unit (the tables here, the code in
-// cuda_export_launcher.cpp) that the host C++ compiler builds with the
+// arrays in a launcher unit (the tables here, the code
+// export_runtime/launcher.cpp) that the host C++ compiler builds with the
 // wrapper into one shared object, linked as the CPU export is
 // (cpu_export.cpp): the C++ runtime statically, the C functions alone
 // exported, -z defs. libcuda is not linked: the launcher opens it.
@@ -67,7 +67,7 @@ std::string launcher_source(const runtime::ExportRequest& request, const std::st
         "constexpr size_t kCubinSize = " << cubin.size() << ";\n";
   write_bytes(os, "kCubin", cubin);
   write_bytes(os, "kPtx", ptx);
-  os << "\n}  // namespace\n" << kLauncherCode;
+  os << "\n}  // namespace\n\n" << embedded_text(launcher_files(), "launcher.cpp");
   return os.str();
 }
 

@@ -2,8 +2,10 @@
 // export] in src/export/export_library.cpp).
 #pragma once
 
+#include <span>
 #include <string>
 
+#include "core/embedded_file.h"
 #include "tilejit/runtime/backend.h"
 
 namespace tilejit::cuda {
@@ -13,8 +15,8 @@ namespace tilejit::cuda {
 /// launcher unit, compiled with the wrapper by the host C++ compiler.
 std::string export_library(const runtime::ExportRequest& request);
 
-/// The fixed code of the launcher unit, after its tables
-/// (cuda_export_launcher.cpp).
-extern const char* const kLauncherCode;
+/// The fixed code of the launcher unit, after its tables, as embedded from
+/// src/backend/cuda/export_runtime/ at build time: launcher.cpp.
+std::span<const EmbeddedFile> launcher_files();
 
 }  // namespace tilejit::cuda

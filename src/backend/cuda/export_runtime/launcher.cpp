@@ -1,20 +1,18 @@
 // The fixed part of a CUDA export's launcher unit (Note [CUDA export] in
-// src/export/export_library.cpp); cuda_export.cpp writes the tables before
-// it: kKernelName, kNumLaunches, kEntries, kThreads, kCubin, kCubinSize,
-// kCubinArch, kPtx, kPtxArch.
+// src/export/export_library.cpp); cuda_export.cpp writes the includes and
+// the tables before it (launcher_tables.h stands in for them where this file
+// compiles on its own, ctest export.runtime.cuda_launcher).
 //
-// It defines the wrapper's hooks (runtime::ExportRequest) over the driver
-// API, opened with dlopen: the library needs no CUDA header to build and no
-// libcuda to load. The driver's few types are declared here as cuda.h
-// declares them (opaque handles, int enums, the values of the attributes
-// used), and every entry but cuInit and cuGetErrorName/String is resolved
-// through cuGetProcAddress at the ABI version of the signature declared
-// (kApiVersion), as cuda_driver.h does by the versioned names.
-#include "backend/cuda/cuda_export.h"
-
-namespace tilejit::cuda {
-
-const char* const kLauncherCode = R"LAUNCH(
+// It defines the wrapper's hooks (runtime::ExportRequest; declared in
+// src/export/runtime/wrapper_types.h) over the driver API, opened with
+// dlopen: the library needs no CUDA header to build and no libcuda to load.
+// The driver's few types are declared here as cuda.h declares them (opaque
+// handles, int enums, the values of the attributes used), and every entry
+// but cuInit and cuGetErrorName/String is resolved through cuGetProcAddress
+// at the ABI version of the signature declared (kApiVersion), as
+// cuda_driver.h does by the versioned names.
+#include "launcher_tables.h"
+// ---- embedded from the next line on ----
 typedef int CUresult;
 typedef int CUdevice;
 typedef struct CUctx_st* CUcontext;
@@ -613,6 +611,3 @@ extern "C" void tilejit_export_free(void* target, void* ptr, size_t, void* strea
     g_driver.cuMemFree(CUdeviceptr(uintptr_t(ptr)));
   }
 }
-)LAUNCH";
-
-}  // namespace tilejit::cuda

@@ -1,15 +1,16 @@
-// The fixed part of an exported library's wrapper unit, second half (the
-// first: wrapper_runtime.cpp, whose conventions it follows): zeroing the
-// workspaces, packing the argument block and launching, the library's own
-// pool, the whole call, the outputs <op>_auto_outputs makes, and the
-// queries. What differs between targets (launching on a stream, zeroing,
-// memory, the device's context) goes through the launcher's hooks
-// (tilejit_export_*, declared in wrapper_runtime.cpp).
-#include "export/export_codegen.h"
+// The third part of an exported library's wrapper unit (after
+// wrapper_check.cpp, whose conventions it follows): zeroing the workspaces,
+// packing the argument block and launching, the library's own pool, the
+// whole call, the outputs <op>_auto_outputs makes, and the queries. What
+// differs between targets (launching on a stream, zeroing, memory, the
+// device's context) goes through the launcher's hooks (tilejit_export_*,
+// declared in wrapper_types.h). The C functions of the header, which the
+// generator writes after this text, call call(), call_allocating(),
+// workspace_bytes(), output_shapes() and pool_bytes().
+#include "wrapper_check.cpp"
+// ---- embedded from the next line on ----
+namespace {
 
-namespace tilejit::exporter {
-
-const char* const kWrapperCall = R"WRAP(
 // Zeroes the workspaces whose policy asks for it (`fresh`: the arena's
 // zero_once regions are not known to be zero), packs the argument block as
 // the KernelAbi lays it out, and runs every launch in order, all on the
@@ -446,6 +447,3 @@ int64_t pool_bytes() {
 }
 
 }  // namespace
-)WRAP";
-
-}  // namespace tilejit::exporter

@@ -1,121 +1,16 @@
-// The fixed part of an exported library's wrapper unit (export_codegen.cpp
-// writes the tables it reads and the C functions that call it), first half:
-// checking the inputs as the jit path does (jit/kernel.cpp bind_inputs, with
-// the wording of jit/call_errors.cpp), laying out the arena, checking the
-// outputs. The second half, wrapper_call.cpp, runs the call.
+// The second part of an exported library's wrapper unit, after the tables
+// (wrapper_types.h says what comes before): checking the inputs as the jit
+// path does (jit/kernel.cpp bind_inputs, with the wording of
+// jit/call_errors.cpp), laying out the arena, checking the outputs.
+// wrapper_call.cpp, which follows it, runs the call.
 //
-// It is C++17 that uses nothing of libstdc++ beyond what the C library
-// provides (no exceptions, no allocation but aligned_alloc), so that the
-// wrapper adds nothing to what the library needs at run time.
-#include "export/export_codegen.h"
-
-namespace tilejit::exporter {
-
-// Reads, from the tables: kName, kDeviceType, kDeviceText, kOneDevice,
-// kStreamKeyedPool, kNumInputs,
-// kNumOutputs, kNumWorkspaces, kNumSymbols, kNumResults, kNumParams,
-// kNumLaunches, kNumBindings, kNumChecks, kNumAbiArgs, kBlockBytes,
-// kHasZeroOnce, kLayoutSeed, kInputs, kBindings, kChecks, kOutputs,
-// kWorkspaces, kSymbolNames, kResultExpr, kLaunchGrid, kLaunchSmem,
-// kAbiArgs, and run_program().
-const char* const kWrapperHead = R"WRAP(
-#include <pthread.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define TJ_API extern "C" __attribute__((visibility("default")))
-
-// The target's hooks, defined by its launcher unit (runtime::ExportRequest
-// in runtime/backend.h says what each does).
-struct tilejit_export_call {
-  int device_id;
-  void* stream;
-  void* target;
-  void* saved;
-};
-extern "C" {
-int tilejit_export_begin(tilejit_export_call* call, char* error, size_t error_size);
-void tilejit_export_end(tilejit_export_call* call);
-int tilejit_export_launch(tilejit_export_call* call, int launch, const void* block,
-                          const int64_t* grid, int64_t smem, char* error, size_t error_size);
-int tilejit_export_zero(tilejit_export_call* call, void* ptr, size_t bytes, char* error,
-                        size_t error_size);
-int tilejit_export_capturing(tilejit_export_call* call, int* capturing, char* error,
-                             size_t error_size);
-void* tilejit_export_alloc(tilejit_export_call* call, size_t bytes, int ordered);
-int tilejit_export_graph_alloc(tilejit_export_call* call, size_t bytes, void** ptr,
-                               void (*release)(void*), void* context, char* error,
-                               size_t error_size);
-void tilejit_export_free(void* target, void* ptr, size_t bytes, void* stream, int ordered);
-int tilejit_export_tensor_map(tilejit_export_call* call, void* map, void* address, int elem_bytes,
-                              int rank, const uint64_t* dims, const uint32_t* box, int swizzle,
-                              const char* name, char* error, size_t error_size);
-}
-
+// Its functions are used by the parts after it (the C functions the
+// generator writes last), so the standalone compile (ctest
+// export.runtime.wrapper_check) allows unused ones.
+#include "wrapper_tables.h"
+// ---- embedded from the next line on ----
 namespace {
 
-enum : int { kOk = 0, kTypeError = 1, kValueError = 2, kRuntimeError = 3, kOutOfMemory = 4 };
-enum : int { kInitEmpty = 0, kInitZero = 1, kInitZeroOnce = 2 };
-enum : int { kArgPointer = 0, kArgSymbol = 1, kArgScalar = 2, kArgTensorMap = 4 };
-
-struct InputSpec {
-  const char* name;
-  int param;
-  int scalar;
-  uint8_t code, bits;
-  int rank;
-  int64_t dims[8];     // -1: symbolic
-  const char* dtype;   // "float32"
-  const char* a_dtype; // "a float32"
-  const char* shape;   // "[M, K]"
-};
-struct Binding {
-  int symbol, input, dim;  // dim -1: a scalar input
-  int64_t coeff, offset;
-  const char* dim_expr;    // the declared extent, "2*s + 1"
-  const char* source;      // "A.shape[1]", "scalar #2 'n'"
-};
-struct DimCheck {
-  int input, dim, result;
-  const char* symbol;  // the extent is this symbol (else nullptr)
-  const char* source;  // where that symbol came from
-  const char* expr;    // the declared extent
-};
-struct BufferSpec {
-  const char* name;
-  int param;
-  uint8_t code, bits;
-  int rank;
-  int first;  // its extents are results [first, first + rank)
-  int init;
-  int64_t elem_bytes;
-  const char* dtype;
-  const char* a_dtype;
-};
-struct AbiArgSpec {
-  int kind, source;
-  uint32_t offset, size;
-};
-// A kTensorMap argument (Note [Tensor maps]): its tensor's dims innermost
-// first, each an extent (>= 0) or symbol slot -1 - dims[d].
-struct TensorMapSpec {
-  int arg;  // its index in kAbiArgs
-  int elem_bytes, rank, swizzle;
-  int64_t dims[5];
-  uint32_t box[5];
-  const char* name;
-};
-union Scalar {
-  int32_t i32;
-  int64_t i64;
-  float f32;
-};
-)WRAP";
-
-const char* const kWrapperBody = R"WRAP(
 struct Bound {
   int64_t sym[kNumSymbols + 1];
   int64_t res[kNumResults + 1];
@@ -410,6 +305,4 @@ int check_outputs(DLTensor* const* out, Bound* b) {
   return kOk;
 }
 
-)WRAP";
-
-}  // namespace tilejit::exporter
+}  // namespace
