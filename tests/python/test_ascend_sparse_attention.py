@@ -69,4 +69,4 @@ def test_demo_step_fails_on_a_mismatch(capsys, monkeypatch):
     reference = sfa.reference
     monkeypatch.setattr(sfa, "reference", lambda *args: reference(*args) + 0.1)
     assert sfa.main(["--quick"]) == 1
-    assert capsys.readouterr().out.splitlines()[-1] == "FAIL"
+    assert capsys.readouterr().out.splitlines()[-1] == "FAIL: max |error| over 2e-2"
