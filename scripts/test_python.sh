@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The Python tests: builds the package (the whole C++ library and the
-# extension, through pip and scikit-build-core) into build-py/site without
-# touching the Python environment, then runs pytest on tests/python with it.
+# The Python tests: builds the package into build-py/site
+# (scripts/build_python.sh) without touching the Python environment, then
+# runs pytest on tests/python with it.
 #
 #   bash scripts/test_python.sh            # extra arguments go to pytest
 #   PYTHON=/path/to/python bash scripts/test_python.sh   # another interpreter
@@ -16,20 +16,8 @@ root=$(pwd)
 site="$root/build-py/site"
 python="${PYTHON:-python3}"
 
-# Ninja builds in parallel by itself; make (scikit-build-core's fallback
-# when ninja is missing) needs telling.
-export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
-
 echo "== build and install the Python package into $site"
-mkdir -p build-py
-log="$root/build-py/pip-install.log"
-if ! "$python" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps \
-    --upgrade --target "$site" -C build-dir="$root/build-py/wheel" . >"$log" 2>&1; then
-  cat "$log" >&2
-  echo "building the Python package failed (log: $log)" >&2
-  exit 1
-fi
-grep -v -e "as the 'root' user" -e "^WARNING: Target directory" "$log" || true
+PYTHON="$python" bash scripts/build_python.sh
 
 echo "== pytest tests/python"
 # -p no:cacheprovider: no .pytest_cache in the tree. The tests' kernel
