@@ -433,6 +433,13 @@ def hopper_case_list():
         Case("flash_causal_bf16_s8192", "attention", P.flash_attention,
              fa(4, 32, 8192, 128, True), fa(1, 8, 1024, 128, True), fa(1, 2, 200, 64, True),
              bshd, ref_flash, torch=torch_op("sdpa_cudnn")),
+        # (the program masks no key past seq_len: whole blocks only)
+        Case("flash_pipelined_bf16_s8192", "attention", P.flash_attention_pipelined,
+             fa(4, 32, 8192, 128, False), fa(1, 8, 1024, 128, False), fa(1, 2, 256, 64, False),
+             bshd, ref_flash, torch=torch_op("sdpa_cudnn")),
+        Case("flash_pipelined_causal_bf16_s8192", "attention", P.flash_attention_pipelined,
+             fa(4, 32, 8192, 128, True), fa(1, 8, 1024, 128, True), fa(1, 2, 200, 64, True),
+             bshd, ref_flash, torch=torch_op("sdpa_cudnn")),
         Case("flash_bf16_d64", "attention", P.flash_attention, fa(8, 16, 4096, 64, False),
              fa(1, 8, 1024, 64, False), fa(1, 2, 200, 64, False), bshd, ref_flash,
              torch=torch_op("sdpa_cudnn")),
@@ -446,7 +453,7 @@ def flops_of(case, p):
     """The case's floating-point operations (None where not a GEMM or attention)."""
     if case.program in (P.matmul, P.matmul_bench):
         return 2.0 * p["M"] * p["N"] * p["K"]
-    if case.program is P.flash_attention:
+    if case.program in (P.flash_attention, P.flash_attention_pipelined):
         f = 4.0 * p["batch"] * p["heads"] * p["seq_len"] ** 2 * p["dim"]
         return f / 2 if p["is_causal"] else f
     return None

@@ -471,6 +471,95 @@ def flash_attention(tl, T, target="auto"):
     return flashattn
 
 
+def flash_attention_pipelined(tl, T, target="auto"):
+    """TileLang's flash attention forward with a software-pipelined body
+    (examples/flash_attention/example_mha_fwd_bshd_wgmma_pipelined.py): the
+    gemm P V and the rescale of iteration k - 1 run after the gemm Q K^T of
+    iteration k (T.Pipelined's order, stage and group)."""
+    @tl.jit(out_idx=[3], target=target)
+    def flashattn_pipelined(batch, heads, seq_len, dim, is_causal, block_M=128, block_N=128,
+                            num_stages=2, threads=256, dtype="float16", accum_dtype="float32"):
+        scale = (1.0 / dim) ** 0.5 * LOG2E
+        shape = [batch, seq_len, heads, dim]
+
+        @T.macro
+        def MMA0(K, Q_shared, K_shared, acc_s, k, bx, by, bz):
+            T.copy(K[bz, k * block_N:(k + 1) * block_N, by, :], K_shared)
+            if is_causal:
+                for i, j in T.Parallel(block_M, block_N):
+                    acc_s[i, j] = T.if_then_else(bx * block_M + i >= k * block_N + j, 0,
+                                                 -T.infinity(acc_s.dtype))
+            else:
+                T.clear(acc_s)
+            T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+
+        @T.macro
+        def MMA1(V, V_shared, acc_s_cast, acc_o, k, by, bz):
+            T.copy(V[bz, k * block_N:(k + 1) * block_N, by, :], V_shared)
+            T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+
+        @T.macro
+        def Softmax(acc_s, acc_s_cast, scores_max, scores_max_prev, scores_scale, scores_sum,
+                    logsum):
+            T.copy(scores_max, scores_max_prev)
+            T.fill(scores_max, -T.infinity(accum_dtype))
+            T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+            for i in T.Parallel(block_M):
+                scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
+            for i, j in T.Parallel(block_M, block_N):
+                acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
+            T.reduce_sum(acc_s, scores_sum, dim=1)
+            for i in T.Parallel(block_M):
+                logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+            T.copy(acc_s, acc_s_cast)
+
+        @T.macro
+        def Rescale(acc_o, scores_scale):
+            for i, j in T.Parallel(block_M, dim):
+                acc_o[i, j] *= scores_scale[i]
+
+        @T.prim_func
+        def main(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
+                 Output: T.Tensor(shape, dtype)):
+            with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch,
+                          threads=threads) as (bx, by, bz):
+                Q_shared = T.alloc_shared([block_M, dim], dtype)
+                K_shared = T.alloc_shared([block_N, dim], dtype)
+                V_shared = T.alloc_shared([block_N, dim], dtype)
+                O_shared = T.alloc_shared([block_M, dim], dtype)
+                acc_s = T.alloc_fragment([block_M, block_N], accum_dtype)
+                acc_s_cast = T.alloc_fragment([block_M, block_N], dtype)
+                acc_o = T.alloc_fragment([block_M, dim], accum_dtype)
+                scores_max = T.alloc_fragment([block_M], accum_dtype)
+                scores_max_prev = T.alloc_fragment([block_M], accum_dtype)
+                scores_scale = T.alloc_fragment([block_M], accum_dtype)
+                scores_sum = T.alloc_fragment([block_M], accum_dtype)
+                logsum = T.alloc_fragment([block_M], accum_dtype)
+
+                T.copy(Q[bz, bx * block_M:(bx + 1) * block_M, by, :], Q_shared)
+                T.fill(acc_o, 0)
+                T.fill(logsum, 0)
+                T.fill(scores_max, -T.infinity(accum_dtype))
+                loop_range = (T.min(T.ceildiv(seq_len, block_N),
+                                    T.ceildiv((bx + 1) * block_M, block_N))
+                              if is_causal else T.ceildiv(seq_len, block_N))
+                for k in T.Pipelined(loop_range, num_stages=num_stages,
+                                     order=[-1, 0, 3, 1, -1, 2], stage=[-1, 0, 0, 1, -1, 1],
+                                     group=[[0], [1, 2], [3, 4, 5, 6, 7, 8, 9, 10], [11], [12],
+                                            [13]]):
+                    MMA0(K, Q_shared, K_shared, acc_s, k, bx, by, bz)
+                    Softmax(acc_s, acc_s_cast, scores_max, scores_max_prev, scores_scale,
+                            scores_sum, logsum)
+                    Rescale(acc_o, scores_scale)
+                    MMA1(V, V_shared, acc_s_cast, acc_o, k, by, bz)
+                for i, j in T.Parallel(block_M, dim):
+                    acc_o[i, j] /= logsum[i]
+                T.copy(acc_o, O_shared)
+                T.copy(O_shared, Output[bz, bx * block_M:(bx + 1) * block_M, by, :])
+        return main
+    return flashattn_pipelined
+
+
 def gqa_decode(tl, T, target="auto"):
     """TileLang's GQA flash-decoding: Q[batch, heads, dim], K / V[batch,
     seqlen_kv, groups, dim]; a split kernel (block_H query rows of one kv

@@ -317,6 +317,14 @@ void bind_ir_builder(nb::module_& m) {
            nb::arg("stages") = 0, nb::arg("span").none() = nb::none())
       .def("end_for", [](TileBuilder& b, nb::handle span) { b.end_for(to_span(span)); },
            nb::arg("span").none() = nb::none())
+      .def("set_pipeline_schedule",
+           [](TileBuilder& b, std::vector<int> order, std::vector<int> stage,
+              std::vector<std::vector<int>> group, nb::handle span) {
+             b.set_pipeline_schedule(std::move(order), std::move(stage), std::move(group),
+                                     to_span(span));
+           },
+           nb::arg("order"), nb::arg("stage"), nb::arg("group"),
+           nb::arg("span").none() = nb::none())
       .def("begin_if",
            [](TileBuilder& b, nb::handle c, nb::handle span) { b.begin_if(to_expr(c, "if"), to_span(span)); },
            nb::arg("cond"), nb::arg("span").none() = nb::none())

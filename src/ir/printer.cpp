@@ -272,6 +272,19 @@ class Printer : public ExprFunctor<void>, public StmtFunctor<void> {
     out_ += ", ";
     expr(end_of(op->min, op->extent));
     if (op->for_kind == ForKind::kPipelined) out_ += ", stages=" + std::to_string(op->stages);
+    if (!op->schedule.empty()) {
+      auto list = [](const std::vector<int>& v) {
+        std::string t = "[";
+        for (size_t i = 0; i < v.size(); ++i) t += (i ? ", " : "") + std::to_string(v[i]);
+        return t + "]";
+      };
+      out_ += ", order=" + list(op->schedule.order) + ", stage=" + list(op->schedule.stage) +
+              ", group=[";
+      for (size_t g = 0; g < op->schedule.group.size(); ++g) {
+        out_ += (g ? ", " : "") + list(op->schedule.group[g]);
+      }
+      out_ += "]";
+    }
     out_ += "):\n";
     body(op->body);
   }

@@ -3,6 +3,7 @@
 // the state both share in tile_builder_state.h.
 #include "tilejit/ir/tile_builder.h"
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -236,11 +237,84 @@ Expr TileBuilder::begin_for(std::string var_name, Expr min, Expr extent, ForKind
   return v;
 }
 
+void TileBuilder::set_pipeline_schedule(std::vector<int> order, std::vector<int> stage,
+                                        std::vector<std::vector<int>> group, Span span) {
+  State& s = *state_;
+  const char* op = "T.Pipelined";
+  TILEJIT_CHECK(!s.frames.empty() && s.frames.back().kind == FrameKind::kFor &&
+                    s.frames.back().for_kind == ForKind::kPipelined,
+                kValueError)
+      << s.prefix(span, op) << "order=, stage= and group= belong to a T.Pipelined loop";
+  TILEJIT_CHECK(!order.empty() && order.size() == stage.size(), kValueError)
+      << s.prefix(span, op) << "order= and stage= must be lists of the same length, got "
+      << order.size() << " and " << stage.size() << " entries";
+  TILEJIT_CHECK(group.empty() || group.size() == order.size(), kValueError)
+      << s.prefix(span, op) << "group= has " << group.size() << " groups but order= has "
+      << order.size() << " entries";
+  Frame& f = s.frames.back();
+  f.schedule = {std::move(order), std::move(stage), std::move(group)};
+  f.schedule_span = span;
+}
+
+namespace {
+
+// TileLang's rules for a schedule over `n` statements; "" when it keeps them.
+std::string schedule_error(PipelineSchedule* p, size_t n) {
+  if (p->group.empty()) {
+    for (size_t i = 0; i < n; ++i) p->group.push_back({int(i)});
+    if (p->order.size() != n) {
+      return "order= has " + std::to_string(p->order.size()) + " entries for a body of " +
+             std::to_string(n) + " statements (without group=, one per statement)";
+    }
+  }
+  int next = 0;
+  for (const std::vector<int>& g : p->group) {
+    for (int i : g) {
+      if (i != next) {
+        return "group= must list the body's statements 0.." + std::to_string(int(n) - 1) +
+               " once each, in order, in consecutive groups";
+      }
+      ++next;
+    }
+  }
+  if (size_t(next) != n) {
+    return "group= covers " + std::to_string(next) + " statements of a body of " +
+           std::to_string(n);
+  }
+  std::vector<int> orders;
+  for (size_t g = 0; g < p->order.size(); ++g) {
+    if (p->stage[g] == -1 || p->order[g] == -1) {
+      if (p->stage[g] != -1 || p->order[g] != -1) {
+        return "group " + std::to_string(g) + " has order " + std::to_string(p->order[g]) +
+               " and stage " + std::to_string(p->stage[g]) + ": -1 goes with -1 (a prefetch)";
+      }
+      continue;
+    }
+    if (p->stage[g] < 0) return "stage " + std::to_string(p->stage[g]) + " is below -1";
+    orders.push_back(p->order[g]);
+  }
+  std::sort(orders.begin(), orders.end());
+  for (size_t i = 0; i < orders.size(); ++i) {
+    if (orders[i] != int(i)) {
+      return "the orders of the groups that are not prefetches must be 0.." +
+             std::to_string(int(orders.size()) - 1) + ", each once";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 void TileBuilder::end_for(Span span) {
   State& s = *state_;
   Frame f = s.pop(FrameKind::kFor, span, "end_for", "loop");
+  if (!f.schedule.empty()) {
+    const std::string why = schedule_error(&f.schedule, f.stmts.size());
+    TILEJIT_CHECK(why.empty(), kValueError) << s.prefix(f.schedule_span, "T.Pipelined") << why;
+  }
   s.add(make_stmt<ForStmt>(std::move(f.var), std::move(f.min), std::move(f.extent), f.for_kind,
-                           f.stages, seq(std::move(f.stmts), f.span), f.span));
+                           f.stages, seq(std::move(f.stmts), f.span), f.span,
+                           std::move(f.schedule)));
 }
 
 void TileBuilder::begin_if(Expr cond, Span span) {

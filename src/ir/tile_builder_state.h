@@ -34,6 +34,8 @@ struct Frame {
   Expr var, min, extent;
   ForKind for_kind = ForKind::kSerial;
   int stages = 0;
+  PipelineSchedule schedule;
+  Span schedule_span;
   // kIf / kElse / kWhile
   Expr cond;
   Stmt then_case;  // kElse: the closed then-branch

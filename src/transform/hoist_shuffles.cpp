@@ -120,7 +120,8 @@ class Hoister : public ir::IRMutator {
     std::vector<Stmt> lets = take();
     const Stmt body = mutate(op->body);
     return with_lets(std::move(lets), ir::make_stmt<ir::ForStmt>(op->var, min, extent, op->for_kind,
-                                                                 op->stages, body, s.span()));
+                                                                 op->stages, body, s.span(),
+                                                                 op->schedule));
   }
 
   Stmt visit_while(const ir::WhileStmt* op, const Stmt& s) override {

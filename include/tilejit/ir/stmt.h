@@ -130,6 +130,18 @@ enum class ForKind : uint8_t { kSerial, kUnroll, kParallel, kVectorized, kPipeli
 /// "serial", "unroll", "parallel", "vectorized", "pipelined".
 const char* for_kind_name(ForKind kind);
 
+/// TileLang's T.Pipelined(order=, stage=, group=): the body's statements in
+/// groups (consecutive, covering the body in program order), each run at a
+/// place in the iteration (`order`) for the iteration `stage` steps behind
+/// (`stage` 0: this one, 1: the one before; -1 with order -1: the group's
+/// prefetched copies, which the pipeline issues). Empty: program order.
+struct PipelineSchedule {
+  std::vector<int> order, stage;
+  std::vector<std::vector<int>> group;
+  bool empty() const { return order.empty(); }
+  bool operator==(const PipelineSchedule&) const = default;
+};
+
 /// for var in [min, min + extent). T.Parallel(a, b) is two nested kParallel
 /// loops. `stages` is the pipeline depth of a kPipelined loop (0 otherwise).
 struct ForStmt : StmtNode {
@@ -138,9 +150,12 @@ struct ForStmt : StmtNode {
   ForKind for_kind;
   int stages;
   Stmt body;
-  ForStmt(Expr v, Expr mn, Expr ext, ForKind k, int st, Stmt b, Span s)
+  PipelineSchedule schedule;  ///< a kPipelined loop's; empty otherwise
+  ForStmt(Expr v, Expr mn, Expr ext, ForKind k, int st, Stmt b, Span s,
+          PipelineSchedule sched = {})
       : StmtNode(StmtKind::kFor, std::move(s)), var(std::move(v)), min(std::move(mn)),
-        extent(std::move(ext)), for_kind(k), stages(st), body(std::move(b)) {}
+        extent(std::move(ext)), for_kind(k), stages(st), body(std::move(b)),
+        schedule(std::move(sched)) {}
   TILEJIT_IR_STMT_CLASSOF(kFor)
 };
 

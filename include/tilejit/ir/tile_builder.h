@@ -92,6 +92,11 @@ class TileBuilder {
   Expr begin_for(std::string var_name, Expr min, Expr extent, ForKind kind = ForKind::kSerial,
                  int stages = 0, Span span = {});
   void end_for(Span span = {});
+  /// T.Pipelined(order=, stage=, group=) of the innermost open loop, a
+  /// kPipelined one; checked against its body at end_for (ValueError at
+  /// `span`). An empty `group` is one group per statement.
+  void set_pipeline_schedule(std::vector<int> order, std::vector<int> stage,
+                             std::vector<std::vector<int>> group, Span span = {});
   void begin_if(Expr cond, Span span = {});
   void begin_else(Span span = {});
   void end_if(Span span = {});

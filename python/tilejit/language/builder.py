@@ -122,6 +122,9 @@ class CBuilder:
     def end_for(self, span):
         self._b.end_for(_span(span))
 
+    def set_pipeline_schedule(self, order, stage, group, span):
+        self._b.set_pipeline_schedule(order, stage, group, _span(span))
+
     def begin_if(self, cond, span):
         self._b.begin_if(cond, _span(span))
 

@@ -24,6 +24,7 @@ class LoopRange:
         self.step = step
         self.stages = stages
         self.offset: Any = 0
+        self.schedule: Any = None  # T.Pipelined's (order, stage, group), or None
 
     def __iter__(self) -> Any:
         return current_tracer(self.what).ir_loop(self, None)

@@ -160,12 +160,28 @@ def Pipelined(start: Any, stop: Any = None, num_stages: int = 0, order: Any = No
               annotations: Any = None) -> LoopRange:
     """A loop whose iterations the compiler may overlap in `num_stages`
     stages (copies of iteration k + 1 during the compute of iteration k).
-    num_stages 0 is a serial loop."""
+    num_stages 0 is a serial loop. `order`, `stage` and `group` are
+    TileLang's schedule of the body's statements (ir::PipelineSchedule):
+    the groups' places in an iteration and how many iterations behind each
+    runs; `sync` is accepted and has no effect (tilejit places barriers)."""
     if not isinstance(num_stages, int) or isinstance(num_stages, bool) or num_stages < 0:
         raise error(ValueError, f"T.Pipelined: num_stages must be an int >= 0, "
                                 f"got {num_stages!r}")
     kind = "pipelined" if num_stages > 0 else "serial"
-    return serial_range("T.Pipelined", kind, start, stop, 1, num_stages)
+    lr = serial_range("T.Pipelined", kind, start, stop, 1, num_stages)
+    if order is not None or stage is not None or group is not None:
+        if order is None or stage is None:
+            raise error(ValueError, "T.Pipelined: order= and stage= go together")
+        lr.schedule = (_int_list(order, "order"), _int_list(stage, "stage"),
+                       [_int_list(g, "group") for g in (group or [])])
+    return lr
+
+
+def _int_list(v: Any, what: str) -> List[int]:
+    if not isinstance(v, (list, tuple)) or not all(
+            isinstance(x, int) and not isinstance(x, bool) for x in v):
+        raise error(TypeError, f"T.Pipelined: {what}= must be a list of ints, got {v!r}")
+    return list(v)
 
 
 def Parallel(*extents: Any, coalesced_width: Any = None, loop_layout: Any = None,  # noqa: N802

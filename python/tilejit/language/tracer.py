@@ -466,6 +466,8 @@ class Tracer:
             hmin = to_handle(self, mn, "int32", "loop bound")
             hext = to_handle(self, ext, b.dtype(hmin), "loop extent")
             v = b.begin_for(name, hmin, hext, kinds[lr.kind], lr.stages, span)
+            if lr.schedule is not None and lr.kind == "pipelined":
+                b.set_pipeline_schedule(*lr.schedule, span)
             self.frames.append(FOR)
             self.loop_extents.append(static_value(ext))
             loop_vars.append(Value(v))

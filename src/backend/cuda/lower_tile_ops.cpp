@@ -328,8 +328,19 @@ void CudaTileCodegen::emit_warpgroup_gemm(const ir::GemmOp& op, const AccLayout&
   wgmma_columns_.insert(g.columns);
   const int swb = choice_.swizzled.at(op.b.buffer.id());
   const std::string b_tail = str(b.static_shape[0]) + ", " + str(swb) + ", " + str(g.columns);
+  issued_pin_.clear();
   if (g.a_in_registers) {
     const AccLayout* la = register_layout(op.a.buffer);
+    if (gemm_issue_only_) {
+      const std::string af = fresh(op.a.buffer.name() + "_operand");
+      line(head + "wgmma, A from registers, left running");
+      line("tilejit::cuda::RsOperand<" + c.type() + ", " + str(la->n) + "> " + af + ";");
+      line("tilejit::cuda::acc_gemm_wg_rs_issue<" + c.type() + ", " + str(la->n) + ", " + tb +
+           ", " + b_tail + ">(" + acc + ", " + a.name + ", " + b.data + ", " + clear + ", " + af +
+           ");");
+      issued_pin_ = af + ".pin();";
+      return;
+    }
     line(head + "wgmma, A from registers");
     line("tilejit::cuda::acc_gemm_wg_rs<" + c.type() + ", " + str(la->n) + ", " + tb + ", " +
          b_tail + ">(" + acc + ", " + a.name + ", " + b.data + ", " + clear + ");");

@@ -315,6 +315,7 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const FragmentChoi
                      " dropped: no copy in the loop is prefetched (a global-to-shared copy "
                      "whose address the loop does not compute, within " +
                      str(kMaxSharedBytes) + " bytes of shared memory)";
+          if (!op->schedule.empty()) d.reason += "; order/stage not applied: no prefetch";
         } else {
           const int kept = pipelines->stages.at(loop->second.front()->dst.buffer.id());
           d.path = "pipelined, " + str(kept) + " stages";
@@ -323,11 +324,20 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const FragmentChoi
                        " to fit the shared memory (" + str(kMaxSharedBytes) + " bytes)";
           }
           // Note [Warp specialisation].
+          auto add = [&](const std::string& why) {
+            d.reason = d.reason.empty() ? why : d.reason + "; " + why;
+          };
           if (ws->loop == op) {
             d.path = "warp_specialized, " + str(kept) + " stages" +
-                     (ws->gemm_in_flight ? ", gemm kept in flight" : "");
-          } else if (!ws->refused.empty()) {
-            d.reason = d.reason.empty() ? ws->refused : d.reason + "; " + ws->refused;
+                     (ws->gemm_in_flight ? ", gemm kept in flight" : "") +
+                     (ws->schedule.groups.empty() ? "" : ", scheduled (order, stage)");
+            if (!ws->schedule.refused.empty()) add(ws->schedule.refused);
+          } else {
+            if (!ws->refused.empty()) add(ws->refused);
+            // Note [Scheduled pipelines]: only on the warp-specialised path.
+            if (!op->schedule.empty()) {
+              add("order/stage not applied: the loop is not warp-specialised");
+            }
           }
         }
         report->ops.push_back(std::move(d));

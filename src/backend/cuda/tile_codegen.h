@@ -270,6 +270,14 @@ class CudaTileCodegen final : public backend::TileCodegen {
   void emit_gemm_in_flight(const std::string& lo, int stages);
   /// emit_warpgroup_gemm commits the gemm and leaves it running.
   bool gemm_issue_only_ = false;
+  /// What the wait for the gemm just left running must do after it (an RS
+  /// gemm's operand pinned); "" for none.
+  std::string issued_pin_;
+  /// Note [Scheduled pipelines]: the consumers' loop of a T.Pipelined
+  /// schedule, and the gemms left running in it (Note [Gemms left running]).
+  void emit_scheduled_loop(const ir::ForStmt& op, const std::vector<const ir::CopyOp*>& copies,
+                           const std::string& lo, const std::string& end, int stages,
+                           const std::set<uint64_t>& reads, const std::set<uint64_t>& writes);
   /// ", rows padded" or the swizzle of a shared tile, for its declaration.
   std::string layout_note(const ir::Buffer& b) const;
   const AccLayout* register_layout(const ir::Buffer& b) const;

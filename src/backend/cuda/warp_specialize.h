@@ -33,7 +33,10 @@
 //     the gemm of k - 1 has read its stage, and hand that stage back. So the
 //     tensor cores are never idle between iterations (CUTLASS's mainloop
 //     keeps its gemms in flight so); the loop's last gemm is waited for
-//     after it. The report's path says "gemm kept in flight".
+//     after it. A stage then comes back one gemm later, so the loads run one
+//     stage less ahead: it is done only where the stages left cover a load
+//     (a gemm of 2 x 128 x 256 x 64 flops per iteration times the stages
+//     past 2, kInFlightFlops). The report's path says "gemm kept in flight".
 //
 // The planner (plan_warp_specialization) takes a kernel only where that
 // split is the program's meaning:
@@ -57,6 +60,7 @@
 #include <vector>
 
 #include "backend/cuda/pipeline.h"
+#include "backend/cuda/pipeline_schedule.h"
 #include "backend/cuda/smem_plan.h"
 #include "backend/cuda/tma_copies.h"
 #include "tilejit/ir/stmt.h"
@@ -91,6 +95,9 @@ struct WarpSpecialization {
   /// The body is one wgmma gemm from the stages, left running across
   /// iterations (above).
   bool gemm_in_flight = false;
+  /// Note [Scheduled pipelines]: the loop's T.Pipelined(order=, stage=,
+  /// group=), applied when schedule.groups is not empty.
+  PipelineScheduling schedule;
   /// Why the kernel's TMA loop is not warp-specialised (empty when it is,
   /// or when no loop has TMA copies).
   std::string refused;

@@ -120,6 +120,11 @@ void CudaTileCodegen::emit_consumer_loop(const ir::ForStmt& op,
   const std::set<uint64_t> r = visible(reads), w = visible(writes);
   const std::set<uint64_t> pre_r = read_since_, pre_w = written_since_;
   if (pending_meets(r, w)) sync();
+  if (!ws_.schedule.groups.empty()) {
+    emit_scheduled_loop(op, copies, lo, end, stages, r, w);
+    merge_pending(pre_r, pre_w);
+    return;
+  }
   line("// T.Pipelined(num_stages=" + str(stages) + "): warp-specialised, " +
        str(int64_t(copies.size())) + " tile loads through " + str(stages) + " stages");
   line("for (int64_t " + k + " = " + lo + "; " + k + " < " + end + "; ++" + k + ") {");

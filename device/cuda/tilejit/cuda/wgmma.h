@@ -24,6 +24,10 @@
 //   acc_gemm_wg_rs<L, K, TB, BR, SWB, NC>(acc, a_regs, b, clear)
 //     A from registers: an MmaAcc<M, K, WM, 1, M, 1, true> of T, whose
 //     registers are the instruction's A fragments.
+//   acc_gemm_wg_issue / acc_gemm_wg_rs_issue(..., af)
+//     the same, committed and left running (the RS form's packed A in the
+//     caller's RsOperand af); acc_wgmma_wait<L, N>(acc) waits until at most N
+//     of the warpgroup's gemms run, then af.pin() for an RS one.
 //   copy_swizzled<SW, ROWS, COLS, THREADS, ASYNC, INSIDE>(tile, src)
 //     a whole swizzled tile from a Rect (copy.h's meaning: 0 where src has
 //     no element).
@@ -152,24 +156,42 @@ __device__ __forceinline__ void acc_gemm_wg(float* acc, const T* a, const T* b, 
   acc_wgmma_wait<L, 0>(acc);
 }
 
+/// The A operand of an RS gemm packed into the instructions' registers, kept
+/// by the caller while the gemm runs (acc_gemm_wg_rs_issue) and pinned after
+/// the wait, so that they stay the instructions' until then.
+template <typename L, int K>
+struct RsOperand {
+  unsigned r[K / 16][L::MT][4];
+  __device__ __forceinline__ void pin() {
+#pragma unroll
+    for (int s = 0; s < K / 16; ++s) {
+#pragma unroll
+      for (int mt = 0; mt < L::MT; ++mt) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) wg_detail::fence_registers(r[s][mt][q]);
+      }
+    }
+  }
+};
+
+/// acc_gemm_wg_rs's instructions, committed and left running; `af` holds A
+/// until the caller's acc_wgmma_wait, then af.pin().
 template <typename L, int K, bool TB, int BR, int SWB, int NC, typename T>
-__device__ __forceinline__ void acc_gemm_wg_rs(float* acc, const T* a, const T* b, bool clear) {
+__device__ __forceinline__ void acc_gemm_wg_rs_issue(float* acc, const T* a, const T* b,
+                                                     bool clear, RsOperand<L, K>& af) {
   static_assert(L::kIL && L::kWR == 1 && L::kWM % 4 == 0, "a warpgroup layout");
   static_assert(K % 16 == 0 && L::kWarpN % NC == 0 && NC % 8 == 0 && NC <= 256,
                 "whole instructions");
   constexpr int KT = K / 8;  // A's 8-column tiles per 16-row block
   const unsigned b0 = mma_detail::smem_addr(b);
   const int n0 = L::col0();
-  // A's fragments, packed before the first instruction and kept in their
-  // registers until the last has read them.
-  unsigned af[K / 16][L::MT][4];
 #pragma unroll
   for (int s = 0; s < K / 16; ++s) {
 #pragma unroll
     for (int mt = 0; mt < L::MT; ++mt) {
       const T* t = a + (mt * KT + 2 * s) * 4;
 #pragma unroll
-      for (int q = 0; q < 4; ++q) af[s][mt][q] = mma_detail::pack16(t[2 * q], t[2 * q + 1]);
+      for (int q = 0; q < 4; ++q) af.r[s][mt][q] = mma_detail::pack16(t[2 * q], t[2 * q + 1]);
     }
   }
   wg_detail::begin<L>(acc);
@@ -180,21 +202,23 @@ __device__ __forceinline__ void acc_gemm_wg_rs(float* acc, const T* a, const T* 
 #pragma unroll
       for (int c = 0; c < L::kWarpN / NC; ++c) {
         const uint64_t db = wg_detail::operand<SWB, BR, TB, T>(b0, n0 + c * NC, s * 16);
-        WgmmaOp<NC>::template rs<T, !TB>(acc + (mt * L::NT + c * (NC / 8)) * 4, af[s][mt], db,
+        WgmmaOp<NC>::template rs<T, !TB>(acc + (mt * L::NT + c * (NC / 8)) * 4, af.r[s][mt], db,
                                          (s > 0 || !clear) ? 1 : 0);
       }
     }
   }
   wg_detail::commit();
+}
+
+/// A from registers (an MmaAcc<M, K, WM, 1, M, 1, true> of T, whose
+/// registers are the instructions' A fragments), packed before the first
+/// instruction and kept until the last has read them.
+template <typename L, int K, bool TB, int BR, int SWB, int NC, typename T>
+__device__ __forceinline__ void acc_gemm_wg_rs(float* acc, const T* a, const T* b, bool clear) {
+  RsOperand<L, K> af;
+  acc_gemm_wg_rs_issue<L, K, TB, BR, SWB, NC>(acc, a, b, clear, af);
   acc_wgmma_wait<L, 0>(acc);
-#pragma unroll
-  for (int s = 0; s < K / 16; ++s) {
-#pragma unroll
-    for (int mt = 0; mt < L::MT; ++mt) {
-#pragma unroll
-      for (int q = 0; q < 4; ++q) wg_detail::fence_registers(af[s][mt][q]);
-    }
-  }
+  af.pin();
 }
 
 namespace wg_detail {

@@ -1,0 +1,135 @@
+// Note [Scheduled pipelines] in pipeline_schedule.h.
+#include "backend/cuda/pipeline_schedule.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "backend/common/accesses.h"
+#include "tilejit/ir/visitor.h"
+
+namespace tilejit::cuda {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// The variables a group defines (its lets) and uses.
+struct Vars : ir::IRVisitor {
+  std::set<uint64_t> defined, used;
+  std::map<uint64_t, std::string> names;
+  void visit_let(const ir::LetStmt* op, const ir::Stmt& s) override {
+    defined.insert(op->var.var_id());
+    names[op->var.var_id()] = op->var.var_name();
+    ir::IRVisitor::visit_let(op, s);
+  }
+  void visit_var(const ir::VarNode*, const ir::Expr& e) override {
+    used.insert(e.var_id());
+    names[e.var_id()] = e.var_name();
+  }
+};
+
+struct Group {
+  int order = -1, stage = -1;
+  size_t first = 0;  // its first statement's index in the flattened body
+  backend::Accessed access;
+  Vars vars;
+};
+
+bool conflict(const Group& a, const Group& b, const std::set<uint64_t>& stages) {
+  auto hits = [&](const std::set<uint64_t>& x, const std::set<uint64_t>& y) {
+    for (uint64_t id : x) {
+      if (y.count(id) && !stages.count(id)) return true;
+    }
+    return false;
+  };
+  return hits(a.access.writes, b.access.reads) || hits(a.access.writes, b.access.writes) ||
+         hits(a.access.reads, b.access.writes);
+}
+
+}  // namespace
+
+PipelineScheduling plan_schedule(const ir::ForStmt& loop, const std::vector<ir::Stmt>& all,
+                                 const std::vector<ir::Stmt>& body,
+                                 const std::vector<const ir::CopyOp*>& prefetched) {
+  PipelineScheduling out;
+  const ir::PipelineSchedule& sched = loop.schedule;
+  if (sched.empty()) return out;
+  auto refuse = [&](const std::string& why) {
+    out.groups.clear();
+    out.refused = "order/stage not applied: " + why;
+    return out;
+  };
+  size_t count = 0;
+  for (const std::vector<int>& g : sched.group) count += g.size();
+  if (count != all.size()) {
+    return refuse("the schedule counts " + str(int64_t(count)) + " statements, the lowered body " +
+                  str(int64_t(all.size())));
+  }
+  std::set<const ir::StmtNode*> copies(prefetched.begin(), prefetched.end());
+  std::set<uint64_t> stages;
+  for (const ir::CopyOp* c : prefetched) stages.insert(c->dst.buffer.id());
+  std::map<const ir::StmtNode*, size_t> in_body;
+  for (size_t i = 0; i < body.size(); ++i) in_body[body[i].get()] = i;
+  std::vector<Group> groups;
+  std::vector<ScheduledGroup> kept;  // by group, the prefetches' left empty
+  for (size_t g = 0; g < sched.group.size(); ++g) {
+    Group grp;
+    grp.order = sched.order[g];
+    grp.stage = sched.stage[g];
+    grp.first = size_t(sched.group[g].front());
+    ScheduledGroup sg;
+    sg.stage = grp.stage;
+    for (int i : sched.group[g]) {
+      const ir::Stmt& s = all[size_t(i)];
+      const bool copy = copies.count(s.get()) != 0;
+      if (copy != (grp.stage == -1)) {
+        return refuse(copy ? "statement " + str(i) + " is a prefetched copy in a group of stage " +
+                                 str(grp.stage)
+                           : "statement " + str(i) + " of a stage -1 group is not a prefetched "
+                                                     "copy");
+      }
+      if (grp.stage > 1) return refuse("stage " + str(grp.stage) + " (one iteration behind at most)");
+      grp.access.visit(s);
+      grp.vars.visit(s);
+      if (!copy) sg.stmts.push_back(in_body.at(s.get()));
+    }
+    groups.push_back(std::move(grp));
+    kept.push_back(std::move(sg));
+  }
+  // Each pair of conflicting groups, in one iteration or consecutive ones,
+  // keeps its program order: (iteration i, group a) before (i + d, group b).
+  for (size_t a = 0; a < groups.size(); ++a) {
+    for (size_t b = 0; b < groups.size(); ++b) {
+      const Group& ga = groups[a];
+      const Group& gb = groups[b];
+      if (ga.stage < 0 || gb.stage < 0) continue;
+      for (const uint64_t v : gb.vars.used) {
+        if (a != b && ga.vars.defined.count(v)) {
+          return refuse("statement " + str(int64_t(gb.first)) + " uses '" + gb.vars.names.at(v) +
+                        "', which another group defines");
+        }
+      }
+      if (!conflict(ga, gb, stages)) continue;
+      for (int d = 0; d <= 1; ++d) {
+        if (d == 0 && a >= b) continue;  // program order within an iteration: a first
+        const int ta = ga.stage, tb = d + gb.stage;
+        const bool kept_order = ta < tb || (ta == tb && ga.order < gb.order);
+        if (!kept_order) {
+          return refuse("it runs statement " + str(int64_t(gb.first)) +
+                        (d ? " of the next iteration" : "") + " before statement " +
+                        str(int64_t(ga.first)) + ", and they touch the same buffer");
+        }
+      }
+    }
+  }
+  std::vector<size_t> by_order;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].stage >= 0) by_order.push_back(g);
+  }
+  std::sort(by_order.begin(), by_order.end(),
+            [&](size_t x, size_t y) { return groups[x].order < groups[y].order; });
+  for (size_t g : by_order) out.groups.push_back(kept[g]);
+  return out;
+}
+
+}  // namespace tilejit::cuda
