@@ -74,16 +74,24 @@ __device__ __forceinline__ uint64_t descriptor(unsigned addr, unsigned lbo, unsi
 // the start 32 bytes along the panel's row, or to the next panel. MN-major:
 // a panel holds SW / 2 columns of M or N; panels are ROWS * SW apart (LBO),
 // 8-row groups of K 8 * SW apart (SBO).
+//
+// The descriptor of the tile's start is made once (operand_base) and each
+// instruction's is that plus its offset / 16 (operand): the start address
+// field holds bits [4, 18) of a shared address below 256 KiB, so the sum
+// never carries out of it, and an instruction costs one 64-bit add instead
+// of rebuilding the fields (as CUTLASS's descriptor iterator does).
+template <int SW, int ROWS, bool K_MAJOR>
+__device__ __forceinline__ uint64_t operand_base(unsigned base) {
+  return K_MAJOR ? descriptor<SW>(base, 16, 8 * SW) : descriptor<SW>(base, ROWS * SW, 8 * SW);
+}
+
 template <int SW, int ROWS, bool K_MAJOR, typename T>
-__device__ __forceinline__ uint64_t operand(unsigned base, int mn, int k) {
+__device__ __forceinline__ uint64_t operand(uint64_t start, int mn, int k) {
   constexpr int kPanel = SW / int(sizeof(T));
-  if constexpr (K_MAJOR) {
-    const unsigned at = base + (k / kPanel) * (ROWS * SW) + mn * SW + (k % kPanel) * sizeof(T);
-    return descriptor<SW>(at, 16, 8 * SW);
-  } else {
-    const unsigned at = base + (mn / kPanel) * (ROWS * SW) + k * SW;
-    return descriptor<SW>(at, ROWS * SW, 8 * SW);
-  }
+  const unsigned off = K_MAJOR ? unsigned((k / kPanel) * (ROWS * SW) + mn * SW +
+                                          (k % kPanel) * int(sizeof(T)))
+                               : unsigned((mn / kPanel) * (ROWS * SW) + k * SW);
+  return start + (off >> 4);
 }
 
 __device__ __forceinline__ void fence_registers(float& x) { asm volatile("" : "+f"(x)::"memory"); }
@@ -132,7 +140,8 @@ __device__ __forceinline__ void acc_gemm_wg_issue(float* acc, const T* a, const 
   constexpr int G = L::kWM / 4;     // warpgroups along M
   const int g = L::wm_index() / 4;  // this one's place among them
   const int n0 = L::col0();
-  const unsigned a0 = mma_detail::smem_addr(a), b0 = mma_detail::smem_addr(b);
+  const uint64_t a0 = wg_detail::operand_base<SWA, AR, !TA>(mma_detail::smem_addr(a));
+  const uint64_t b0 = wg_detail::operand_base<SWB, BR, TB>(mma_detail::smem_addr(b));
   wg_detail::begin<L>(acc);
 #pragma unroll
   for (int s = 0; s < K / 16; ++s) {
@@ -183,7 +192,7 @@ __device__ __forceinline__ void acc_gemm_wg_rs_issue(float* acc, const T* a, con
   static_assert(K % 16 == 0 && L::kWarpN % NC == 0 && NC % 8 == 0 && NC <= 256,
                 "whole instructions");
   constexpr int KT = K / 8;  // A's 8-column tiles per 16-row block
-  const unsigned b0 = mma_detail::smem_addr(b);
+  const uint64_t b0 = wg_detail::operand_base<SWB, BR, TB>(mma_detail::smem_addr(b));
   const int n0 = L::col0();
 #pragma unroll
   for (int s = 0; s < K / 16; ++s) {
