@@ -158,9 +158,9 @@ using Square = MmaAcc<64, 64, 2, 2>;
 using Rows = MmaAcc<64, 64, 4, 1>;
 extern "C" __global__ void k(const float* x, const tilejit::bfloat16* h, float* y) {
   __shared__ float scratch[2 * 64];
-  reduce<ReduceKind::kMax, 8, 64, 1>(x, y, true);
-  reduce<ReduceKind::kMin, 8, 64, 0>(x, y + 8, false);
-  reduce<ReduceKind::kAbsMax, 8, 64, 1>(h, y + 72, true);
+  reduce<ReduceKind::kMax, 8, 64, 1, 64, 128>(x, y, true);
+  reduce<ReduceKind::kMin, 8, 64, 0, 64, 128>(x, y + 8, false);
+  reduce<ReduceKind::kAbsMax, 8, 64, 1, 64, 128>(h, y + 72, true);
   float acc[Square::kCount];
   for (int r = 0; r < Square::kCount; ++r) acc[r] = x[threadIdx.x * Square::kCount + r];
   acc_reduce_rows<ReduceKind::kMax, Square>(acc, y + 80, false, scratch);

@@ -5,9 +5,8 @@
 //   atomic_add(T* p, V value)        *p += value, by the calling thread
 //   atomic_max / atomic_min(T* p, V) *p = max / min(*p, value), NaN kept
 //                                    (float32: a compare-and-swap loop)
-//   atomic_add<ROWS, COLS>(dst, src) each existing element of a Rect (copy.h)
-//                                    += the tile src's element (row length
-//                                    LDS), the block's threads sharing them
+//   (a tile T.atomic_add is lowered to these, element by element, by its
+//   threads: lower_tile_ops.cpp)
 #pragma once
 
 #include "tilejit/cuda/copy.h"
@@ -50,15 +49,6 @@ template <typename V>
 __device__ __forceinline__ void atomic_min(float* p, V value) {
   const float v = convert<float>(value);
   atomic_update(p, [v](float x) { return (x != x || x <= v) ? x : v; });
-}
-
-template <int ROWS, int COLS, int LDS = COLS, typename D, typename S>
-__device__ __forceinline__ void atomic_add(const Rect<D>& dst, const S* src) {
-  for (int e = thread_rank(); e < ROWS * COLS; e += block_threads()) {
-    const int r = e / COLS, c = e % COLS;
-    if (r < dst.r_lo || r >= dst.r_hi || c < dst.c_lo || c >= dst.c_hi) continue;
-    atomic_add(dst.base + (dst.origin + r * dst.stride + c), src[r * LDS + c]);
-  }
 }
 
 }  // namespace tilejit::cuda

@@ -302,12 +302,13 @@ __device__ __forceinline__ void copy(const Rect<D>& dst, const Rect<S>& src,
   copy_detail::copy_elements<ROWS, COLS, THREADS>(dst, src, rank);
 }
 
-// THREADS (0: the block's) make the fill; `rank` is the thread's among them.
-template <int ROWS, int COLS, int THREADS = 0, typename D, typename V>
+// THREADS make the fill (the kernel's threads, never blockDim, which counts a
+// producer warpgroup: Note [Warp specialisation]); `rank` is the thread's.
+template <int ROWS, int COLS, int THREADS, typename D, typename V>
 __device__ __forceinline__ void fill(const Rect<D>& dst, V value, int rank = thread_rank()) {
+  static_assert(THREADS > 0, "the threads that make the fill");
   const D v = convert<D>(value);
-  const int step = THREADS > 0 ? THREADS : block_threads();
-  for (int e = rank; e < ROWS * COLS; e += step) {
+  for (int e = rank; e < ROWS * COLS; e += THREADS) {
     const int r = e / COLS, c = e % COLS;
     if (!copy_detail::has(r, c, dst.r_lo, dst.r_hi, dst.c_lo, dst.c_hi)) continue;
     dst.base[dst.origin + r * dst.stride + c] = v;

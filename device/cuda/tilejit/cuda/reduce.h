@@ -52,14 +52,15 @@ __device__ __forceinline__ A combine(A a, A b) {
 
 }  // namespace reduce_detail
 
-// THREADS (0: the block's) make the reduction; `rank` is the thread's.
-template <ReduceKind kKind, int ROWS, int COLS, int kDim, int LDS = COLS, int THREADS = 0,
-          typename S, typename D>
+// THREADS make the reduction (the kernel's threads, never blockDim: Note
+// [Warp specialisation]); `rank` is the thread's.
+template <ReduceKind kKind, int ROWS, int COLS, int kDim, int LDS, int THREADS, typename S,
+          typename D>
 __device__ __forceinline__ void reduce(const S* src, D* dst, bool clear, int rank = thread_rank()) {
+  static_assert(THREADS > 0, "the threads that make the reduction");
   using A = acc_t<D>;
   constexpr int kOut = kDim == 1 ? ROWS : COLS, kLen = kDim == 1 ? COLS : ROWS;
-  const int step = THREADS > 0 ? THREADS : block_threads();
-  for (int o = rank; o < kOut; o += step) {
+  for (int o = rank; o < kOut; o += THREADS) {
     A acc = reduce_detail::identity<kKind, A>();
     for (int k = 0; k < kLen; ++k) {
       const S& x = kDim == 1 ? src[o * LDS + k] : src[k * LDS + o];

@@ -10,8 +10,9 @@
 //   is_same_v, is_half_v, is_int_v   type tests (NVRTC has no <type_traits>)
 //   convert<D>(s)            a value in another element type (bf16, fp16
 //                            through float; the hardware's rounding)
-//   thread_rank(), block_threads()   this thread's index in the block, and
-//                            the block's thread count (1-D blocks)
+//   thread_rank()            this thread's index in the block (1-D blocks;
+//                            the kernel's thread count is its tilejit_nthreads,
+//                            not blockDim, which counts a producer warpgroup)
 //   async_wait_all()         waits for this thread's cp.async copies
 //   async_commit(), async_wait_group<N>()   closes a group of them; waits
 //                            until at most N groups are in flight
@@ -98,7 +99,6 @@ __device__ __forceinline__ float to_float(S s) {
 }
 
 __device__ __forceinline__ int thread_rank() { return int(threadIdx.x); }
-__device__ __forceinline__ int block_threads() { return int(blockDim.x); }
 
 __device__ __forceinline__ void async_wait_all() {
   asm volatile("cp.async.wait_all;\n" ::: "memory");
