@@ -77,10 +77,10 @@ from .ops import (Cast, GemmWarpPolicy, Parallel, Pipelined, abs, alloc_fragment
                   ceildiv, clear, copy, exp, exp2, fill, finalize_reducer, floordiv, floormod,
                   gemm, get_thread_binding, if_then_else, infinity, log, log2, max, min, ninf,
                   print, reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min,
-                  reduce_sum, rsqrt, Serial, serial, shfl_down, shfl_sync, shfl_up, shfl_xor,
-                  sigmoid, sqrt, sync_threads, tanh, unroll,
+                  reduce_sum, rsqrt, Serial, serial, sigmoid, sqrt, sync_threads, tanh, unroll,
                   use_swizzle, vectorized, Unroll, Vectorized, cdiv, clamp, get_block_binding,
                   index_to_coordinates)
+from .shuffles import shfl_down, shfl_sync, shfl_up, shfl_xor
 from .spans import error as _error
 from . import ascend_tile as tile
 from .ascend import alloc_L0A, alloc_L0B, alloc_L0C, alloc_L1, alloc_ub, gemm_v0, mma
