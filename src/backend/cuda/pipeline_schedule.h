@@ -37,6 +37,7 @@
 // computes, and the lowering report's T.Pipelined entry says why.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,9 @@ namespace tilejit::cuda {
 struct ScheduledGroup {
   int stage = 0;               ///< 0: this iteration; 1: the one before
   std::vector<size_t> stmts;   ///< indices into the loop's body without its prefetches
+  /// The warp-specialised loop's copy groups (StageGroup indices) its
+  /// statements read; set by plan_warp_specialization.
+  std::set<size_t> stages_read;
 };
 
 struct PipelineScheduling {

@@ -37,19 +37,6 @@ void CudaTileCodegen::emit_scheduled_loop(const ir::ForStmt& op,
                                           const std::set<uint64_t>& writes) {
   const std::vector<ScheduledGroup>& groups = ws_.schedule.groups;
   const std::vector<ir::Stmt>& body = ws_.body;
-  // The copy groups (StageGroup) each schedule group reads.
-  std::vector<std::set<size_t>> reads_of(groups.size());
-  for (size_t g = 0; g < groups.size(); ++g) {
-    for (size_t i : groups[g].stmts) {
-      Accessed a;
-      a.visit(body[i]);
-      for (size_t c = 0; c < ws_.groups.size(); ++c) {
-        for (const ir::CopyOp* copy : ws_.groups[c].copies) {
-          if (a.reads.count(copy->dst.buffer.id())) reads_of[g].insert(c);
-        }
-      }
-    }
-  }
   const std::string k = var_name(op.var);
   struct Running {
     std::string wait;  // C++ after "acc_wgmma_wait<": "<layout>, " then N and the acc
@@ -92,7 +79,7 @@ void CudaTileCodegen::emit_scheduled_loop(const ir::ForStmt& op,
       bind_var(op.var, iter);
       for (const ir::CopyOp* c : copies) set_access(c->dst.buffer, tiles.at({c->dst.buffer.id(), s}));
       const std::string rel = "(" + iter + " - " + lo + ")";
-      for (size_t c : reads_of[g]) {
+      for (size_t c : groups[g].stages_read) {
         if (!waited.insert(c).second) continue;
         emit_mbar_wait(ws_bars_[c].first, rel + " % " + str(stages),
                        "unsigned(" + rel + " / " + str(stages) + ") & 1u");
@@ -137,10 +124,10 @@ void CudaTileCodegen::emit_scheduled_loop(const ir::ForStmt& op,
       }
       // Stages no later group of this iteration reads go back to the
       // producer, once the gemms that read them are done.
-      for (size_t c : reads_of[g]) {
+      for (size_t c : groups[g].stages_read) {
         bool later = false;
         for (size_t h = g + 1; h < groups.size(); ++h) {
-          later = later || (stages_run.count(groups[h].stage) && reads_of[h].count(c));
+          later = later || (stages_run.count(groups[h].stage) && groups[h].stages_read.count(c));
         }
         if (later) continue;
         const std::string release = "tilejit::cuda::mbar_arrive(&" + ws_bars_[c].second + "[" +

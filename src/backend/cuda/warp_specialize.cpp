@@ -138,22 +138,27 @@ WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
     g.bytes += tma.copies.at(c).bytes;
   }
   ws.schedule = plan_schedule(*loop, flatten(loop->body), ws.body, copies);
-  // Every reader of a stage runs in one iteration of the schedule.
-  for (const StageGroup& g : ws.groups) {
-    if (ws.schedule.groups.empty()) break;
+  // The copy groups each scheduled group reads; every reader of one runs in
+  // one iteration of the schedule.
+  for (ScheduledGroup& sg : ws.schedule.groups) {
+    for (size_t i : sg.stmts) {
+      backend::Accessed a;
+      a.visit(ws.body[i]);
+      for (size_t g = 0; g < ws.groups.size(); ++g) {
+        for (const ir::CopyOp* c : ws.groups[g].copies) {
+          if (a.reads.count(c->dst.buffer.id())) sg.stages_read.insert(g);
+        }
+      }
+    }
+  }
+  for (size_t g = 0; g < ws.groups.size() && !ws.schedule.groups.empty(); ++g) {
     int lag = -1;
     for (const ScheduledGroup& sg : ws.schedule.groups) {
-      bool reads = false;
-      for (size_t i : sg.stmts) {
-        backend::Accessed a;
-        a.visit(ws.body[i]);
-        for (const ir::CopyOp* c : g.copies) reads = reads || a.reads.count(c->dst.buffer.id());
-      }
-      if (!reads) continue;
+      if (!sg.stages_read.count(g)) continue;
       if (lag >= 0 && lag != sg.stage) {
         ws.schedule.groups.clear();
         ws.schedule.refused = "order/stage not applied: groups of different stages read " +
-                              g.copies.front()->dst.buffer.name();
+                              ws.groups[g].copies.front()->dst.buffer.name();
         break;
       }
       lag = sg.stage;
