@@ -16,6 +16,7 @@ nb::list lowering_report_list(const Kernel& k) {
     x["scope"] = b.scope;
     x["placement"] = runtime::placement_name(b.placement);
     x["storage"] = b.storage;
+    x["layout"] = b.layout;
     x["bytes"] = b.bytes;
     x["file"] = b.span.file;
     x["line"] = b.span.line;

@@ -60,7 +60,7 @@ Buffer Buffer::make(std::string name, std::vector<Expr> shape, DataType dtype, S
   return Buffer(std::shared_ptr<const BufferNode>(std::move(node)));
 }
 
-Buffer Buffer::with_layout(std::string layout) const {
+Buffer Buffer::with_layout(Layout layout) const {
   auto node = std::make_shared<BufferNode>(*node_);
   node->layout = std::move(layout);
   return Buffer(std::shared_ptr<const BufferNode>(std::move(node)));

@@ -252,6 +252,7 @@ class Printer : public ExprFunctor<void>, public StmtFunctor<void> {
     out_ += ' ';
     out_ += op->buffer.dtype().name();
     shape(op->buffer.shape());
+    if (op->buffer->layout.defined()) out_ += " layout " + op->buffer->layout.to_string();
     out_ += '\n';
   }
   void visit_seq(const SeqStmt* op, const Stmt&) override {

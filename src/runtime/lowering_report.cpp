@@ -22,7 +22,7 @@ int64_t constant_bytes(const ir::Buffer& b) {
 }
 
 BufferRecord buffer_record(const ir::Buffer& b, Placement p, int64_t bytes) {
-  return {b.name(), ir::scope_name(b.scope()), p, "", bytes, b->span};
+  return {b.name(), ir::scope_name(b.scope()), p, "", b->layout.to_string(), bytes, b->span};
 }
 
 }  // namespace tilejit::runtime

@@ -17,50 +17,38 @@ namespace {
 using ir::Expr;
 using ir::Stmt;
 
-// Swaps every use of a laid-out buffer for the buffer carrying its layout.
+// Swaps every use of a buffer `layouts` names for the buffer carrying its
+// layout.
 class LayoutSetter : public ir::IRMutator {
  public:
-  LayoutSetter(const std::string& func_name, LayoutTarget target)
-      : func_name_(func_name), target_(target) {}
+  explicit LayoutSetter(const std::map<uint64_t, ir::Layout>& layouts) : layouts_(layouts) {}
 
  private:
-  const char* target_name() const { return target_ == LayoutTarget::kCpu ? "CPU" : "CUDA backend"; }
-
   const ir::Buffer& laid_out(const ir::Buffer& b) {
-    auto it = chosen_.find(b.id());
-    return it == chosen_.end() ? b : it->second;
+    if (auto it = chosen_.find(b.id()); it != chosen_.end()) return it->second;
+    auto l = layouts_.find(b.id());
+    if (l == layouts_.end()) return b;
+    return chosen_.emplace(b.id(), b.with_layout(l->second)).first->second;
   }
 
   Stmt visit_alloc(const ir::AllocStmt* op, const Stmt& s) override {
-    const ir::Buffer& b = op->buffer;
-    if (b.scope() == ir::Scope::kGlobal) return s;
-    if (!b->layout.empty()) {
-      if (b->layout != kRowMajor) {
-        TILEJIT_THROW(kValueError) << ir::diagnostic_prefix(s.span(), func_name_, "layout")
-                                   << "buffer " << b.name() << " has layout '" << b->layout
-                                   << "', which the " << target_name()
-                                   << " does not have (it lays tiles out " << kRowMajor << ")";
-      }
-      return s;
-    }
-    const ir::Buffer& with = chosen_.emplace(b.id(), b.with_layout(kRowMajor)).first->second;
-    return ir::make_stmt<ir::AllocStmt>(with, s.span());
+    const ir::Buffer& with = laid_out(op->buffer);
+    return with.get() == op->buffer.get() ? s : ir::make_stmt<ir::AllocStmt>(with, s.span());
   }
 
   Expr visit_load(const ir::LoadNode* op, const Expr& e) override {
     Expr loaded = ir::IRMutator::visit_load(op, e);
     const auto* node = loaded.as<ir::LoadNode>();
-    auto it = chosen_.find(node->buffer.id());
-    if (it == chosen_.end()) return loaded;
-    return ir::load(it->second, node->indices);
+    const ir::Buffer& with = laid_out(node->buffer);
+    return with.get() == node->buffer.get() ? loaded : ir::load(with, node->indices);
   }
 
   Stmt visit_store(const ir::StoreStmt* op, const Stmt& s) override {
     Stmt stored = ir::IRMutator::visit_store(op, s);
     const auto* node = stored.as<ir::StoreStmt>();
-    auto it = chosen_.find(node->buffer.id());
-    if (it == chosen_.end()) return stored;
-    return ir::make_stmt<ir::StoreStmt>(it->second, node->indices, node->value, s.span());
+    const ir::Buffer& with = laid_out(node->buffer);
+    if (with.get() == node->buffer.get()) return stored;
+    return ir::make_stmt<ir::StoreStmt>(with, node->indices, node->value, s.span());
   }
 
   ir::Region mutate_region(const ir::Region& r) override {
@@ -69,21 +57,58 @@ class LayoutSetter : public ir::IRMutator {
     return out;
   }
 
+  const std::map<uint64_t, ir::Layout>& layouts_;
+  std::map<uint64_t, ir::Buffer> chosen_;
+};
+
+// The row-major layout of every tile buffer that has none; a ValueError at
+// the allocation of one that arrives with another.
+class RowMajor : public ir::IRVisitor {
+ public:
+  RowMajor(const std::string& func_name, LayoutTarget target)
+      : func_name_(func_name), target_(target) {}
+  std::map<uint64_t, ir::Layout> layouts;
+
+ private:
+  void visit_alloc(const ir::AllocStmt* op, const Stmt& s) override {
+    const ir::Buffer& b = op->buffer;
+    if (b.scope() == ir::Scope::kGlobal) return;
+    if (b->layout.defined()) {
+      if (b->layout.kind() != ir::Layout::Kind::kRowMajor) {
+        TILEJIT_THROW(kValueError) << ir::diagnostic_prefix(s.span(), func_name_, "layout")
+                                   << "buffer " << b.name() << " has layout '"
+                                   << b->layout.to_string() << "', which the "
+                                   << (target_ == LayoutTarget::kCpu ? "CPU" : "CUDA backend")
+                                   << " does not take (it lays tiles out row_major first)";
+      }
+      return;
+    }
+    layouts.emplace(b.id(), ir::Layout::row_major());
+  }
+
   const std::string& func_name_;
   LayoutTarget target_;
-  std::map<uint64_t, ir::Buffer> chosen_;
 };
 
 }  // namespace
 
+ir::PrimFunc apply_layouts(const ir::PrimFunc& func,
+                           const std::map<uint64_t, ir::Layout>& layouts) {
+  const ir::TileBody* tile = func.tile();
+  if (tile == nullptr || layouts.empty()) return func;
+  ir::PrimFunc out = func;
+  ir::TileBody body = *tile;
+  body.stmt = LayoutSetter(layouts).mutate(tile->stmt);
+  out.body = std::move(body);
+  return out;
+}
+
 ir::PrimFunc select_layouts(const ir::PrimFunc& func, LayoutTarget target) {
   const ir::TileBody* tile = func.tile();
   if (tile == nullptr) return func;
-  ir::PrimFunc out = func;
-  ir::TileBody body = *tile;
-  body.stmt = LayoutSetter(func.name, target).mutate(tile->stmt);
-  out.body = std::move(body);
-  return out;
+  RowMajor row_major(func.name, target);
+  row_major.visit(tile->stmt);
+  return apply_layouts(func, row_major.layouts);
 }
 
 }  // namespace tilejit::transform

@@ -76,7 +76,7 @@ def test_the_cpu_report_of_a_gemm():
     buffers = {e["name"]: e for e in report if e["kind"] == "buffer"}
     assert buffers["A_shared"] == {
         "kind": "buffer", "name": "A_shared", "scope": "shared", "placement": "shared",
-        "storage": "stack", "bytes": 64 * 32 * 2, "file": buffers["A_shared"]["file"],
+        "storage": "stack", "layout": "row_major", "bytes": 64 * 32 * 2, "file": buffers["A_shared"]["file"],
         "line": buffers["A_shared"]["line"], "forced_by": None}
     # 64 x 64 float32 is 16 KiB: the stack's limit.
     assert buffers["C_local"]["bytes"] == 64 * 64 * 4

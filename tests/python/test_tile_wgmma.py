@@ -73,12 +73,22 @@ def test_gemm_operand_forms(target, name):
 def test_gemm_operand_forms_lowering():
     """On sm_90a the 64-byte swizzle runs on wgmma; a transposed A and rows
     of 32 bytes keep mma.sync, the report saying why."""
-    paths = {}
+    paths, layouts = {}, {}
     for name, p in GEMMS.items():
         k = tilejit.compile(gemm_kernel(**p), out_idx=[2], target="cuda",
                             extra_compile_flags=["--gpu-architecture=sm_90a"])
         (g,) = [e for e in k.lowering_report() if e.get("kind") == "op" and e["op"] == "T.gemm"]
         paths[name] = (g["path"], g["reason"])
+        layouts[name] = {e["name"]: e["layout"] for e in k.lowering_report()
+                         if e["kind"] == "buffer"}
+    # The layouts the lowering chose, in the report: wgmma's swizzled panels
+    # and its accumulator's rows, or mma.sync's padded rows.
+    assert layouts["k32"] == {"A_s": "shared(pitch 32, rows 64, swizzle 64)",
+                              "B_s": "shared(pitch 64, rows 32, swizzle 128)",
+                              "C_f": "fragment(mma 64x64, warps 4x1, interleaved)"}
+    assert layouts["k16"] == {"A_s": "shared(pitch 24, rows 64)",
+                              "B_s": "shared(pitch 72, rows 16)",
+                              "C_f": "fragment(mma 64x64, warps 2x2)"}
     assert paths["k32"] == ("wgmma_ss", "")
     assert paths["trans_a"][0] == "mma" and "transposed" in paths["trans_a"][1]
     assert paths["k16"][0] == "mma" and "not a swizzled shared tile" in paths["k16"][1]

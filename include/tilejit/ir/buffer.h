@@ -24,6 +24,7 @@
 
 #include "tilejit/core/data_type.h"
 #include "tilejit/ir/expr.h"
+#include "tilejit/ir/layout.h"
 #include "tilejit/ir/span.h"
 #include "tilejit/ir/workspace_init.h"
 
@@ -42,8 +43,9 @@ struct BufferNode {
   int param = -1;
   /// T.alloc_global buffers: how the workspace is prepared before a launch.
   WorkspaceInit init = WorkspaceInit::kEmpty;
-  /// The layout's name once layout selection chose one; empty before.
-  std::string layout;
+  /// Where its elements live, once its target's layout pass chose it (Note
+  /// [Layouts]); none before, and for tensors.
+  Layout layout;
   Span span;
   uint64_t id = 0;  // unique, > 0
 };
@@ -70,7 +72,7 @@ class Buffer {
   uint64_t id() const noexcept { return node_->id; }
 
   /// The same buffer (same id) with a layout set.
-  Buffer with_layout(std::string layout) const;
+  Buffer with_layout(Layout layout) const;
 
   /// Identity: same id.
   friend bool operator==(const Buffer& x, const Buffer& y) noexcept {

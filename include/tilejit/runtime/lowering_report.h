@@ -39,6 +39,10 @@ struct BufferRecord {
   /// Where within the placement, where the target says more: on the CPU,
   /// "stack" or "arena" (tiles above 16 KiB, one arena per call); "" on CUDA.
   std::string storage;
+  /// Its layout (Note [Layouts] in tilejit/ir/layout.h): "row_major",
+  /// "local", "shared(pitch 72, rows 64)", "fragment(mma 128x128, warps
+  /// 4x1)", ...; "" for a tensor.
+  std::string layout;
   /// Bytes it takes where it is placed (stages and padding included); 0
   /// where the shape is symbolic.
   int64_t bytes = 0;

@@ -337,16 +337,14 @@ const BufferAccess& TileCodegen::access(const ir::Buffer& b, const ir::Span& spa
 
 BufferAccess TileCodegen::tile_access(const ir::AllocStmt& op, int64_t* elements) {
   const ir::Buffer& b = op.buffer;
-  if (b->layout != "row_major") {
-    fail(ErrorKind::kValueError, op.span, "T.alloc",
-         "buffer " + b.name() + " has layout '" + b->layout + "'; the " + display_ +
-             " backend lays tiles out row-major only");
+  if (!b->layout.defined()) {
+    fail(ErrorKind::kInternalError, op.span, "T.alloc",
+         "buffer " + b.name() + " reached the " + display_ + " lowering without a layout");
   }
   BufferAccess a;
   a.name = fresh(b.name());
   a.dtype = b.dtype();
   a.data = a.name;
-  a.layout = b->layout;
   a.buffer = b.name();
   *elements = 1;
   for (const Expr& d : b.shape()) {

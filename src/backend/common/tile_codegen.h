@@ -40,8 +40,12 @@ struct BufferAccess {
   std::vector<std::string> shape;    ///< C++ int64 expressions, one per dimension
   std::vector<int64_t> static_shape; ///< constant extents; -1 where dynamic (globals)
   std::string data;            ///< C++ pointer to element 0
-  /// The buffer's layout (BufferNode::layout; empty for a tensor).
-  std::string layout;
+  /// Where a tile's elements are: one array of the block (shared memory, or
+  /// the CPU's block), each thread's own array (a local buffer, or a
+  /// replicated fragment), or a tile spread over the threads' registers
+  /// (Note [Layouts]). A tensor's are kBlock.
+  enum class Storage : uint8_t { kBlock, kThread, kRegisters };
+  Storage storage = Storage::kBlock;
   /// A tile's name and shape as its allocation declares them (static_shape
   /// may be padded): what Note [Debug bounds] checks against and names.
   std::string buffer;

@@ -25,7 +25,18 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 }  // namespace
 
+bool CudaTileCodegen::async_proxy_fence_due() const {
+  if (!async_proxy_reads()) return false;
+  std::set<uint64_t> tiles;
+  for (const auto& [id, b] : tiles_by_id_) {
+    if (swizzle_of(b) != 0) tiles.insert(id);
+  }
+  for (const auto& [copy, c] : tma_.stores) tiles.insert(copy->src.buffer.id());
+  return meets(written_since_, visible(tiles));
+}
+
 void CudaTileCodegen::sync() {
+  const bool fence = async_proxy_fence_due();
   read_since_.clear();
   written_since_.clear();
   pending_keys_.clear();
@@ -37,10 +48,10 @@ void CudaTileCodegen::sync() {
     // Note [Warp specialisation]: the consumers' barrier, which the
     // producer warpgroup does not reach.
     if (pending_async_) line("tilejit::cuda::async_wait_all();");
-    if (async_proxy_reads()) line("tilejit::cuda::async_proxy_fence();");
+    if (fence) line("tilejit::cuda::async_proxy_fence();");
     line("tilejit::cuda::block_sync<" + str(threads_) + ">();");
   } else {
-    if (async_proxy_reads()) {
+    if (fence) {
       // Note [Warpgroup gemms]: what the block wrote, wgmma sees.
       line(std::string("tilejit::cuda::proxy_barrier<") + (pending_async_ ? "true" : "false") + ">();");
     } else {
@@ -54,7 +65,7 @@ void CudaTileCodegen::sync() {
 std::set<uint64_t> CudaTileCodegen::visible(const std::set<uint64_t>& ids) const {
   std::set<uint64_t> out;
   for (uint64_t id : ids) {
-    if (locals_.count(id) || choice_.registers.count(id)) continue;
+    if (locals_.count(id) || register_layout_of(id) != nullptr) continue;
     out.insert(id);
     // Tiles that share bytes with it are the same memory to a hazard.
     if (auto a = aliases_.find(id); a != aliases_.end()) out.insert(a->second.begin(), a->second.end());
@@ -131,7 +142,7 @@ Accessed CudaTileCodegen::body_accesses(const ir::Stmt& body) const {
     const CudaTileCodegen* cg = nullptr;
     bool found = false;
     void visit_reduce(const ir::ReduceOp* op, const ir::Stmt&) override {
-      const AccLayout* l = cg->register_layout(op->src.buffer);
+      const FragmentLayout* l = register_layout(op->src.buffer);
       found = found || (l != nullptr && l->scratch_floats() > 0);
     }
   } scratch;

@@ -77,10 +77,10 @@ void CudaTileCodegen::end_run(const std::vector<StagedAccess>& staged,
 // (part_tile.h): the row and the run's first column once per run, then the
 // lanes.
 void CudaTileCodegen::emit_register_runs(const std::vector<const ir::ForStmt*>& nest,
-                                         const AccLayout& layout,
+                                         const FragmentLayout& layout,
                                          const std::vector<StagedAccess>& staged) {
   const std::string v = std::to_string(layout.v);
-  const std::string type = layout.type();
+  const std::string type = layout_type(layout);
   line("#pragma unroll");
   line("for (int tilejit_run = 0; tilejit_run < " + std::to_string(layout.registers() / layout.v) +
        "; ++tilejit_run) {");

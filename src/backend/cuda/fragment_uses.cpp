@@ -35,8 +35,8 @@ int64_t dim(const ir::Buffer& b, size_t d) {
   return e.is_const() ? e.int_value() : -1;
 }
 
-AccLayout operand_layout(int64_t m, int64_t k, int wm, int wr, bool il_rows) {
-  AccLayout l{m, k, wm, 1};
+FragmentLayout operand_layout(int64_t m, int64_t k, int wm, int wr, bool il_rows) {
+  FragmentLayout l{m, k, wm, 1};
   l.wr = wr;
   l.il_rows = il_rows;
   return l;

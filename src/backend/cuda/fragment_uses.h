@@ -35,7 +35,7 @@ int64_t dim(const ir::Buffer& b, size_t d);
 /// The A operand in registers of a gemm into an accumulator over wm x wr
 /// warps: an m x k tile over wm warp rows, held alike by the wr warps of
 /// each (interleaved rows where `il_rows`: Note [Warpgroup gemms]).
-AccLayout operand_layout(int64_t m, int64_t k, int wm, int wr, bool il_rows);
+FragmentLayout operand_layout(int64_t m, int64_t k, int wm, int wr, bool il_rows);
 
 /// A T.Parallel nest and the candidates it accesses.
 struct Nest {

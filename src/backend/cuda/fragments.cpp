@@ -21,7 +21,7 @@ using ir::Expr;
 
 // A gemm the tensor cores can run into an accumulator of `layout`, with A
 // in registers of `a_layout` when it is given.
-bool mma_gemm(const ir::GemmOp& g, const AccLayout& layout, const AccLayout* a_layout) {
+bool mma_gemm(const ir::GemmOp& g, const FragmentLayout& layout, const FragmentLayout* a_layout) {
   const ir::Buffer& a = g.a.buffer;
   const ir::Buffer& b = g.b.buffer;
   if (!is_16bit_float(a.dtype()) || a.dtype() != b.dtype()) return false;
@@ -67,18 +67,18 @@ std::vector<std::pair<int, int>> grids(int warps, int policy, int64_t m, int64_t
 // copies and 1-D nests; a 1-D nest over a row vector in registers is a loop
 // over the thread's rows, so all it stores must be such row vectors.
 // `vectors`: the 1-D fragments choose_vectors placed or kept from them.
-void choose_rows(const Uses& uses, std::map<uint64_t, AccLayout>& regs,
+void choose_rows(const Uses& uses, std::map<uint64_t, FragmentLayout>& regs,
                  const std::set<uint64_t>& vectors) {
-  std::map<uint64_t, AccLayout> want;
+  std::map<uint64_t, FragmentLayout> want;
   std::set<uint64_t> out = vectors;
   for (const auto& [id, b] : uses.candidates) {
     if (b.rank() == 1 && uses.out.count(id)) out.insert(id);
   }
-  auto tile_layout = [&](uint64_t id) -> const AccLayout* {
+  auto tile_layout = [&](uint64_t id) -> const FragmentLayout* {
     auto it = regs.find(id);
     return it == regs.end() || it->second.flat || it->second.repl ? nullptr : &it->second;
   };
-  auto require = [&](uint64_t id, const AccLayout* tile) {
+  auto require = [&](uint64_t id, const FragmentLayout* tile) {
     if (out.count(id)) return;
     // An mma layout's row vectors hold float32 (its reductions' type).
     if (tile == nullptr || tile->m != dim(uses.candidates.at(id), 0) ||
@@ -95,7 +95,7 @@ void choose_rows(const Uses& uses, std::map<uint64_t, AccLayout>& regs,
   }
   for (const Nest& nest : uses.nests) {
     if (nest.depth == 1 || nest.rows.empty()) continue;
-    const AccLayout* tile = nullptr;
+    const FragmentLayout* tile = nullptr;
     for (uint64_t id : nest.tiles) {
       if (tile == nullptr) tile = tile_layout(id);
     }
@@ -154,7 +154,7 @@ void choose_rows(const Uses& uses, std::map<uint64_t, AccLayout>& regs,
 // choose_rows is to leave alone; `why` gets what kept one of them from
 // registers where no op of Uses said it.
 std::set<uint64_t> choose_vectors(const Uses& uses, int threads,
-                                  std::map<uint64_t, AccLayout>& regs,
+                                  std::map<uint64_t, FragmentLayout>& regs,
                                   std::map<uint64_t, runtime::Diagnostic>& why) {
   // The row vectors' fragments: reduced into from a tile's rows, read in a
   // 2-D nest, and those they meet in copies and 1-D nests.
@@ -178,7 +178,7 @@ std::set<uint64_t> choose_vectors(const Uses& uses, int threads,
       if (nest.depth == 1) join(nest.rows);
     }
   }
-  std::map<uint64_t, AccLayout> want;
+  std::map<uint64_t, FragmentLayout> want;
   std::set<uint64_t> mine;  // the whole reductions' sources, and what is placed here
   for (const auto& [src, dst] : uses.whole_reductions) mine.insert(src);
   for (const auto& [id, b] : uses.candidates) {
@@ -191,13 +191,13 @@ std::set<uint64_t> choose_vectors(const Uses& uses, int threads,
       continue;
     }
     if (!uses.repl_out.count(id) && n <= kMaxReplicated) {
-      AccLayout l{n, 0};
+      FragmentLayout l{n, 0};
       l.repl = true;
       want.emplace(id, l);
       continue;
     }
     if (uses.out.count(id)) continue;
-    if (std::optional<AccLayout> l = part_layout(1, n, threads)) {
+    if (std::optional<FragmentLayout> l = part_layout(1, n, threads)) {
       l->flat = true;
       want.emplace(id, *l);
     } else {
@@ -295,13 +295,13 @@ static void explain_shared(const Uses& uses, int threads, const std::set<uint64_
     } else {
       d.reason = "its uses agree on no register layout of an accumulator's rows";
     }
-    choice.kept_shared.emplace(b.id(), std::move(d));
+    choice.reasons.kept_shared.emplace(b.id(), std::move(d));
   }
 }
 
 // Note [Register budget] (fragments.h).
 // Returns whether it moved any.
-static bool fit_register_budget(const Uses& uses, int threads, std::map<uint64_t, AccLayout>& regs,
+static bool fit_register_budget(const Uses& uses, int threads, std::map<uint64_t, FragmentLayout>& regs,
                                 std::map<uint64_t, runtime::Diagnostic>& why) {
   const int64_t budget = register_budget(threads);
   int64_t total = 0;
@@ -343,7 +343,7 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
   FragmentChoice choice;
   if (threads % 32 != 0) return choice;
   const int warps = threads / 32;
-  std::map<uint64_t, AccLayout>& regs = choice.registers;
+  std::map<uint64_t, FragmentLayout>& regs = choice.registers;
   auto in_regs = [&](uint64_t id) { return regs.count(id) != 0; };
   // Accumulators: the first gemm's policy picks the grid.
   for (const auto& [id, g] : uses.as_c) {
@@ -354,14 +354,14 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
     const int64_t m = std::max<int64_t>(rows, 16);
     // Note [Warpgroup gemms]: every warp on 16 rows of each 64 * G.
     if (auto r = refused.find(id); warpgroups && r != refused.end()) {
-      choice.not_warpgroup[id] = r->second;
+      choice.reasons.not_warpgroup[id] = r->second;
     } else if (warpgroups && threads % 128 == 0) {
       // All warpgroups along M, or (FullCol first) along N.
       const int groups = threads / 128;
       std::string why;
       const bool cols_first = g.front()->policy == 2;
       for (int wgn : cols_first ? std::vector<int>{groups, 1} : std::vector<int>{1, groups}) {
-        AccLayout layout{m, n, 4 * (groups / wgn), wgn};
+        FragmentLayout layout{m, n, 4 * (groups / wgn), wgn};
         layout.il_rows = true;
         std::string w = warpgroup_accumulator(g, swizzlable, m, n, threads, wgn);
         if (w.empty() && layout.registers() > kMaxAccRegisters) {
@@ -376,12 +376,12 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
         if (groups == 1) break;
       }
       if (regs.count(id)) continue;
-      choice.not_warpgroup[id] = why;
+      choice.reasons.not_warpgroup[id] = why;
     } else if (warpgroups) {
-      choice.not_warpgroup[id] = std::to_string(threads) + " threads are not whole warpgroups";
+      choice.reasons.not_warpgroup[id] = std::to_string(threads) + " threads are not whole warpgroups";
     }
     for (auto [wm, wn] : grids(warps, g.front()->policy, m, n)) {
-      AccLayout layout{m, n, wm, wn, rows < 16 ? rows : 0};
+      FragmentLayout layout{m, n, wm, wn, rows < 16 ? rows : 0};
       if (m % (16 * wm) != 0 || n % (min_cols * wn) != 0) continue;
       if (layout.registers() > kMaxAccRegisters) break;
       bool ok = true;
@@ -397,7 +397,7 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
     if (uses.out.count(id) || uses.as_c.count(id)) continue;
     auto c = regs.find(g.front()->c.buffer.id());
     if (c == regs.end() || c->second.m_real != 0) continue;
-    const AccLayout layout = operand_layout(dim(buffer, 0), dim(buffer, 1), c->second.wm,
+    const FragmentLayout layout = operand_layout(dim(buffer, 0), dim(buffer, 1), c->second.wm,
                                            c->second.wn, c->second.il_rows);
     if (layout.m % (16 * layout.wm) != 0 || layout.n % 16 != 0 ||
         layout.registers() > kMaxAccRegisters) {
@@ -410,7 +410,7 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
     if (buffer.rank() != 2 || uses.out.count(id) || uses.as_c.count(id) || uses.as_a.count(id)) {
       continue;
     }
-    if (std::optional<AccLayout> layout = part_layout(dim(buffer, 0), dim(buffer, 1), threads)) {
+    if (std::optional<FragmentLayout> layout = part_layout(dim(buffer, 0), dim(buffer, 1), threads)) {
       regs.emplace(id, *layout);
     }
   }
@@ -431,7 +431,7 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
     }
     for (const auto& [src, dst] : uses.links) {
       if (uses.is_rows(src) || !in_regs(src) || !in_regs(dst)) continue;
-      const AccLayout x = regs.at(src), y = regs.at(dst);
+      const FragmentLayout x = regs.at(src), y = regs.at(dst);
       if (x == y) continue;
       // A partitioned tile gives way to an mma one.
       if (is_part(src) != is_part(dst)) {
@@ -442,7 +442,7 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
     }
     for (const Nest& nest : uses.nests) {
       // The nest's layout: an mma tile's if it has one.
-      const AccLayout* first = nullptr;
+      const FragmentLayout* first = nullptr;
       for (uint64_t id : nest.tiles) {
         auto it = regs.find(id);
         if (it != regs.end() && (first == nullptr || (first->part() && !it->second.part()))) {
@@ -450,7 +450,7 @@ static FragmentChoice choose_registers(Uses& uses, int threads,
         }
       }
       if (first == nullptr) continue;
-      const AccLayout want = *first;
+      const FragmentLayout want = *first;
       for (uint64_t id : nest.tiles) {
         auto it = regs.find(id);
         if (it != regs.end() && !(it->second == want)) drop(id);
@@ -512,7 +512,7 @@ FragmentChoice choose_fragments(const ir::KernelStmt& kernel, int threads,
     for (const ir::GemmOp* op : uses.all_gemms) {
       auto c = choice.registers.find(op->c.buffer.id());
       if (c == choice.registers.end() || !c->second.il_rows) continue;
-      const WarpgroupGemm g = warpgroup_gemm(*op, choice);
+      const WarpgroupGemm g = warpgroup_gemm(*op, choice.registers, choice.swizzled);
       if (g.columns > 0) continue;
       again = refused.emplace(c->first, "its T.gemm at line " + std::to_string(op->span.line) +
                                             " would run on mma.sync (" + g.why + ")")

@@ -127,6 +127,8 @@
 #include <set>
 #include <string>
 
+#include "tilejit/ir/buffer.h"
+#include "tilejit/ir/layout.h"
 #include "tilejit/ir/stmt.h"
 #include "tilejit/runtime/diagnostic.h"
 
@@ -138,69 +140,35 @@ inline constexpr int64_t kMaxReplicated = 16;
 /// Elements added to each row of a padded gemm operand.
 inline constexpr int64_t kOperandPad = 8;
 
-/// Where a register fragment's elements are: an M x N accumulator or
-/// operand over a WM x WN warp grid, or (n == 0) a row vector of the rows of
-/// such a tile (Note [Register accumulators]); or, where tc > 0,
-/// a tile spread over TR x TC threads in runs of V columns, or its row
-/// vector (Note [Partitioned fragments]); a 1-D fragment as the one row of
-/// such a tile (`flat`), or m elements every thread holds (`repl`, n = 0)
-/// (Note [1-D and replicated fragments]).
-struct AccLayout {
-  int64_t m = 0, n = 0;
-  int wm = 1, wn = 1;
-  /// An accumulator of fewer than 16 rows: its rows, in an m = 16 tile whose
-  /// other rows exist only in registers (0: all m rows are the buffer's).
-  int64_t m_real = 0;
-  /// A partitioned fragment: thread rows, threads per row, run length.
-  int tr = 0, tc = 0, v = 0;
-  /// A 1-D fragment: a 1 x n partitioned tile indexed by its column.
-  bool flat = false;
-  /// Replicated: every thread holds all m elements.
-  bool repl = false;
-  /// Warps that hold each warp tile alike: a row vector of an accumulator
-  /// with WN = wr warps on a warp row, or the A operand in registers of a
-  /// gemm into one (each of them holds the row's whole A).
-  int wr = 1;
-  /// Interleaved rows (Note [Warpgroup gemms]): warp w holds rows 16 * w +
-  /// 16 * wm * mt of its 16-row blocks mt, as wgmma leaves them.
-  bool il_rows = false;
-  bool rows() const { return n == 0 && !repl; }
-  bool part() const { return tc > 0; }
-  int64_t buffer_rows() const { return m_real > 0 ? m_real : m; }
-  /// The device type: "tilejit::cuda::MmaAcc<M, N, WM, WN[, MR[, WR]]>",
-  /// "tilejit::cuda::MmaRows<M, WM[, WR]>", "tilejit::cuda::PartTile<M, N,
-  /// TR, TC, V>", "tilejit::cuda::PartRows<M, TR, TC>" or
-  /// "tilejit::cuda::Replicated<M>".
-  std::string type() const;
-  /// 32-bit registers per thread for elements of `bytes` bytes.
-  int64_t words(int64_t bytes) const { return (registers() * bytes + 3) / 4; }
-  /// Elements per thread.
-  int64_t registers() const {
-    if (repl) return m;
-    if (part()) return rows() ? m / tr : (m / tr) * (n / tc);
-    return rows() ? m / (8 * int64_t(wm)) : m * n / (32 * int64_t(wm) * wn);
-  }
-  /// The row vector of this tile's rows: held alike by the WN warps of a
-  /// warp row.
-  AccLayout row_layout() const {
-    AccLayout r{m, 0, part() ? 1 : wm, 1};
-    if (part()) {
-      r.tr = tr;
-      r.tc = tc;
-    } else {
-      r.wr = wn;
-      r.il_rows = il_rows;
-    }
-    return r;
-  }
-  /// Floats of shared memory a row reduction of this tile combines its
-  /// warps in (0: none, the warp shuffles suffice).
-  int64_t scratch_floats() const {
-    if (part()) return tc > 32 ? m * (tc / 32) : 0;
-    return wn > 1 && !rows() ? m * wn : 0;
-  }
-  bool operator==(const AccLayout&) const = default;
-};
+/// A register fragment's layout (Note [Layouts] in tilejit/ir/layout.h):
+/// an accumulator or operand, a row vector, a partitioned tile, a flat or a
+/// replicated one (the Notes above).
+using ir::FragmentLayout;
+
+/// Its device type: "tilejit::cuda::MmaAcc<M, N, WM, WN[, MR[, WR]]>",
+/// "tilejit::cuda::MmaRows<M, WM[, WR]>", "tilejit::cuda::PartTile<M, N,
+/// TR, TC, V>", "tilejit::cuda::PartRows<M, TR, TC>" or
+/// "tilejit::cuda::Replicated<M>".
+std::string layout_type(const FragmentLayout& l);
+
+/// A tile's register layout, or nullptr where it is not in registers (a
+/// replicated fragment is: each thread's own array).
+inline const FragmentLayout* register_layout(const ir::Buffer& b) {
+  return b.defined() ? b->layout.fragment() : nullptr;
+}
+/// The bytes of a swizzled shared tile's panel rows (Note [Warpgroup
+/// gemms]), 0 for a tile that is not swizzled.
+inline int swizzle_of(const ir::Buffer& b) {
+  const ir::SharedLayout* s = b.defined() ? b->layout.shared() : nullptr;
+  return s != nullptr ? s->swizzle : 0;
+}
+/// A shared tile whose rows are longer than the buffer's (Note [Padded gemm
+/// operands]).
+inline bool rows_padded(const ir::Buffer& b) {
+  const ir::SharedLayout* s = b.defined() ? b->layout.shared() : nullptr;
+  return s != nullptr && b.rank() == 2 && b.shape()[1].is_const() &&
+         s->pitch > b.shape()[1].int_value();
+}
 
 // Note [Register budget]
 // The register fragments of a kernel are live together in its main loop,
@@ -227,30 +195,38 @@ inline int64_t register_budget(int threads) {
   return per_thread - 56;
 }
 
-struct FragmentChoice {
-  /// Buffer id -> its register layout (Note [Register accumulators]); the
-  /// element type is the buffer's.
-  std::map<uint64_t, AccLayout> registers;
-  /// Buffer id -> the bytes of its panels' rows (64 or 128), for the
-  /// shared operands of warpgroup gemms (Note [Warpgroup gemms]).
-  std::map<uint64_t, int> swizzled;
+/// What layout inference says of the fragments it did not put where the
+/// fast paths want them (for the lowering report).
+struct LayoutReasons {
   /// Accumulator id -> why it did not take the warpgroup layout, where the
   /// target has wgmma (the lowering report's reason for mma.sync).
   std::map<uint64_t, std::string> not_warpgroup;
+  /// Buffer id -> what kept a fragment in shared memory: the op that forced
+  /// it, at its line, and why.
+  std::map<uint64_t, runtime::Diagnostic> kept_shared;
+};
+
+/// choose_fragments' choice, which infer_layouts (infer_layouts.h) writes
+/// into the IR as the buffers' layouts.
+struct FragmentChoice {
+  /// Buffer id -> its register layout (Note [Register accumulators]); the
+  /// element type is the buffer's.
+  std::map<uint64_t, FragmentLayout> registers;
+  /// Buffer id -> the bytes of its panels' rows (64 or 128), for the
+  /// shared operands of warpgroup gemms (Note [Warpgroup gemms]).
+  std::map<uint64_t, int> swizzled;
   /// Buffer ids of the padded gemm operands (Note [Padded gemm operands]).
   std::map<uint64_t, bool> padded;
   /// Buffer id -> rows allocated, for the A operands in shared memory of
   /// gemms into an accumulator of fewer than 16 rows (Note [Short
   /// accumulators]).
   std::map<uint64_t, int64_t> padded_rows;
-  /// Buffer id -> what kept a fragment in shared memory: the op that forced
-  /// it, at its line, and why (for the lowering report).
-  std::map<uint64_t, runtime::Diagnostic> kept_shared;
+  LayoutReasons reasons;
 };
 
 /// The partitioned layout of an m x n tile over `threads` threads (Note
 /// [Partitioned fragments]), or none (part_layout.cpp).
-std::optional<AccLayout> part_layout(int64_t m, int64_t n, int threads);
+std::optional<FragmentLayout> part_layout(int64_t m, int64_t n, int threads);
 
 /// The choice for the kernel `kernel`, run with `threads` threads.
 /// `in_groups`: buffers that ops of a thread range (Note [Thread

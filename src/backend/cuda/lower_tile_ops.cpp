@@ -70,7 +70,7 @@ void CudaTileCodegen::emit_tile_op(const ir::Stmt& s) {
   Accessed a;
   a.visit(s);
   if (s.kind() == ir::StmtKind::kReduce) {
-    const AccLayout* l = register_layout(s.as<ir::ReduceOp>()->src.buffer);
+    const FragmentLayout* l = register_layout(s.as<ir::ReduceOp>()->src.buffer);
     if (l != nullptr && l->scratch_floats() > 0) a.writes.insert(0);  // the row reduction's scratch
   }
   enter(a.reads, a.writes);
@@ -296,8 +296,8 @@ void CudaTileCodegen::emit_copy(const ir::CopyOp& op) {
     emit_tma_store(op, store->second);
     return;
   }
-  auto sw = choice_.swizzled.find(op.dst.buffer.id());
-  if (sw == choice_.swizzled.end()) {
+  const int swizzle = swizzle_of(op.dst.buffer);
+  if (swizzle == 0) {
     backend::lower_copy(*this, op);
     return;
   }
@@ -307,13 +307,13 @@ void CudaTileCodegen::emit_copy(const ir::CopyOp& op) {
       << " that is not the block's";
   const backend::BufferAccess& dst = access(op.dst.buffer, op.span, "T.copy");
   line("// T.copy(" + ir::to_string(op.src) + ", " + ir::to_string(op.dst) + "): swizzled");
-  line("tilejit::cuda::copy_swizzled<" + str(sw->second) + ", " + str(dst.static_shape[0]) + ", " +
+  line("tilejit::cuda::copy_swizzled<" + str(swizzle) + ", " + str(dst.static_shape[0]) + ", " +
        str(dst.static_shape[1]) + copy_template_tail(op) + ">(" + dst.data + ", " +
        backend::copy_side_rect(*this, op, true) + ");");
 }
 
-void CudaTileCodegen::emit_warpgroup_gemm(const ir::GemmOp& op, const AccLayout& c) {
-  const WarpgroupGemm g = warpgroup_gemm(op, choice_);
+void CudaTileCodegen::emit_warpgroup_gemm(const ir::GemmOp& op, const FragmentLayout& c) {
+  const WarpgroupGemm g = warpgroup_gemm(op);
   const backend::BufferAccess& a = access(op.a.buffer, op.span, "T.gemm");
   const backend::BufferAccess& b = access(op.b.buffer, op.span, "T.gemm");
   const std::string acc = access(op.c.buffer, op.span, "T.gemm").name;
@@ -326,38 +326,38 @@ void CudaTileCodegen::emit_warpgroup_gemm(const ir::GemmOp& op, const AccLayout&
   TILEJIT_ICHECK(g.columns > 0) << func().name << ": a gemm into the warpgroup layout of "
                                 << op.c.buffer.name() << " off wgmma: " << g.why;
   wgmma_columns_.insert(g.columns);
-  const int swb = choice_.swizzled.at(op.b.buffer.id());
+  const int swb = swizzle_of(op.b.buffer);
   const std::string b_tail = str(b.static_shape[0]) + ", " + str(swb) + ", " + str(g.columns);
   issued_pin_.clear();
   if (g.a_in_registers) {
-    const AccLayout* la = register_layout(op.a.buffer);
+    const FragmentLayout* la = register_layout(op.a.buffer);
     if (gemm_issue_only_) {
       const std::string af = fresh(op.a.buffer.name() + "_operand");
       line(head + "wgmma, A from registers, left running");
-      line("tilejit::cuda::RsOperand<" + c.type() + ", " + str(la->n) + "> " + af + ";");
-      line("tilejit::cuda::acc_gemm_wg_rs_issue<" + c.type() + ", " + str(la->n) + ", " + tb +
+      line("tilejit::cuda::RsOperand<" + layout_type(c) + ", " + str(la->n) + "> " + af + ";");
+      line("tilejit::cuda::acc_gemm_wg_rs_issue<" + layout_type(c) + ", " + str(la->n) + ", " + tb +
            ", " + b_tail + ">(" + acc + ", " + a.name + ", " + b.data + ", " + clear + ", " + af +
            ");");
       issued_pin_ = af + ".pin();";
       return;
     }
     line(head + "wgmma, A from registers");
-    line("tilejit::cuda::acc_gemm_wg_rs<" + c.type() + ", " + str(la->n) + ", " + tb + ", " +
+    line("tilejit::cuda::acc_gemm_wg_rs<" + layout_type(c) + ", " + str(la->n) + ", " + tb + ", " +
          b_tail + ">(" + acc + ", " + a.name + ", " + b.data + ", " + clear + ");");
     return;
   }
   const int64_t k = op.trans_a ? a.static_shape[0] : a.static_shape[1];
   line(head + (gemm_issue_only_ ? "wgmma, left running" : "wgmma"));
   line(std::string("tilejit::cuda::") + (gemm_issue_only_ ? "acc_gemm_wg_issue<" : "acc_gemm_wg<") +
-       c.type() + ", " + str(k) + ", " +
+       layout_type(c) + ", " + str(k) + ", " +
        (op.trans_a ? "true" : "false") + ", " + tb + ", " + str(a.static_shape[0]) + ", " +
-       str(choice_.swizzled.at(op.a.buffer.id())) + ", " + b_tail + ">(" + acc + ", " + a.data +
+       str(swizzle_of(op.a.buffer)) + ", " + b_tail + ">(" + acc + ", " + a.data +
        ", " + b.data + ", " + clear + ");");
 }
 
 // The copy of a whole 16-bit shared tile into an A operand in registers
 // of the same dtype, whose rows ldmatrix can read (16-byte aligned).
-bool CudaTileCodegen::operand_from_shared(const ir::CopyOp& op, const AccLayout& to) {
+bool CudaTileCodegen::operand_from_shared(const ir::CopyOp& op, const FragmentLayout& to) {
   const ir::Buffer& src = op.src.buffer;
   if (to.part() || to.rows() || to.wn != 1 || to.m_real != 0 || to.n % 16 != 0 ||
       src.scope() != ir::Scope::kShared || src.dtype() != op.dst.buffer.dtype() ||
@@ -385,16 +385,16 @@ bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
   switch (s.kind()) {
     case ir::StmtKind::kFill: {
       const auto* op = s.as<ir::FillOp>();
-      const AccLayout* l = register_layout(op->dst.buffer);
+      const FragmentLayout* l = register_layout(op->dst.buffer);
       if (l == nullptr) return false;
       line("// T.fill(" + ir::to_string(op->dst) + ", " + ir::to_string(op->value) + ")");
-      line("tilejit::cuda::acc_fill<" + l->type() + ">(" + access(op->dst.buffer, s.span(), "T.fill").name +
+      line("tilejit::cuda::acc_fill<" + layout_type(*l) + ">(" + access(op->dst.buffer, s.span(), "T.fill").name +
            ", " + expr(op->value) + ");");
       return true;
     }
     case ir::StmtKind::kGemm: {
       const auto* op = s.as<ir::GemmOp>();
-      const AccLayout* l = register_layout(op->c.buffer);
+      const FragmentLayout* l = register_layout(op->c.buffer);
       if (l == nullptr) return false;
       if (l->il_rows) {
         emit_warpgroup_gemm(*op, *l);
@@ -408,59 +408,62 @@ bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
       line("// T.gemm(" + ir::to_string(op->a) + ", " + ir::to_string(op->b) + ", " +
            ir::to_string(op->c) + "): tensor cores into registers" +
            (register_layout(op->a.buffer) ? ", A from registers" : ""));
-      if (const AccLayout* la = register_layout(op->a.buffer)) {
-        line("tilejit::cuda::acc_gemm_rs<" + l->type() + ", " + str(la->n) + ", " + tb + ", " +
+      if (const FragmentLayout* la = register_layout(op->a.buffer)) {
+        line("tilejit::cuda::acc_gemm_rs<" + layout_type(*l) + ", " + str(la->n) + ", " + tb + ", " +
              str(b.static_shape[1]) + ">(" + c + ", " + a.name + ", " + b.data + ", " + clear +
              ");");
         return true;
       }
       const int64_t k = op->trans_a ? a.static_shape[0] : op->a.buffer.shape()[1].int_value();
-      line("tilejit::cuda::acc_gemm<" + l->type() + ", " + str(k) + ", " +
+      line("tilejit::cuda::acc_gemm<" + layout_type(*l) + ", " + str(k) + ", " +
            (op->trans_a ? "true" : "false") + ", " + tb + ", " + str(a.static_shape[1]) + ", " +
            str(b.static_shape[1]) + ">(" + c + ", " + a.data + ", " + b.data + ", " + clear + ");");
       return true;
     }
     case ir::StmtKind::kCopy: {
       const auto* op = s.as<ir::CopyOp>();
-      const AccLayout* from = register_layout(op->src.buffer);
-      const AccLayout* to = register_layout(op->dst.buffer);
+      const FragmentLayout* from = register_layout(op->src.buffer);
+      const FragmentLayout* to = register_layout(op->dst.buffer);
       if (from == nullptr && to == nullptr) return false;
       line("// T.copy(" + ir::to_string(op->src) + ", " + ir::to_string(op->dst) + ")");
       const std::string src = access(op->src.buffer, s.span(), "T.copy").name;
       const std::string dst = access(op->dst.buffer, s.span(), "T.copy").name;
       if (from != nullptr && to != nullptr) {
-        line("tilejit::cuda::acc_convert<" + from->type() + ">(" + src + ", " + dst + ");");
+        line("tilejit::cuda::acc_convert<" + layout_type(*from) + ">(" + src + ", " + dst + ");");
       } else if (from != nullptr && from->rows()) {
         // A row vector: row 0 of the Rect, or a strided column of it.
         bool column = false;
         const std::string rect = backend::copy_side_rect(*this, *op, false, &column);
-        line("tilejit::cuda::rows_store<" + from->type() + (column ? ", true" : "") + ">(" + src +
+        line("tilejit::cuda::rows_store<" + layout_type(*from) + (column ? ", true" : "") + ">(" + src +
              ", " + rect + ");");
       } else if (from != nullptr) {
         const char* fn = from->repl ? "rows_store<" : from->part() ? "part_store<" : "acc_store<";
-        line(std::string("tilejit::cuda::") + fn + from->type() + ">(" + src + ", " +
-             backend::copy_side_rect(*this, *op, false) + ");");
+        // Note [Copies inside their tensor]: an accumulator's every element
+        // has its place, with no edge checks.
+        const bool inside = fn == std::string("acc_store<") && inside_copies_.count(op) != 0;
+        line(std::string("tilejit::cuda::") + fn + layout_type(*from) + (inside ? ", true" : "") +
+             ">(" + src + ", " + backend::copy_side_rect(*this, *op, false) + ");");
       } else if (to->rows()) {
         bool column = false;
         const std::string rect = backend::copy_side_rect(*this, *op, true, &column);
-        line("tilejit::cuda::rows_load<" + to->type() + (column ? ", true" : "") + ">(" + dst +
+        line("tilejit::cuda::rows_load<" + layout_type(*to) + (column ? ", true" : "") + ">(" + dst +
              ", " + rect + ");");
       } else if (operand_from_shared(*op, *to)) {
         // A whole shared tile into a 16-bit A operand: ldmatrix gives the
         // registers as the gemm takes them.
         const backend::BufferAccess& a = access(op->src.buffer, s.span(), "T.copy");
-        line("tilejit::cuda::acc_load_shared<" + to->type() + ", " + str(a.static_shape[1]) +
+        line("tilejit::cuda::acc_load_shared<" + layout_type(*to) + ", " + str(a.static_shape[1]) +
              ">(" + dst + ", " + a.data + ");");
       } else {
         const char* fn = to->repl ? "rows_load<" : to->part() ? "part_load<" : "acc_load<";
-        line(std::string("tilejit::cuda::") + fn + to->type() + ">(" + dst + ", " +
+        line(std::string("tilejit::cuda::") + fn + layout_type(*to) + ">(" + dst + ", " +
              backend::copy_side_rect(*this, *op, true) + ");");
       }
       return true;
     }
     case ir::StmtKind::kReduce: {
       const auto* op = s.as<ir::ReduceOp>();
-      const AccLayout* l = register_layout(op->src.buffer);
+      const FragmentLayout* l = register_layout(op->src.buffer);
       if (l == nullptr) return false;
       const backend::BufferAccess& dst = access(op->dst.buffer, s.span(), "T.reduce");
       const std::string src = access(op->src.buffer, s.span(), "T.reduce").name;
@@ -474,17 +477,17 @@ bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
         // One scratch for every row reduction of the kernel (each is
         // behind barriers), as large as the largest needs.
         if (scratch_offset_ < 0) {
-          scratch_offset_ = take_shared(scratch_bytes(choice_), s.span(), "the row reductions' scratch");
+          scratch_offset_ = take_shared(scratch_bytes_, s.span(), "the row reductions' scratch");
         }
         scratch = "reinterpret_cast<float*>(tilejit_smem + " + str(scratch_offset_) + ")";
       }
       const std::string prefix = l->part() ? "tilejit::cuda::part_" : "tilejit::cuda::acc_";
       if (register_layout(op->dst.buffer) != nullptr) {
-        line(prefix + "reduce_rows_to<" + kind + ", " + l->type() + ">(" + src + ", " + dst.name +
+        line(prefix + "reduce_rows_to<" + kind + ", " + layout_type(*l) + ">(" + src + ", " + dst.name +
              ", " + clear + ", " + scratch + ");");
         return true;
       }
-      line(prefix + "reduce_rows<" + kind + ", " + l->type() + ">(" + src + ", " + dst.data + ", " +
+      line(prefix + "reduce_rows<" + kind + ", " + layout_type(*l) + ">(" + src + ", " + dst.data + ", " +
            clear + ", " + scratch + ");");
       return true;
     }

@@ -48,15 +48,10 @@ int64_t columns(const std::vector<int64_t>& ext) {
   return 1;
 }
 
-const AccLayout* layout(const FragmentChoice& choice, const ir::Buffer& b) {
-  auto it = choice.registers.find(b.id());
-  return it == choice.registers.end() ? nullptr : &it->second;
-}
 
-Diagnostic copy_record(const ir::CopyOp& op, const FragmentChoice& choice, int threads,
-                       bool prefetched) {
+Diagnostic copy_record(const ir::CopyOp& op, int threads, bool prefetched) {
   Diagnostic d{"T.copy", op.span, "", ""};
-  if (layout(choice, op.src.buffer) || layout(choice, op.dst.buffer)) {
+  if (register_layout(op.src.buffer) || register_layout(op.dst.buffer)) {
     d.path = "registers";  // acc_load / acc_store / acc_convert through the layout
     return d;
   }
@@ -148,15 +143,15 @@ Diagnostic copy_record(const ir::CopyOp& op, const FragmentChoice& choice, int t
   return d;
 }
 
-Diagnostic gemm_record(const ir::GemmOp& op, const FragmentChoice& choice, int threads) {
+Diagnostic gemm_record(const ir::GemmOp& op, const LayoutReasons& reasons, int threads) {
   Diagnostic d{"T.gemm", op.span, "mma", ""};
   const ir::Buffer &a = op.a.buffer, &b = op.b.buffer, &c = op.c.buffer;
-  if (const AccLayout* l = layout(choice, c)) {  // tensor cores into registers
+  if (const FragmentLayout* l = register_layout(c)) {  // tensor cores into registers
     if (l->il_rows) {
       // Note [Warpgroup gemms]: the layout's gemms all are; A from shared
       // memory (SS) or from registers (RS, flash attention's P).
-      d.path = layout(choice, a) != nullptr ? "wgmma_rs" : "wgmma_ss";
-    } else if (auto why = choice.not_warpgroup.find(c.id()); why != choice.not_warpgroup.end()) {
+      d.path = register_layout(a) != nullptr ? "wgmma_rs" : "wgmma_ss";
+    } else if (auto why = reasons.not_warpgroup.find(c.id()); why != reasons.not_warpgroup.end()) {
       d.reason = "not wgmma: " + why->second;
     }
     return d;
@@ -186,9 +181,9 @@ Diagnostic gemm_record(const ir::GemmOp& op, const FragmentChoice& choice, int t
     d.reason = why;
     return d;
   }
-  auto kept = choice.kept_shared.find(c.id());
+  auto kept = reasons.kept_shared.find(c.id());
   d.reason = "C " + c.name() + " is in shared memory" +
-             (kept == choice.kept_shared.end()
+             (kept == reasons.kept_shared.end()
                   ? std::string()
                   : " (" + kept->second.op + " at line " + str(kept->second.span.line) + ": " +
                         kept->second.reason + ")") +
@@ -198,7 +193,7 @@ Diagnostic gemm_record(const ir::GemmOp& op, const FragmentChoice& choice, int t
 
 // A fill, reduction, atomic add or print: in registers where its fragment
 // is, else by the block through shared memory.
-Diagnostic other_record(const ir::Stmt& s, const FragmentChoice& choice, int threads) {
+Diagnostic other_record(const ir::Stmt& s, int threads) {
   Diagnostic d{"", s.span(), threads == 1 ? "thread" : "shared", ""};
   const ir::Buffer* b = nullptr;
   switch (s.kind()) {
@@ -211,7 +206,7 @@ Diagnostic other_record(const ir::Stmt& s, const FragmentChoice& choice, int thr
     case ir::StmtKind::kPrint: d.op = "T.print"; d.path = "print"; return d;
     default: d.op = "tile op"; return d;
   }
-  if (layout(choice, *b) != nullptr) {
+  if (register_layout(*b) != nullptr) {
     d.path = "registers";
   } else if (b->scope() == ir::Scope::kFragment && threads > 1 && s.kind() == ir::StmtKind::kReduce) {
     d.reason = b->name() + " is in shared memory";
@@ -221,22 +216,22 @@ Diagnostic other_record(const ir::Stmt& s, const FragmentChoice& choice, int thr
 
 }  // namespace
 
-Diagnostic op_record(const ir::Stmt& s, const FragmentChoice& choice, int threads,
+Diagnostic op_record(const ir::Stmt& s, const LayoutReasons& reasons, int threads,
                      bool prefetched) {
   if (s.kind() == ir::StmtKind::kCopy) {
-    return copy_record(*s.as<ir::CopyOp>(), choice, threads, prefetched);
+    return copy_record(*s.as<ir::CopyOp>(), threads, prefetched);
   }
-  if (s.kind() == ir::StmtKind::kGemm) return gemm_record(*s.as<ir::GemmOp>(), choice, threads);
-  return other_record(s, choice, threads);
+  if (s.kind() == ir::StmtKind::kGemm) return gemm_record(*s.as<ir::GemmOp>(), reasons, threads);
+  return other_record(s, threads);
 }
 
-void report_kernel(const ir::KernelStmt& kernel, int threads, const FragmentChoice& choice,
+void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReasons& reasons,
                    const PipelinePlan& pipelines, const TmaPlan& tma,
                    const WarpSpecialization& ws, runtime::LoweringReport* report) {
   struct Walk : ir::IRVisitor {
     int threads = 1;
     int nest = 0;  // T.Parallel loops around the statement
-    const FragmentChoice* choice = nullptr;
+    const LayoutReasons* reasons = nullptr;
     const PipelinePlan* pipelines = nullptr;
     const TmaPlan* tma = nullptr;
     const WarpSpecialization* ws = nullptr;
@@ -244,18 +239,18 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const FragmentChoi
     void visit_alloc(const ir::AllocStmt* op, const ir::Stmt& s) override {
       const ir::Buffer& b = op->buffer;
       runtime::Placement p = runtime::Placement::kShared;
-      int64_t bytes = tile_elements(b, *choice) * b.dtype().bytes();
+      int64_t bytes = tile_elements(b) * b.dtype().bytes();
       if (b.scope() == ir::Scope::kLocal) p = runtime::Placement::kLocal;
       if (b.scope() == ir::Scope::kGlobal) {
         p = runtime::Placement::kGlobal;
         bytes = runtime::constant_bytes(b);
       }
-      if (choice->registers.count(b.id())) p = runtime::Placement::kRegisters;
+      if (b->layout.fragment() != nullptr) p = runtime::Placement::kRegisters;
       if (auto st = pipelines->stages.find(b.id()); st != pipelines->stages.end()) {
         bytes *= st->second;
       }
       runtime::BufferRecord r = runtime::buffer_record(b, p, bytes);
-      if (auto k = choice->kept_shared.find(b.id()); k != choice->kept_shared.end()) {
+      if (auto k = reasons->kept_shared.find(b.id()); k != reasons->kept_shared.end()) {
         r.forced_by = k->second;
       }
       report->buffers.push_back(std::move(r));
@@ -271,7 +266,7 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const FragmentChoi
           prefetched = prefetched || static_cast<const ir::StmtNode*>(c) == s.get();
         }
       }
-      Diagnostic d = op_record(s, *choice, own ? 1 : threads, prefetched);
+      Diagnostic d = op_record(s, *reasons, own ? 1 : threads, prefetched);
       for (const Diagnostic& refused : pipelines->diagnostics) {
         if (refused.op == d.op && refused.span.line == d.span.line &&
             refused.span.file == d.span.file && !prefetched) {
@@ -346,7 +341,7 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const FragmentChoi
     }
   } walk;
   walk.threads = threads;
-  walk.choice = &choice;
+  walk.reasons = &reasons;
   walk.pipelines = &pipelines;
   walk.tma = &tma;
   walk.ws = &ws;

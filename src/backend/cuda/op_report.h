@@ -14,19 +14,20 @@
 namespace tilejit::cuda {
 
 /// The path of the tile op `s`, run by `threads` threads (1: a thread's
-/// own op, Note [Thread semantics]), with fragments placed as in `choice`.
+/// own op, Note [Thread semantics]), its buffers laid out (infer_layouts.h),
+/// with what `reasons` says of their layouts.
 /// `prefetched`: a T.Pipelined loop's copy that a prologue issues ahead.
-runtime::Diagnostic op_record(const ir::Stmt& s, const FragmentChoice& choice, int threads,
+runtime::Diagnostic op_record(const ir::Stmt& s, const LayoutReasons& reasons, int threads,
                               bool prefetched);
 
-/// The buffers `kernel` (run by `threads` threads) allocates, placed as `choice` and `pipelines`
-/// decided, and its T.Pipelined loops with the stages they kept (a loop's
+/// The buffers the laid-out `kernel` (run by `threads` threads) allocates,
+/// placed as their layouts and `pipelines` decided (and why, from `reasons`), and its T.Pipelined loops with the stages they kept (a loop's
 /// stages dropped to fit shared memory, or a copy left synchronous, says
 /// why), and each tile op's path (op_record; "tma_load" for the copies `tma`
 /// performs, Note [TMA copies]; "warp_specialized" for the loop `ws`
 /// splits, Note [Warp specialisation], or why a TMA loop is not), in program
 /// order; appended to `report`.
-void report_kernel(const ir::KernelStmt& kernel, int threads, const FragmentChoice& choice,
+void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReasons& reasons,
                    const PipelinePlan& pipelines, const TmaPlan& tma,
                    const WarpSpecialization& ws, runtime::LoweringReport* report);
 

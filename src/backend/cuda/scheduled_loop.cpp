@@ -100,7 +100,7 @@ void CudaTileCodegen::emit_scheduled_loop(const ir::ForStmt& op,
           }
         }
         const auto* gemm = st.as<ir::GemmOp>();
-        const bool wg = gemm != nullptr && warpgroup_gemm(*gemm, choice_).columns > 0 &&
+        const bool wg = gemm != nullptr && warpgroup_gemm(*gemm).columns > 0 &&
                         register_layout(gemm->c.buffer) != nullptr;
         if (!wg) {
           emit_stmt(st);
@@ -110,7 +110,7 @@ void CudaTileCodegen::emit_scheduled_loop(const ir::ForStmt& op,
         emit_stmt(st);
         gemm_issue_only_ = false;
         Running r;
-        r.layout = register_layout(gemm->c.buffer)->type();
+        r.layout = layout_type(*register_layout(gemm->c.buffer));
         r.acc = access(gemm->c.buffer, gemm->span, "T.gemm").name;
         r.pin = issued_pin_;
         r.registers = {gemm->c.buffer.id()};

@@ -2,6 +2,7 @@
 // tile IR] in tile_codegen.h): CudaTileCodegen's buffers, loops, T.Parallel
 // nests and stores. The unit around the entries is tile_unit.cpp's.
 #include "backend/cuda/tile_codegen.h"
+#include "backend/cuda/infer_layouts.h"
 
 #include <set>
 #include <sstream>
@@ -37,14 +38,19 @@ std::string str(int64_t v) { return std::to_string(v); }
 CudaTileCodegen::CudaTileCodegen(const ir::PrimFunc& func, const std::vector<std::string>& symbols,
                                  std::ostream& os, int threads,
                                  const transform::ThreadUniformity& uniformity,
-                                 FragmentChoice choice, PipelinePlan pipelines, SmemPlan tiles)
+                                 const ir::KernelStmt& kernel, PipelinePlan pipelines,
+                                 SmemPlan tiles)
     : TileCodegen(func, symbols, os, "CUDA", /*base_levels=*/0),
       threads_(threads),
-      choice_(std::move(choice)),
+      scratch_bytes_(scratch_bytes(kernel)),
       pipelines_(std::move(pipelines)),
       tiles_(std::move(tiles)),
       uniformity_(uniformity),
       group_{0, threads} {
+  for (const ir::Buffer& b : kernel_tiles(kernel)) {
+    tiles_by_id_.emplace(b.id(), b);
+    swizzles_ = swizzles_ || swizzle_of(b) != 0;
+  }
   exclusive_.uniformity = &uniformity_;
   exclusive_.threads = threads;
   use_line_directives();  // Note [Line directives]
@@ -120,26 +126,27 @@ void CudaTileCodegen::emit_alloc(const ir::AllocStmt& op) {
   const char* st = storage_type(b.dtype(), op.span, "T.alloc");
   int64_t elements = 1;
   backend::BufferAccess a = tile_access(op, &elements);
-  if (b.scope() == ir::Scope::kLocal) a.layout = "local";
-  if (const AccLayout* reg = register_layout(b)) {
+  if (b.scope() == ir::Scope::kLocal) a.storage = backend::BufferAccess::Storage::kThread;
+  if (const FragmentLayout* reg = register_layout(b)) {
     // Note [1-D and replicated fragments]: a replicated fragment is each
     // thread's own array, stored by every thread.
-    a.layout = reg->repl ? "local" : "mma";
+    a.storage = reg->repl ? backend::BufferAccess::Storage::kThread
+                          : backend::BufferAccess::Storage::kRegisters;
     line(std::string(st) + " " + a.name + "[" + str(reg->registers()) +
-         "];  // fragment in registers: " + reg->type());
+         "];  // fragment in registers: " + layout_type(*reg));
     set_access(b, std::move(a));
     return;
   }
-  if (choice_.padded.count(b.id())) {
+  if (rows_padded(b)) {
     // Note [Padded gemm operands].
-    a.static_shape.back() += kOperandPad;
+    a.static_shape.back() = b->layout.shared()->pitch;
     a.shape.back() = str(a.static_shape.back());
   }
-  elements = tile_elements(b, choice_);
+  elements = tile_elements(b);
   const int64_t bytes = elements * b.dtype().bytes();
   if (auto st_it = pipelines_.stages.find(b.id()); st_it != pipelines_.stages.end()) {
     // Note [Software pipelining]: stage s at + s * stage bytes (128-aligned).
-    const int64_t stage = stage_bytes(bytes, choice_.swizzled.count(b.id()) != 0);
+    const int64_t stage = stage_bytes(bytes, swizzle_of(b) != 0);
     const int64_t offset = tile_offset(b, stage * st_it->second, op.span);
     const std::string base = fresh(b.name() + "_stages");
     line(std::string(st) + "* const " + base + " = reinterpret_cast<" + st + "*>(tilejit_smem + " +
@@ -164,10 +171,8 @@ void CudaTileCodegen::emit_alloc(const ir::AllocStmt& op) {
 }
 
 std::string CudaTileCodegen::layout_note(const ir::Buffer& b) const {
-  if (choice_.padded.count(b.id())) return ", rows padded";
-  if (auto sw = choice_.swizzled.find(b.id()); sw != choice_.swizzled.end()) {
-    return ", swizzled in panels of " + str(sw->second) + " bytes";
-  }
+  if (rows_padded(b)) return ", rows padded";
+  if (const int sw = swizzle_of(b)) return ", swizzled in panels of " + str(sw) + " bytes";
   return "";
 }
 
@@ -196,18 +201,14 @@ int64_t CudaTileCodegen::take_shared(int64_t bytes, const ir::Span& span,
   return offset;
 }
 
-const AccLayout* CudaTileCodegen::register_layout(const ir::Buffer& b) const {
-  return register_layout_of(b.id());
-}
-
-const AccLayout* CudaTileCodegen::register_layout_of(uint64_t id) const {
-  auto it = choice_.registers.find(id);
-  return it == choice_.registers.end() ? nullptr : &it->second;
+const FragmentLayout* CudaTileCodegen::register_layout_of(uint64_t id) const {
+  auto it = tiles_by_id_.find(id);
+  return it == tiles_by_id_.end() ? nullptr : register_layout(it->second);
 }
 
 std::string CudaTileCodegen::tile_element(const backend::BufferAccess& a,
                                           const std::vector<ir::Expr>& indices) {
-  if (a.layout != "mma") return TileCodegen::tile_element(a, indices);
+  if (a.storage != backend::BufferAccess::Storage::kRegisters) return TileCodegen::tile_element(a, indices);
   // In its register loop at the nest's indices (fragments.cpp checked it):
   // a tile's register r, a row vector's slot of r's row or, in a loop over
   // rows, slot r.
@@ -220,7 +221,7 @@ std::string CudaTileCodegen::tile_element(const backend::BufferAccess& a,
   TILEJIT_ICHECK(at_indices)
       << func().name << ": register fragment " << a.name << " accessed outside its register loop";
   if (indices.size() == 1 && !reg_layout_->rows() && !reg_layout_->flat) {
-    return a.name + "[" + reg_layout_->type() + "::row_slot(tilejit_r)]";
+    return a.name + "[" + layout_type(*reg_layout_) + "::row_slot(tilejit_r)]";
   }
   return a.name + "[tilejit_r]";
 }
@@ -232,9 +233,9 @@ void CudaTileCodegen::emit_parallel_nest(const ir::ForStmt& op) {
   // The register loop: each thread its own elements (Note [Register
   // accumulators]), over a tile's registers in a 2-D nest or a row vector's
   // in a 1-D one; the nest's indices are each register's row (and column).
-  const AccLayout* layout = nullptr;
+  const FragmentLayout* layout = nullptr;
   for (uint64_t id : accessed.ids) {
-    const AccLayout* l = register_layout_of(id);
+    const FragmentLayout* l = register_layout_of(id);
     if (l != nullptr && !l->repl && ((l->rows() || l->flat) == (nest.size() == 1)) &&
         layout == nullptr) {
       layout = l;
@@ -253,13 +254,13 @@ void CudaTileCodegen::emit_parallel_nest(const ir::ForStmt& op) {
     line("for (int tilejit_r = 0; tilejit_r < " + str(layout->registers()) + "; ++tilejit_r) {");
     indent();
     // A 1-D fragment's index is its column (Note [1-D and replicated fragments]).
-    line("const int64_t " + var_name(nest[0]->var) + " = " + layout->type() +
+    line("const int64_t " + var_name(nest[0]->var) + " = " + layout_type(*layout) +
          (layout->flat ? "::col(tilejit_r);" : "::row(tilejit_r);"));
     // Note [Short accumulators]: the rows only registers have.
     if (layout->m_real > 0) line("if (" + var_name(nest[0]->var) + " >= " + str(layout->m_real) + ") continue;");
     const bool tile = !layout->rows() && !layout->flat;
     if (tile) {
-      line("const int64_t " + var_name(nest[1]->var) + " = " + layout->type() +
+      line("const int64_t " + var_name(nest[1]->var) + " = " + layout_type(*layout) +
            "::col(tilejit_r);");
     }
     emit_register_body(nest, *layout, tile);
@@ -312,7 +313,7 @@ void CudaTileCodegen::emit_parallel_nest(const ir::ForStmt& op) {
 }
 
 void CudaTileCodegen::emit_register_body(const std::vector<const ir::ForStmt*>& nest,
-                                         const AccLayout& layout, bool both_indices) {
+                                         const FragmentLayout& layout, bool both_indices) {
   reg_vars_ = {nest[0]->var.var_id()};
   if (both_indices) reg_vars_.push_back(nest[1]->var.var_id());
   reg_layout_ = &layout;
@@ -464,18 +465,19 @@ void CudaTileCodegen::emit_store(const ir::StoreStmt& op) {
   const std::string store =
       element(b, op.indices) + " = tilejit::cuda::convert<" + st + ">(" + expr(op.value) + ");";
   if (own_code()) {
-    if (reg_layout_ != nullptr && reg_layout_->rows() && b.layout != "mma") {
+    if (reg_layout_ != nullptr && reg_layout_->rows() &&
+        b.storage != backend::BufferAccess::Storage::kRegisters) {
       // A register loop over rows (Note [Register accumulators]): the
       // threads that hold a row each run it; one of them stores to memory.
-      line("if (" + reg_layout_->type() + "::leader()) " + store);
+      line("if (" + layout_type(*reg_layout_) + "::leader()) " + store);
       return;
     }
     // Note [Reductions in a T.Parallel nest], in a loop shared by the
     // group's threads or in a register loop over a tile (whose iterations
     // are spread over the threads just as well).
     const std::vector<uint64_t>& vars = reg_layout_ != nullptr ? reg_vars_ : nest_vars_;
-    if (parallel_depth_ > 0 && !vars.empty() && !b.global && b.layout != "local" &&
-        b.layout != "mma") {
+    if (parallel_depth_ > 0 && !vars.empty() && !b.global &&
+        b.storage == backend::BufferAccess::Storage::kBlock) {
       if (std::string atomic = reduction_store(op, vars); !atomic.empty()) {
         line(atomic);
         return;
@@ -487,7 +489,7 @@ void CudaTileCodegen::emit_store(const ir::StoreStmt& op) {
   Accessed a;
   for (const Expr& i : op.indices) a.visit(i);
   a.visit(op.value);
-  if (b.layout == "local") {
+  if (b.storage == backend::BufferAccess::Storage::kThread) {
     enter(a.reads, {});
     line(store);
     return;

@@ -94,7 +94,7 @@ class CudaTileCodegen final : public backend::TileCodegen {
  public:
   CudaTileCodegen(const ir::PrimFunc& func, const std::vector<std::string>& symbols,
                   std::ostream& os, int threads, const transform::ThreadUniformity& uniformity,
-                  FragmentChoice choice, PipelinePlan pipelines, SmemPlan tiles);
+                  const ir::KernelStmt& kernel, PipelinePlan pipelines, SmemPlan tiles);
 
   std::string lib() const override { return "tilejit::cuda"; }
   // Inside a T.Parallel nest or a thread's own statement an op is its
@@ -127,12 +127,18 @@ class CudaTileCodegen final : public backend::TileCodegen {
   /// The columns of the wgmma instructions the body's gemms use (Note
   /// [Warpgroup gemms]): the unit includes tilejit/cuda/wgmma/m64n<N>.h.
   const std::set<int>& wgmma_columns() const { return wgmma_columns_; }
-  /// Some shared tile is swizzled: the shared memory starts 1024-aligned.
-  /// Swizzled tiles (the unit's dynamic shared memory is 1024-aligned).
-  bool swizzles() const { return !choice_.swizzled.empty(); }
+  /// Some shared tile is swizzled: the unit's dynamic shared memory starts
+  /// 1024-aligned.
+  bool swizzles() const { return swizzles_; }
   /// The async proxy reads shared memory the threads write: wgmma's swizzled
-  /// operands, TMA stores' tiles. Barriers then fence (fence.proxy.async).
-  bool async_proxy_reads() const { return !choice_.swizzled.empty() || !tma_.stores.empty(); }
+  /// operands, TMA stores' tiles.
+  bool async_proxy_reads() const { return swizzles_ || !tma_.stores.empty(); }
+  /// A barrier here must fence the async proxy first (fence.proxy.async):
+  /// the threads wrote, since the last barrier, a tile the async proxy reads
+  /// (or one sharing its bytes). A barrier after writes to other tiles only
+  /// (the scores a decoding kernel moves through shared memory, a
+  /// reduction's scratch) needs none: MLA decoding's loop had three.
+  bool async_proxy_fence_due() const;
 
   /// The copies proven inside their tensors (Note [Copies inside their
   /// tensor] in inside_copies.h), lowered without copy.h's edge walk.
@@ -182,7 +188,7 @@ class CudaTileCodegen final : public backend::TileCodegen {
   void emit_parallel_nest(const ir::ForStmt& op);
   /// The nest's body in its register loop over `layout`, whose indices
   /// (the row, and the column where `both_indices`) the loop has bound.
-  void emit_register_body(const std::vector<const ir::ForStmt*>& nest, const AccLayout& layout,
+  void emit_register_body(const std::vector<const ir::ForStmt*>& nest, const FragmentLayout& layout,
                           bool both_indices);
   /// Note [Vectorised runs] (emit_runs.cpp). The accesses of `body` that a
   /// run over `lane` stages, writes too when `stage_writes`; none under
@@ -203,7 +209,7 @@ class CudaTileCodegen final : public backend::TileCodegen {
   std::string run_args(const StagedAccess& s, const ir::Expr& lane, int64_t v, bool first_aligned);
   /// A 2-D register loop over a partitioned tile as runs of its V columns
   /// (`staged`: plan_run's accesses, not empty).
-  void emit_register_runs(const std::vector<const ir::ForStmt*>& nest, const AccLayout& layout,
+  void emit_register_runs(const std::vector<const ir::ForStmt*>& nest, const FragmentLayout& layout,
                           const std::vector<StagedAccess>& staged);
   /// Note [Reductions in a T.Parallel nest]: the atomic that stores `op`
   /// when it folds a value into an element that other iterations of the
@@ -260,12 +266,12 @@ class CudaTileCodegen final : public backend::TileCodegen {
   /// A tile op with an operand in registers (Note [Register accumulators]);
   /// false when it has none.
   bool emit_register_op(const ir::Stmt& s);
-  bool operand_from_shared(const ir::CopyOp& op, const AccLayout& to);
+  bool operand_from_shared(const ir::CopyOp& op, const FragmentLayout& to);
   /// A T.copy the block makes: into a swizzled tile through copy_swizzled
   /// (Note [Warpgroup gemms]), else the common lowering.
   void emit_copy(const ir::CopyOp& op);
   /// T.gemm into a register accumulator of the warpgroup layout: wgmma.
-  void emit_warpgroup_gemm(const ir::GemmOp& op, const AccLayout& c);
+  void emit_warpgroup_gemm(const ir::GemmOp& op, const FragmentLayout& c);
   void emit_tma_store(const ir::CopyOp& op, const TmaCopy& how);
   void emit_gemm_in_flight(const std::string& lo, int stages);
   /// emit_warpgroup_gemm commits the gemm and leaves it running.
@@ -280,8 +286,9 @@ class CudaTileCodegen final : public backend::TileCodegen {
                            const std::set<uint64_t>& reads, const std::set<uint64_t>& writes);
   /// ", rows padded" or the swizzle of a shared tile, for its declaration.
   std::string layout_note(const ir::Buffer& b) const;
-  const AccLayout* register_layout(const ir::Buffer& b) const;
-  const AccLayout* register_layout_of(uint64_t id) const;
+  /// The register layout of the kernel's tile `id` (fragments.h's
+  /// register_layout), or nullptr.
+  const FragmentLayout* register_layout_of(uint64_t id) const;
   /// Bytes of shared memory at a new 128-byte boundary; returns the offset.
   int64_t take_shared(int64_t bytes, const ir::Span& span, const std::string& what);
   /// A tile's planned offset (smem_plan.h); ValueError past the limit.
@@ -291,7 +298,10 @@ class CudaTileCodegen final : public backend::TileCodegen {
   void sync();
 
   int threads_;
-  FragmentChoice choice_;
+  /// The kernel's tiles (laid out: infer_layouts.h), by id.
+  std::map<uint64_t, ir::Buffer> tiles_by_id_;
+  bool swizzles_ = false;       // a tile is swizzled
+  int64_t scratch_bytes_ = 0;   // the row reductions' scratch (tile_memory.h)
   PipelinePlan pipelines_;
   SmemPlan tiles_;
   // Each tile's tiles sharing bytes with it (Note [Shared-memory liveness]).
@@ -312,7 +322,7 @@ class CudaTileCodegen final : public backend::TileCodegen {
   std::string group_index_ = "tilejit_tid", group_count_ = "tilejit_nthreads";
   std::map<std::pair<int64_t, int64_t>, int> barrier_ids_;
   // The register loop being emitted: its layout and the nest's indices.
-  const AccLayout* reg_layout_ = nullptr;
+  const FragmentLayout* reg_layout_ = nullptr;
   std::vector<uint64_t> reg_vars_;
   // The T.Parallel nest being emitted over the group's threads: its indices.
   std::vector<uint64_t> nest_vars_;

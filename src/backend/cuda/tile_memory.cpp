@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/infer_layouts.h"
 #include "backend/cuda/tile_codegen.h"
 #include "tilejit/ir/visitor.h"
 
@@ -15,23 +16,18 @@ namespace tilejit::cuda {
 
 using ir::Expr;
 
-int64_t scratch_bytes(const FragmentChoice& choice) {
+int64_t scratch_bytes(const ir::KernelStmt& kernel) {
   int64_t bytes = 0;
-  for (const auto& [id, l] : choice.registers) {
-    bytes = std::max(bytes, 4 * l.scratch_floats());
+  for (const ir::Buffer& b : kernel_tiles(kernel)) {
+    if (const FragmentLayout* l = register_layout(b)) bytes = std::max(bytes, 4 * l->scratch_floats());
   }
   return bytes;
 }
 
-int64_t tile_elements(const ir::Buffer& b, const FragmentChoice& choice) {
-  std::vector<int64_t> shape;
-  for (const Expr& d : b.shape()) shape.push_back(d.is_const() ? d.int_value() : 0);
-  if (choice.padded.count(b.id()) && !shape.empty() && shape.back() > 0) shape.back() += kOperandPad;
-  if (auto r = choice.padded_rows.find(b.id()); r != choice.padded_rows.end() && shape.size() == 2) {
-    shape[0] = std::max(shape[0], r->second);
-  }
+int64_t tile_elements(const ir::Buffer& b) {
+  if (const ir::SharedLayout* s = b->layout.shared()) return s->pitch * s->rows;
   int64_t elements = 1;
-  for (int64_t d : shape) elements *= d;
+  for (const Expr& d : b.shape()) elements *= d.is_const() ? d.int_value() : 0;
   return elements;
 }
 
@@ -48,31 +44,22 @@ int64_t stage_bytes(int64_t bytes, bool swizzled) {
 
 // The shared-memory tiles of `kernel` with their bytes (padded rows, stages)
 // and where they lie (smem_plan.h).
-SmemPlan plan_tiles(const ir::KernelStmt& kernel, const FragmentChoice& choice,
-                    const PipelinePlan& pipelines) {
-  struct Allocs : ir::IRVisitor {
-    std::vector<ir::Buffer> buffers;
-    void visit_alloc(const ir::AllocStmt* op, const ir::Stmt&) override {
-      buffers.push_back(op->buffer);
-    }
-  } allocs;
-  allocs.visit(kernel.body);
+SmemPlan plan_tiles(const ir::KernelStmt& kernel, const PipelinePlan& pipelines) {
   std::vector<SmemRequest> requests;
-  for (const ir::Buffer& b : allocs.buffers) {
-    if (b.scope() == ir::Scope::kLocal || choice.registers.count(b.id())) continue;
-    const int64_t elements = tile_elements(b, choice);
+  for (const ir::Buffer& b : kernel_tiles(kernel)) {
+    if (b.scope() == ir::Scope::kLocal || b->layout.fragment() != nullptr) continue;
+    const int64_t elements = tile_elements(b);
     auto st = pipelines.stages.find(b.id());
     const int64_t bytes = elements * b.dtype().bytes();
-    const bool swizzled = choice.swizzled.count(b.id()) != 0;
+    const bool swizzled = swizzle_of(b) != 0;
     requests.push_back({b, st == pipelines.stages.end() ? bytes : stage_bytes(bytes, swizzled) * st->second,
                         swizzled ? 1024 : 128});
   }
   return plan_shared_memory(kernel.body, requests);
 }
 
-int64_t planned_shared_bytes(const ir::KernelStmt& kernel, const FragmentChoice& choice,
-                             const PipelinePlan& pipelines) {
-  return align128(plan_tiles(kernel, choice, pipelines).total) + scratch_bytes(choice);
+int64_t planned_shared_bytes(const ir::KernelStmt& kernel, const PipelinePlan& pipelines) {
+  return align128(plan_tiles(kernel, pipelines).total) + scratch_bytes(kernel);
 }
 
 // Note [Fitting the stages]
@@ -85,22 +72,24 @@ int64_t planned_shared_bytes(const ir::KernelStmt& kernel, const FragmentChoice&
 // second stage fits beside the queries' tiles once the small rotary tile's
 // does not, where dropping every stage would leave the loop unpipelined.
 // Each copy that loses its prefetch says so in the lowering report.
-void fit_pipelines(const ir::KernelStmt& kernel, const FragmentChoice& choice,
-                   PipelinePlan& plan) {
+void fit_pipelines(const ir::KernelStmt& kernel, PipelinePlan& plan) {
   std::map<uint64_t, const ir::CopyOp*> copy_of;
   for (const auto& [loop, copies] : plan.loops) {
     for (const ir::CopyOp* c : copies) copy_of[c->dst.buffer.id()] = c;
   }
   auto ring_bytes = [&](uint64_t id) {
     const ir::Buffer& b = copy_of.at(id)->dst.buffer;
-    return tile_elements(b, choice) * b.dtype().bytes();
+    return tile_elements(b) * b.dtype().bytes();
   };
   std::vector<uint64_t> dropped;
   // Static shared memory (the stages' mbarriers, Note [TMA copies]) sits
   // below the dynamic tiles, which start 1024-aligned where a tile is
   // swizzled: it takes 1024 bytes then.
-  const int64_t limit = kMaxSharedBytes - (choice.swizzled.empty() ? 0 : 1024);
-  while (!plan.stages.empty() && planned_shared_bytes(kernel, choice, plan) > limit) {
+  const std::vector<ir::Buffer> tiles = kernel_tiles(kernel);
+  const bool swizzles =
+      std::any_of(tiles.begin(), tiles.end(), [](const ir::Buffer& b) { return swizzle_of(b) != 0; });
+  const int64_t limit = kMaxSharedBytes - (swizzles ? 1024 : 0);
+  while (!plan.stages.empty() && planned_shared_bytes(kernel, plan) > limit) {
     int deepest = 0;
     for (const auto& [id, s] : plan.stages) deepest = std::max(deepest, s);
     if (deepest > 2) {

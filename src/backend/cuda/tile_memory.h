@@ -14,28 +14,26 @@
 
 namespace tilejit::cuda {
 
-/// The elements a shared tile's allocation holds: its shape, with the
-/// padding of gemm operands (longer rows, more rows: fragments.h).
-int64_t tile_elements(const ir::Buffer& b, const FragmentChoice& choice);
+/// The elements a shared tile's allocation holds: its shape, or its shared
+/// layout's rows of its pitch (padded gemm operands: fragments.h).
+int64_t tile_elements(const ir::Buffer& b);
 
 /// The bytes of one pipeline stage of a tile of `bytes`: whole 128-byte
 /// lines, or 1024 for a swizzled tile (Note [Warpgroup gemms]).
 int64_t stage_bytes(int64_t bytes, bool swizzled);
 
-/// The shared memory the row reductions across warps of `choice` need.
-int64_t scratch_bytes(const FragmentChoice& choice);
+/// The shared memory the row reductions across warps of the register
+/// fragments of `kernel` need.
+int64_t scratch_bytes(const ir::KernelStmt& kernel);
 
 /// Where each tile of `kernel` lies, and the bytes the block needs for them.
-SmemPlan plan_tiles(const ir::KernelStmt& kernel, const FragmentChoice& choice,
-                    const PipelinePlan& pipelines);
+SmemPlan plan_tiles(const ir::KernelStmt& kernel, const PipelinePlan& pipelines);
 
 /// The block's shared memory: the tiles, then the scratch.
-int64_t planned_shared_bytes(const ir::KernelStmt& kernel, const FragmentChoice& choice,
-                             const PipelinePlan& pipelines);
+int64_t planned_shared_bytes(const ir::KernelStmt& kernel, const PipelinePlan& pipelines);
 
 /// Fewer stages (down to none) where the tiles would not fit with them
 /// (Note [Fitting the stages] in tile_memory.cpp).
-void fit_pipelines(const ir::KernelStmt& kernel, const FragmentChoice& choice,
-                   PipelinePlan& plan);
+void fit_pipelines(const ir::KernelStmt& kernel, PipelinePlan& plan);
 
 }  // namespace tilejit::cuda

@@ -24,6 +24,7 @@
 #include "backend/common/cxx_source.h"
 #include "backend/common/slot_abi.h"
 #include "backend/cuda/cuda_backend_internal.h"
+#include "backend/cuda/infer_layouts.h"
 #include "backend/cuda/inside_copies.h"
 #include "backend/cuda/op_report.h"
 #include "backend/cuda/smem_plan.h"
@@ -72,8 +73,8 @@ std::set<uint64_t> group_buffers(const ir::KernelStmt& kernel,
 
 // The entry `entry` that runs the blocks of `kernel`; returns its shared
 // memory in bytes, and appends what the lowering reports to `diagnostics`.
-int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
-                          const std::vector<std::string>& symbols, const ir::KernelStmt& kernel,
+int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& given,
+                          const std::vector<std::string>& symbols, size_t index,
                           const std::string& entry, int threads, bool debug_bounds,
                           bool warpgroups, bool tma_copies, bool warp_specialize,
                           std::set<int>* wgmma_columns, TensorMaps* maps, bool* swizzles,
@@ -81,22 +82,27 @@ int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
                           std::vector<runtime::Diagnostic>* diagnostics,
                           runtime::LoweringReport* report) {
   std::ostringstream body;
+  // Note [Layouts]: from here on, every buffer carries its layout.
+  const ir::KernelStmt& row_major = *given.tile()->kernels()[index];
+  const LaidOutKernel laid_out = infer_layouts(
+      given, index, threads,
+      group_buffers(row_major, transform::thread_uniformity(row_major, given.name)), warpgroups);
+  const ir::PrimFunc& f = laid_out.func;
+  const ir::KernelStmt& kernel = *laid_out.kernel;
   const transform::ThreadUniformity uniformity = transform::thread_uniformity(kernel, f.name);
-  FragmentChoice choice =
-      choose_fragments(kernel, threads, group_buffers(kernel, uniformity), warpgroups);
   PipelinePlan pipelines = plan_pipelines(kernel);
   diagnostics->insert(diagnostics->end(), pipelines.diagnostics.begin(),
                       pipelines.diagnostics.end());
-  fit_pipelines(kernel, choice, pipelines);
+  fit_pipelines(kernel, pipelines);
   // Note [TMA copies]: where the target is sm_90a, as wgmma.
-  TmaPlan tma = plan_tma(kernel, symbols, pipelines, choice, uniformity,
+  TmaPlan tma = plan_tma(kernel, symbols, pipelines, uniformity,
                           warpgroups && tma_copies, maps);
-  SmemPlan tiles = plan_tiles(kernel, choice, pipelines);
+  SmemPlan tiles = plan_tiles(kernel, pipelines);
   const WarpSpecialization ws = plan_warp_specialization(kernel, symbols, threads, pipelines, tma,
-                                                         tiles, choice, warp_specialize);
-  report_kernel(kernel, threads, choice, pipelines, tma, ws, report);
+                                                         tiles, warp_specialize);
+  report_kernel(kernel, threads, laid_out.reasons, pipelines, tma, ws, report);
   *launch_threads = ws.launch_threads(threads);
-  CudaTileCodegen cg(f, symbols, body, threads, uniformity, std::move(choice),
+  CudaTileCodegen cg(f, symbols, body, threads, uniformity, kernel,
                      std::move(pipelines), std::move(tiles));
   cg.tma_ = std::move(tma);
   if (kernel.thread_vars.size() == 1) cg.set_thread_index(kernel.thread_vars[0]);
@@ -191,7 +197,7 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
     os << "\n";
     int launch_threads = threads;
     l.smem_bytes = uint32_t(emit_kernel_entry(
-        os, f, symbols, k, l.entry, threads, request.debug_bounds, warpgroups, request.tma,
+        os, f, symbols, i, l.entry, threads, request.debug_bounds, warpgroups, request.tma,
         request.tma && request.warp_specialize, &wgmma_columns, &maps, &swizzles,
         &launch_threads, &diagnostics, &report));
     l.threads[0] = launch_threads;

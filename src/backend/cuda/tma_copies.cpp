@@ -123,7 +123,6 @@ std::string plan_load(const ir::CopyOp& op, int swizzle, const std::vector<std::
 // The copies from a shared tile to a tensor parameter, each a TMA store or
 // refused with its reason (Note [TMA stores]).
 struct Stores : ir::IRVisitor {
-  const FragmentChoice* choice = nullptr;
   const std::set<uint64_t>* staged = nullptr;  // the pipelines' stage tiles
   const std::set<uint64_t>* read = nullptr;    // the buffers the kernel reads
   const std::vector<std::string>* symbols = nullptr;
@@ -162,8 +161,7 @@ struct Stores : ir::IRVisitor {
     const uint64_t id = tile.id();
     if (op->disable_tma) {
       why = "not tma: T.copy(..., disable_tma=True)";
-    } else if (choice->swizzled.count(id) || choice->padded.count(id) ||
-               choice->padded_rows.count(id) || staged->count(id)) {
+    } else if (tile->layout.kind() != ir::Layout::Kind::kRowMajor || staged->count(id)) {
       why = "not tma: " + tile.name() + " is not a plain row-major tile";
     } else if (read->count(dst.id())) {
       why = "not tma: the kernel reads " + dst.name();
@@ -190,7 +188,7 @@ int TensorMaps::add(const runtime::AbiArg& a) {
 
 TmaPlan plan_tma(const ir::KernelStmt& kernel,
                  const std::vector<std::string>& symbols, const PipelinePlan& pipelines,
-                 const FragmentChoice& choice, const transform::ThreadUniformity& uniformity,
+                 const transform::ThreadUniformity& uniformity,
                  bool enabled, TensorMaps* maps) {
   TmaPlan plan;
   if (!enabled) return plan;
@@ -201,7 +199,6 @@ TmaPlan plan_tma(const ir::KernelStmt& kernel,
     for (const ir::CopyOp* copy : copies) staged.insert(copy->dst.buffer.id());
   }
   Stores stores;
-  stores.choice = &choice;
   stores.uniformity = &uniformity;
   stores.staged = &staged;
   stores.read = &accessed.reads;
@@ -211,10 +208,10 @@ TmaPlan plan_tma(const ir::KernelStmt& kernel,
   stores.visit(kernel.body);
   for (const auto& [loop, copies] : pipelines.loops) {
     for (const ir::CopyOp* copy : copies) {
-      auto sw = choice.swizzled.find(copy->dst.buffer.id());
-      if (sw == choice.swizzled.end()) continue;
+      const int swizzle = swizzle_of(copy->dst.buffer);
+      if (swizzle == 0) continue;
       TmaCopy c;
-      std::string why = plan_load(*copy, sw->second, symbols, accessed.writes, maps, &c);
+      std::string why = plan_load(*copy, swizzle, symbols, accessed.writes, maps, &c);
       if (why.empty()) {
         plan.copies.emplace(copy, c);
       } else {

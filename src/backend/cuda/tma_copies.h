@@ -108,7 +108,7 @@ struct TmaPlan {
 /// TMA is not turned off. Adds the maps to `maps`.
 TmaPlan plan_tma(const ir::KernelStmt& kernel,
                  const std::vector<std::string>& symbols, const PipelinePlan& pipelines,
-                 const FragmentChoice& choice, const transform::ThreadUniformity& uniformity,
+                 const transform::ThreadUniformity& uniformity,
                  bool enabled, TensorMaps* maps);
 
 }  // namespace tilejit::cuda

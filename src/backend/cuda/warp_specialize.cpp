@@ -6,6 +6,7 @@
 #include <set>
 
 #include "backend/common/accesses.h"
+#include "backend/cuda/infer_layouts.h"
 #include "backend/cuda/warpgroup_gemms.h"
 #include "tilejit/ir/visitor.h"
 
@@ -44,7 +45,7 @@ constexpr int64_t kInFlightFlops = 2 * 128 * 256 * 64;
 WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
                                             const std::vector<std::string>& symbols, int threads,
                                             const PipelinePlan& pipelines, const TmaPlan& tma,
-                                            const SmemPlan& tiles, const FragmentChoice& choice,
+                                            const SmemPlan& tiles,
                                             bool enabled) {
   WarpSpecialization ws;
   const ir::ForStmt* loop = nullptr;
@@ -166,7 +167,7 @@ WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
   }
   if (ws.body.size() == 1) {
     const auto* gemm = ws.body[0].as<ir::GemmOp>();
-    const WarpgroupGemm wg = gemm ? warpgroup_gemm(*gemm, choice) : WarpgroupGemm{};
+    const WarpgroupGemm wg = gemm ? warpgroup_gemm(*gemm) : WarpgroupGemm{};
     // A stage comes back one gemm later, so the loads run one stage less
     // ahead: worth it where the stages left still cover a load's latency
     // (measured on the H200: 128 x 256 x 64 tiles in 3 stages gain 3%,
@@ -190,17 +191,9 @@ WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
                                     [](const StageGroup& g) { return g.first == 0; });
   }
   // The consumers' registers: their fragments' words and 64 more.
-  struct Dtypes : ir::IRVisitor {
-    std::map<uint64_t, int64_t> bytes;
-    void visit_alloc(const ir::AllocStmt* op, const ir::Stmt&) override {
-      bytes[op->buffer.id()] = op->buffer.dtype().bytes();
-    }
-  } dtypes;
-  dtypes.visit(kernel.body);
   int64_t need = 64;
-  for (const auto& [id, layout] : choice.registers) {
-    auto b = dtypes.bytes.find(id);
-    need += layout.words(b == dtypes.bytes.end() ? 4 : b->second);
+  for (const ir::Buffer& b : kernel_tiles(kernel)) {
+    if (const FragmentLayout* l = register_layout(b)) need += l->words(b.dtype().bytes());
   }
   // As many blocks per multiprocessor as shared memory allows (228 KiB, 1
   // KiB of it the block's reserve and 1 KiB the mbarriers), while the

@@ -110,7 +110,7 @@ struct WarpSpecialization {
 WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
                                             const std::vector<std::string>& symbols, int threads,
                                             const PipelinePlan& pipelines, const TmaPlan& tma,
-                                            const SmemPlan& tiles, const FragmentChoice& choice,
+                                            const SmemPlan& tiles,
                                             bool enabled);
 
 }  // namespace tilejit::cuda

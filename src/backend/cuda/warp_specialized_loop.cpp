@@ -77,7 +77,7 @@ void CudaTileCodegen::emit_producer() {
     for (const ir::CopyOp* copy : ws_.groups[gi].copies) {
       const ir::Buffer& dst = copy->dst.buffer;
       // The stage's tile, where emit_alloc will place it.
-      const int64_t bytes = tile_elements(dst, choice_) * dst.dtype().bytes();
+      const int64_t bytes = tile_elements(dst) * dst.dtype().bytes();
       const int64_t stride = stage_bytes(bytes, true) / dst.dtype().bytes();
       const char* st = storage_type(dst.dtype(), copy->span, "T.copy");
       const std::string tile = "(reinterpret_cast<" + std::string(st) + "*>(tilejit_smem + " +
@@ -159,7 +159,7 @@ void CudaTileCodegen::emit_consumer_loop(const ir::ForStmt& op,
   line("}");
   if (ws_.gemm_in_flight) {
     const auto& gemm = *body.front().as<ir::GemmOp>();
-    line("tilejit::cuda::acc_wgmma_wait<" + register_layout(gemm.c.buffer)->type() + ", 0>(" +
+    line("tilejit::cuda::acc_wgmma_wait<" + layout_type(*register_layout(gemm.c.buffer)) + ", 0>(" +
          access(gemm.c.buffer, gemm.span, "T.gemm").name + ");  // the loop's last gemm");
   }
   merge_pending(pre_r, pre_w);
@@ -178,7 +178,7 @@ void CudaTileCodegen::emit_gemm_in_flight(const std::string& lo, int stages) {
   gemm_issue_only_ = true;
   emit_stmt(ws_.body.front());
   gemm_issue_only_ = false;
-  line("tilejit::cuda::acc_wgmma_wait<" + register_layout(gemm.c.buffer)->type() + ", 1>(" +
+  line("tilejit::cuda::acc_wgmma_wait<" + layout_type(*register_layout(gemm.c.buffer)) + ", 1>(" +
        access(gemm.c.buffer, gemm.span, "T.gemm").name + ");  // the gemm of " + k + " - 1 is done");
   line("if (" + k + " > " + lo + ") {");
   indent();

@@ -157,7 +157,7 @@ std::string warpgroup_accumulator(const std::vector<const ir::GemmOp*>& gemms,
 
 std::map<uint64_t, int> swizzled_operands(const std::vector<const ir::GemmOp*>& gemms,
                                           const std::map<uint64_t, int>& swizzlable,
-                                          const std::map<uint64_t, AccLayout>& regs) {
+                                          const std::map<uint64_t, FragmentLayout>& regs) {
   // A tile is swizzled when every gemm that reads it runs on wgmma; a gemm
   // that does not (its C in another layout, its A a fragment kept in
   // shared memory) reads its tiles row-major, which refuses them, and may
@@ -185,20 +185,31 @@ std::map<uint64_t, int> swizzled_operands(const std::vector<const ir::GemmOp*>& 
   return out;
 }
 
-WarpgroupGemm warpgroup_gemm(const ir::GemmOp& op, const FragmentChoice& choice) {
+WarpgroupGemm warpgroup_gemm(const ir::GemmOp& op,
+                             const std::map<uint64_t, FragmentLayout>& registers,
+                             const std::map<uint64_t, int>& swizzled) {
   WarpgroupGemm g;
   int columns = 0;
-  auto c = choice.registers.find(op.c.buffer.id());
-  const int wgn = c == choice.registers.end() ? 1 : c->second.wn;
-  auto a = choice.registers.find(op.a.buffer.id());
-  g.a_in_registers = a != choice.registers.end();
+  auto c = registers.find(op.c.buffer.id());
+  const int wgn = c == registers.end() ? 1 : c->second.wn;
+  g.a_in_registers = registers.count(op.a.buffer.id()) != 0;
   if (op.a.buffer.scope() == ir::Scope::kFragment && !g.a_in_registers) {
     g.why = "A " + op.a.buffer.name() + " is a fragment kept in shared memory";
   } else {
-    g.why = unfit(op, choice.swizzled, wgn, &columns);
+    g.why = unfit(op, swizzled, wgn, &columns);
   }
   if (g.why.empty()) g.columns = columns;
   return g;
+}
+
+WarpgroupGemm warpgroup_gemm(const ir::GemmOp& op) {
+  std::map<uint64_t, FragmentLayout> registers;
+  std::map<uint64_t, int> swizzled;
+  for (const ir::Buffer* x : {&op.a.buffer, &op.b.buffer, &op.c.buffer}) {
+    if (const FragmentLayout* l = register_layout(*x)) registers.emplace(x->id(), *l);
+    if (int sw = swizzle_of(*x)) swizzled.emplace(x->id(), sw);
+  }
+  return warpgroup_gemm(op, registers, swizzled);
 }
 
 }  // namespace tilejit::cuda

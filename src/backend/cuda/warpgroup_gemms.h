@@ -11,7 +11,7 @@
 //    in a GM x GN grid, all along M (GN = 1) or, under
 //    GemmWarpPolicy.FullCol or where M has too few rows, all along N (MLA
 //    decoding's 64 heads over two warpgroups); each warpgroup's four warps
-//    on 16 rows of each of its 64-row blocks (AccLayout::il_rows, wm =
+//    on 16 rows of each of its 64-row blocks (FragmentLayout::il_rows, wm =
 //    4 * GM, wn = GN). M a multiple of 64 * GM, a warpgroup's N a multiple
 //    of 8, cut into instructions of at most 256 columns (and starting a
 //    panel of a B whose panels run along N). The accumulator takes this
@@ -84,7 +84,7 @@ std::string warpgroup_accumulator(const std::vector<const ir::GemmOp*>& gemms,
 /// register fragment.
 std::map<uint64_t, int> swizzled_operands(const std::vector<const ir::GemmOp*>& gemms,
                                           const std::map<uint64_t, int>& swizzlable,
-                                          const std::map<uint64_t, AccLayout>& regs);
+                                          const std::map<uint64_t, FragmentLayout>& regs);
 
 /// How a gemm into a warpgroup accumulator runs: `columns` per wgmma
 /// instruction (0: on mma.sync, for `why`), A from registers or not.
@@ -93,6 +93,12 @@ struct WarpgroupGemm {
   bool a_in_registers = false;
   std::string why;
 };
-WarpgroupGemm warpgroup_gemm(const ir::GemmOp& op, const FragmentChoice& choice);
+/// Of a gemm during layout inference: its fragments in `registers`, its
+/// swizzled tiles in `swizzled`.
+WarpgroupGemm warpgroup_gemm(const ir::GemmOp& op,
+                             const std::map<uint64_t, FragmentLayout>& registers,
+                             const std::map<uint64_t, int>& swizzled);
+/// Of a gemm whose buffers carry their layouts (infer_layouts.h).
+WarpgroupGemm warpgroup_gemm(const ir::GemmOp& op);
 
 }  // namespace tilejit::cuda

@@ -1,4 +1,4 @@
-// choose_fragments (backend/cuda/fragments.h, Note [Register accumulators]):
+// infer_layouts (backend/cuda/infer_layouts.h, Note [Register accumulators]):
 // which fragments of a kernel live in registers, and in which layout, on
 // flash attention and on small programs that each break one rule. No GPU
 // is needed.
@@ -7,7 +7,9 @@
 #include <map>
 #include <string>
 
+#include "backend/cuda/fragment_uses.h"
 #include "backend/cuda/fragments.h"
+#include "backend/cuda/infer_layouts.h"
 #include "tile/flash_attention.h"
 #include "tile/flash_decoding.h"
 #include "tile/tile_kernels.h"
@@ -35,23 +37,18 @@ ir::PrimFunc prepared(const ir::PrimFunc& f) {
       transform::LayoutTarget::kCuda);
 }
 
+// The first kernel of `f` laid out for `threads` threads (mma.sync).
+LaidOutKernel laid_out(const ir::PrimFunc& f, int threads) {
+  return infer_layouts(prepared(f), 0, threads, {}, false);
+}
+
 // Buffer name -> its register layout's device type, for the first kernel
 // of `f`.
 std::map<std::string, std::string> registers_of(const ir::PrimFunc& f, int threads) {
-  const ir::PrimFunc g = prepared(f);
-  const ir::KernelStmt& k = *g.tile()->kernels()[0];
-  const FragmentChoice choice = choose_fragments(k, threads);
-  std::map<uint64_t, std::string> names;
-  struct Names : ir::IRVisitor {
-    std::map<uint64_t, std::string>* out;
-    void visit_alloc(const ir::AllocStmt* op, const ir::Stmt&) override {
-      (*out)[op->buffer.id()] = op->buffer.name();
-    }
-  } v;
-  v.out = &names;
-  v.visit(k.body);
   std::map<std::string, std::string> out;
-  for (const auto& [id, layout] : choice.registers) out[names.at(id)] = layout.type();
+  for (const ir::Buffer& b : kernel_tiles(*laid_out(f, threads).kernel)) {
+    if (const FragmentLayout* l = register_layout(b)) out[b.name()] = layout_type(*l);
+  }
   return out;
 }
 
@@ -235,20 +232,12 @@ TEST(Fragments, ShortAccumulatorsAreTheFirstRowsOfAnMmaTile) {
       {"acc_s", "tilejit::cuda::MmaAcc<16, 64, 1, 4, 1>"},
       {"acc_o", "tilejit::cuda::MmaAcc<16, 128, 1, 4, 1>"}};
   EXPECT_EQ(registers_of(f, 128), want);
-  const ir::PrimFunc g = prepared(f);
-  const FragmentChoice choice = choose_fragments(*g.tile()->kernels()[0], 128);
   std::map<std::string, int64_t> rows;
-  struct Names : ir::IRVisitor {
-    const FragmentChoice* choice;
-    std::map<std::string, int64_t>* rows;
-    void visit_alloc(const ir::AllocStmt* op, const ir::Stmt&) override {
-      auto it = choice->padded_rows.find(op->buffer.id());
-      if (it != choice->padded_rows.end()) (*rows)[op->buffer.name()] = it->second;
+  for (const ir::Buffer& b : kernel_tiles(*laid_out(f, 128).kernel)) {
+    if (const ir::SharedLayout* l = b->layout.shared(); l != nullptr && l->rows > dim(b, 0)) {
+      rows[b.name()] = l->rows;
     }
-  } v;
-  v.choice = &choice;
-  v.rows = &rows;
-  v.visit(g.tile()->kernels()[0]->body);
+  }
   EXPECT_EQ(rows, (std::map<std::string, int64_t>{{"Q_shared", 16}, {"acc_s_cast", 16}}));
 }
 
@@ -315,11 +304,9 @@ TEST(Fragments, TheExampleNormsKeepEveryFragmentInRegisters) {
   for (const auto& [f, want] :
        {std::pair{ex::rms_norm(256), std::string("tilejit::cuda::PartTile<8, 256, 4, 32, 8>")},
         std::pair{ex::softmax(256), std::string("tilejit::cuda::PartTile<4, 256, 4, 32, 8>")}}) {
-    const ir::PrimFunc g = prepared(f);
-    const ir::KernelStmt& k = *g.tile()->kernels()[0];
-    const FragmentChoice choice = choose_fragments(k, 128);
-    EXPECT_TRUE(choice.kept_shared.empty()) << f.name << ": " << choice.kept_shared.size()
-                                            << " fragment(s) in shared memory";
+    const LaidOutKernel l = laid_out(f, 128);
+    EXPECT_TRUE(l.reasons.kept_shared.empty()) << f.name << ": " << l.reasons.kept_shared.size()
+                                               << " fragment(s) in shared memory";
     const std::map<std::string, std::string> regs = registers_of(f, 128);
     ASSERT_FALSE(regs.empty()) << f.name;
     bool tile = false;
@@ -431,12 +418,11 @@ TEST(Fragments, OneDimensionalTilesArePartitionedAndOneElementFragmentsReplicate
             "tilejit::cuda::PartTile<1, 512, 1, 32, 8>");
   // 64 elements over 128 threads: no partitioned layout; the whole
   // reductions' results then stay with their tiles in shared memory.
-  const ir::PrimFunc g = prepared(online_softmax(64, 128));
-  const FragmentChoice choice = choose_fragments(*g.tile()->kernels()[0], 128);
+  const LaidOutKernel l = laid_out(online_softmax(64, 128), 128);
   EXPECT_EQ(registers_of(online_softmax(64, 128), 128),
             (std::map<std::string, std::string>{{"lse", one}}));
-  ASSERT_EQ(choice.kept_shared.size(), 5u);
-  for (const auto& [id, d] : choice.kept_shared) {
+  ASSERT_EQ(l.reasons.kept_shared.size(), 5u);
+  for (const auto& [id, d] : l.reasons.kept_shared) {
     EXPECT_TRUE(d.reason.rfind("no partitioned layout of 64 elements over 128 threads", 0) == 0 ||
                 d.reason == "the result of a reduction of a 1-D fragment kept in shared memory")
         << d.reason;

@@ -105,10 +105,10 @@ TEST(Predicate, TileOpsAreLeftToTheLowering) {
 struct Layouts : IRVisitor {
   std::vector<std::string> seen;
   void visit_alloc(const AllocStmt* op, const Stmt&) override {
-    seen.push_back(op->buffer.name() + ":" + op->buffer->layout);
+    seen.push_back(op->buffer.name() + ":" + op->buffer->layout.to_string());
   }
   void visit_region(const Region& r) override {
-    seen.push_back(r.buffer.name() + ":" + r.buffer->layout);
+    seen.push_back(r.buffer.name() + ":" + r.buffer->layout.to_string());
     IRVisitor::visit_region(r);
   }
 };
@@ -138,7 +138,7 @@ struct Swizzle : IRMutator {
   Stmt visit_alloc(const AllocStmt* op, const Stmt& s) override {
     if (done) return s;
     done = true;
-    return make_stmt<AllocStmt>(op->buffer.with_layout("swizzle_128B"), s.span());
+    return make_stmt<AllocStmt>(op->buffer.with_layout(Layout::shared({64, 1, 128})), s.span());
   }
   bool done = false;
 };
@@ -150,8 +150,8 @@ TEST(LayoutSelect, ALayoutTheTargetLacksIsAnError) {
   f.body = body;
   EXPECT_EQ(error_message([&] { transform::select_layouts(f, transform::LayoutTarget::kCpu); },
                           ErrorKind::kValueError),
-            "two_tiles: layout: buffer s has layout 'swizzle_128B', which the CPU does not have "
-            "(it lays tiles out row_major)");
+            "two_tiles: layout: buffer s has layout 'shared(pitch 64, rows 1, swizzle 128)', which "
+            "the CPU does not take (it lays tiles out row_major first)");
 }
 
 }  // namespace

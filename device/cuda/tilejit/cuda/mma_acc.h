@@ -31,7 +31,9 @@
 //   acc_gemm_rs<L, K, TB, LDB>(acc, a_regs, b, clear)    A from registers
 //   acc_fill<L>(acc, v)
 //   acc_convert<L>(src, dst)    register to register, another element type
-//   acc_store<L>(acc, dst)      every existing element of a Rect (copy.h)
+//   acc_store<L>(acc, dst)      every existing element of a Rect (copy.h);
+//     acc_store<L, true>: the Rect holds every element (no edge checks, and
+//     neighbouring columns as one store)
 //   acc_load<L>(acc, src)       from a Rect, 0 where src has no element
 //   acc_load_shared<L, LD>(acc, src)   a 16-bit operand from a whole shared
 //     tile of row length LD, through ldmatrix
@@ -250,9 +252,31 @@ __device__ __forceinline__ void rows_load(E* v, const Rect<S>& src) {
   }
 }
 
-template <typename L, typename E, typename D>
+template <typename L, bool INSIDE = false, typename E, typename D>
 __device__ __forceinline__ void acc_store(const E* acc, const Rect<D>& dst) {
   if (!L::holder()) return;
+  if constexpr (INSIDE && L::kMR == L::kM) {
+    // Every element has its place (Note [Copies inside their tensor]):
+    // registers 2q and 2q + 1 are neighbouring columns of one row, stored
+    // as one vector where the rows keep pairs aligned.
+    struct alignas(2 * sizeof(D)) Pair {
+      D v[2];
+    };
+    D* const o = dst.base + dst.origin;
+    if ((reinterpret_cast<uint64_t>(o) % sizeof(Pair)) == 0 && dst.stride % 2 == 0) {
+#pragma unroll
+      for (int r = 0; r < L::kCount; r += 2) {
+        *reinterpret_cast<Pair*>(o + int64_t(L::row(r)) * dst.stride + L::col(r)) =
+            Pair{{convert<D>(acc[r]), convert<D>(acc[r + 1])}};
+      }
+    } else {
+#pragma unroll
+      for (int r = 0; r < L::kCount; ++r) {
+        o[int64_t(L::row(r)) * dst.stride + L::col(r)] = convert<D>(acc[r]);
+      }
+    }
+    return;
+  }
 #pragma unroll
   for (int r = 0; r < L::kCount; ++r) {
     const int i = L::row(r), j = L::col(r);

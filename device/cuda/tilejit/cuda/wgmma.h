@@ -78,21 +78,48 @@ __device__ __forceinline__ uint64_t descriptor(unsigned addr, unsigned lbo, unsi
 // The descriptor of the tile's start is made once (operand_base) and each
 // instruction's is that plus its offset / 16 (operand): the start address
 // field holds bits [4, 18) of a shared address below 256 KiB, so the sum
-// never carries out of it, and an instruction costs one 64-bit add instead
-// of rebuilding the fields (as CUTLASS's descriptor iterator does).
+// never carries out of the descriptor's low word, and an instruction costs
+// one 32-bit add, its high word (the strides and the swizzle) a constant,
+// as CUTLASS's descriptor iterator adds to the low word only. Every value
+// here is the same across the warpgroup (the stage's address, the
+// warpgroup's rows and columns: warpgroup()), so the compiler keeps the
+// descriptors in uniform registers, as wgmma reads them: with a 64-bit add
+// per instruction in per-thread registers, MLA decoding's loop spent about
+// 20 instructions (4 of them moves to uniform registers) on each wgmma.
+struct Descriptor {
+  unsigned lo, hi;
+};
+
 template <int SW, int ROWS, bool K_MAJOR>
-__device__ __forceinline__ uint64_t operand_base(unsigned base) {
-  return K_MAJOR ? descriptor<SW>(base, 16, 8 * SW) : descriptor<SW>(base, ROWS * SW, 8 * SW);
+__device__ __forceinline__ Descriptor operand_base(unsigned base) {
+  const uint64_t d =
+      K_MAJOR ? descriptor<SW>(base, 16, 8 * SW) : descriptor<SW>(base, ROWS * SW, 8 * SW);
+  return {unsigned(d), unsigned(d >> 32)};
 }
 
 template <int SW, int ROWS, bool K_MAJOR, typename T>
-__device__ __forceinline__ uint64_t operand(uint64_t start, int mn, int k) {
+__device__ __forceinline__ uint64_t operand(Descriptor start, int mn, int k) {
   constexpr int kPanel = SW / int(sizeof(T));
   const unsigned off = K_MAJOR ? unsigned((k / kPanel) * (ROWS * SW) + mn * SW +
                                           (k % kPanel) * int(sizeof(T)))
                                : unsigned((mn / kPanel) * (ROWS * SW) + k * SW);
-  return start + (off >> 4);
+  uint64_t d;
+  asm("mov.b64 %0, {%1, %2};" : "=l"(d) : "r"(start.lo + (off >> 4)), "r"(start.hi));
+  return d;
 }
+
+// This thread's warpgroup, as a value the compiler knows to be the same
+// across the warp (a shuffle from lane 0), so that what is computed from it
+// (a warpgroup's rows and columns, its descriptors) stays in uniform
+// registers.
+__device__ __forceinline__ int warpgroup() { return __shfl_sync(0xffffffffu, thread_rank() / 128, 0); }
+
+// The first row block (of G along M) and first column of warpgroup layout
+// L's tile that this warpgroup holds (MmaAcc's wm_index() / 4 and col0()).
+template <typename L>
+__device__ __forceinline__ int wg_row_block() { return warpgroup() / (L::kWN * L::kWR); }
+template <typename L>
+__device__ __forceinline__ int wg_col0() { return ((warpgroup() / L::kWR) % L::kWN) * L::kWarpN; }
 
 __device__ __forceinline__ void fence_registers(float& x) { asm volatile("" : "+f"(x)::"memory"); }
 __device__ __forceinline__ void fence_registers(unsigned& x) { asm volatile("" : "+r"(x)::"memory"); }
@@ -138,10 +165,10 @@ __device__ __forceinline__ void acc_gemm_wg_issue(float* acc, const T* a, const 
   static_assert(K % 16 == 0 && L::kWarpN % NC == 0 && NC % 8 == 0 && NC <= 256,
                 "whole instructions");
   constexpr int G = L::kWM / 4;     // warpgroups along M
-  const int g = L::wm_index() / 4;  // this one's place among them
-  const int n0 = L::col0();
-  const uint64_t a0 = wg_detail::operand_base<SWA, AR, !TA>(mma_detail::smem_addr(a));
-  const uint64_t b0 = wg_detail::operand_base<SWB, BR, TB>(mma_detail::smem_addr(b));
+  const int g = wg_detail::wg_row_block<L>();  // this one's place among them
+  const int n0 = wg_detail::wg_col0<L>();
+  const wg_detail::Descriptor a0 = wg_detail::operand_base<SWA, AR, !TA>(mma_detail::smem_addr(a));
+  const wg_detail::Descriptor b0 = wg_detail::operand_base<SWB, BR, TB>(mma_detail::smem_addr(b));
   wg_detail::begin<L>(acc);
 #pragma unroll
   for (int s = 0; s < K / 16; ++s) {
@@ -192,8 +219,8 @@ __device__ __forceinline__ void acc_gemm_wg_rs_issue(float* acc, const T* a, con
   static_assert(K % 16 == 0 && L::kWarpN % NC == 0 && NC % 8 == 0 && NC <= 256,
                 "whole instructions");
   constexpr int KT = K / 8;  // A's 8-column tiles per 16-row block
-  const uint64_t b0 = wg_detail::operand_base<SWB, BR, TB>(mma_detail::smem_addr(b));
-  const int n0 = L::col0();
+  const wg_detail::Descriptor b0 = wg_detail::operand_base<SWB, BR, TB>(mma_detail::smem_addr(b));
+  const int n0 = wg_detail::wg_col0<L>();
 #pragma unroll
   for (int s = 0; s < K / 16; ++s) {
 #pragma unroll
