@@ -26,5 +26,8 @@ std::vector<std::string> exported_symbols(const std::string& c_name);
 /// src/export/runtime/ at build time: header_dlpack.h, header_common.h,
 /// wrapper_types.h, wrapper_check.cpp, wrapper_call.cpp.
 std::span<const EmbeddedFile> wrapper_files();
+/// include/tilejit/runtime/abi_block.h, the argument block's packing that
+/// the wrapper shares with the JIT's modules.
+std::span<const EmbeddedFile> abi_files();
 
 }  // namespace tilejit::exporter

@@ -1,6 +1,8 @@
 // KernelAbi: see kernel_abi.h (Note [Kernel ABI]).
 #include "tilejit/runtime/kernel_abi.h"
 
+#include "tilejit/runtime/abi_block.h"
+
 #include <algorithm>
 #include <cstring>
 #include <sstream>
@@ -130,19 +132,27 @@ AbiArg& KernelAbi::add(AbiArgKind kind, std::string name, int source, uint32_t s
   return args.back();
 }
 
+static_assert(int(AbiArgKind::kPointer) == tilejit_abi::kArgPointer &&
+              int(AbiArgKind::kSymbol) == tilejit_abi::kArgSymbol &&
+              int(AbiArgKind::kScalar) == tilejit_abi::kArgScalar &&
+              int(AbiArgKind::kStruct) == tilejit_abi::kArgStruct &&
+              int(AbiArgKind::kTensorMap) == tilejit_abi::kArgTensorMap,
+              "one set of argument kinds (abi_block.h)");
+
 void KernelAbi::pack(void* const* values, const int64_t* symbols, void* block) const noexcept {
-  auto* out = static_cast<char*>(block);
-  std::memset(out, 0, block_bytes);
-  for (const AbiArg& a : args) {
-    char* dst = out + a.offset;
-    switch (a.kind) {
-      case AbiArgKind::kPointer: std::memcpy(dst, &values[a.source], sizeof(void*)); break;
-      case AbiArgKind::kSymbol: std::memcpy(dst, &symbols[a.source], sizeof(int64_t)); break;
-      case AbiArgKind::kScalar:
-      case AbiArgKind::kStruct: std::memcpy(dst, values[a.source], a.size); break;
-      case AbiArgKind::kTensorMap: break;  // the backend encodes it
-    }
-  }
+  tilejit_abi::pack_block(args.data(), int(args.size()), values, symbols,
+                          static_cast<unsigned char*>(block), block_bytes);
+}
+
+AbiPacker::AbiPacker(const KernelAbi& abi)
+    : abi_(&abi),
+      num_values_(abi.num_values()),
+      dense_(abi.is_dense(abi.num_values(), abi.num_symbols())) {}
+
+void AbiPacker::pack(void* const* values, const int64_t* symbols, void* block) const noexcept {
+  tilejit_abi::pack_block(abi_->args.data(), int(abi_->args.size()), values, symbols,
+                          static_cast<unsigned char*>(block), abi_->block_bytes, dense_,
+                          num_values_);
 }
 
 bool KernelAbi::is_dense(int num_values, int num_symbols) const noexcept {

@@ -162,4 +162,19 @@ struct KernelAbi {
   bool operator==(const KernelAbi&) const = default;
 };
 
+/// A KernelAbi's packing as a module does it at each launch: dense blocks
+/// (is_dense) with two copies, others through KernelAbi::pack (one function
+/// for both: tilejit_abi::pack_block, abi_block.h, which the exported
+/// libraries use too). The KernelAbi must outlive it.
+class AbiPacker {
+ public:
+  explicit AbiPacker(const KernelAbi& abi);
+  void pack(void* const* values, const int64_t* symbols, void* block) const noexcept;
+
+ private:
+  const KernelAbi* abi_;
+  int num_values_;
+  bool dense_;
+};
+
 }  // namespace tilejit::runtime

@@ -189,7 +189,7 @@ class CpuModule final : public runtime::Module {
         num_values_(abi_.num_values()),
         num_symbols_(abi_.num_symbols()),
         num_results_(abi_.num_results()),
-        dense_(abi_.is_dense(num_values_, num_symbols_)),
+        packer_(abi_),
         kernel_name_(std::move(kernel_name)) {}
   ~CpuModule() override {
     dlclose(handle_);
@@ -203,15 +203,7 @@ class CpuModule final : public runtime::Module {
     // Note [Kernel ABI]: the block the entries read, packed once for all
     // launches (the launches run one after another, so it outlives them).
     alignas(64) unsigned char block[runtime::KernelAbi::kMaxBlockBytes];
-    if (dense_) {
-      std::memcpy(block, p.args, sizeof(void*) * size_t(num_values_));
-      if (num_symbols_ > 0) {
-        std::memcpy(block + sizeof(void*) * size_t(num_values_), p.symbols,
-                    sizeof(int64_t) * size_t(num_symbols_));
-      }
-    } else {
-      abi_.pack(p.args, p.symbols, block);
-    }
+    packer_.pack(p.args, p.symbols, block);
     const int num_launches = int(abi_.launches.size());
     for (int l = 0; l < num_launches; ++l) {
       const runtime::AbiLaunch& a = abi_.launches[size_t(l)];
@@ -238,7 +230,7 @@ class CpuModule final : public runtime::Module {
   int num_values_;
   int num_symbols_;
   int num_results_;
-  bool dense_;  // pointers then symbols only: two copies pack the block
+  runtime::AbiPacker packer_;  // Note [Kernel ABI]: the one packing
   std::string kernel_name_;
 };
 

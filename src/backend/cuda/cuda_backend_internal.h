@@ -9,7 +9,8 @@
 // The generated kernel takes ONE parameter, by value: the argument block of
 // Note [Slot layout] (backend/common/slot_abi.h),
 //   struct Args { void* ptrs[N]; int64_t syms[M]; };
-// (a member is left out when its count is 0). A launch packs that block on
+// (a member is left out when its count is 0), printed from the KernelAbi
+// (emit_args_struct) with static_asserts on its offsets. A launch packs that block on
 // the host stack as the KernelAbi says (Note [Kernel ABI]) and passes
 // kernelParams = {&block}: one memcpy-sized argument, however many
 // parameters the kernel has. The KernelAbi comes from generate_source() and
@@ -55,11 +56,15 @@ runtime::GeneratedSource generate_source(const runtime::SourceRequest& request);
 /// (backend/common/cxx_source.h).
 extern const backend::CxxEntry kCudaEntry;
 
-/// Writes the argument struct tilejit::Args of `f`'s entries (Note [Kernel
-/// argument ABI]) with `tensor_maps` TMA descriptors after the slots (Note
-/// [Tensor maps]); ValueError past kMaxArgSlots.
-void emit_args_struct(std::ostream& os, const ir::PrimFunc& f,
-                      const std::vector<std::string>& symbols, int tensor_maps = 0);
+/// ValueError where `f` and its symbols take more than kMaxArgSlots slots.
+void check_arg_slots(const ir::PrimFunc& f, const std::vector<std::string>& symbols);
+
+/// Writes the argument struct tilejit::Args of a unit's entries (Note
+/// [Kernel argument ABI]) as `abi` lays the block out: its runs of pointer,
+/// symbol and tensor-map slots (Note [Tensor maps]), each at the KernelAbi's
+/// offset (an InternalError otherwise), and a static_assert that pins the
+/// block's size to the KernelAbi's.
+void emit_args_struct(std::ostream& os, const runtime::KernelAbi& abi);
 
 /// NVRTC version, target architecture for `device` and flags.
 std::string toolchain_key(const runtime::CompileOptions& options, Device device);

@@ -61,7 +61,7 @@ class CudaModule final : public runtime::Module {
         num_values_(abi_.num_values()),
         num_symbols_(abi_.num_symbols()),
         num_results_(abi_.num_results()),
-        dense_(abi_.is_dense(num_values_, num_symbols_)),
+        packer_(abi_),
         has_tensor_maps_(std::any_of(abi_.args.begin(), abi_.args.end(),
                                      [](const runtime::AbiArg& a) {
                                        return a.kind == runtime::AbiArgKind::kTensorMap;
@@ -107,16 +107,8 @@ class CudaModule final : public runtime::Module {
     // Note [Kernel argument ABI]: the block, packed as the KernelAbi says.
     // 64-aligned: the tensor maps encoded into it are (Note [Tensor maps]).
     alignas(64) unsigned char block[runtime::KernelAbi::kMaxBlockBytes];
-    if (dense_) {
-      std::memcpy(block, p.args, sizeof(void*) * size_t(num_values_));
-      if (num_symbols_ > 0) {
-        std::memcpy(block + sizeof(void*) * size_t(num_values_), p.symbols,
-                    sizeof(int64_t) * size_t(num_symbols_));
-      }
-    } else {
-      abi_.pack(p.args, p.symbols, block);
-      if (has_tensor_maps_) encode_tensor_maps(abi_, p.args, p.symbols, block);
-    }
+    packer_.pack(p.args, p.symbols, block);
+    if (has_tensor_maps_) encode_tensor_maps(abi_, p.args, p.symbols, block);
     void* params[] = {block};
 
     ContextGuard guard(device_);
@@ -193,7 +185,7 @@ class CudaModule final : public runtime::Module {
   int num_values_;
   int num_symbols_;
   int num_results_;
-  bool dense_;  // pointers then symbols only: two copies pack the block
+  runtime::AbiPacker packer_;  // Note [Kernel ABI]: the one packing
   bool has_tensor_maps_;  // Note [Tensor maps]: encoded at each launch
   size_t num_launches_;
   std::unique_ptr<Launch[]> launches_;  // one per KernelAbi launch

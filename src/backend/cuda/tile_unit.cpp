@@ -211,7 +211,13 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
   for (int n : wgmma_columns) unit << "#include \"tilejit/cuda/wgmma/m64n" << n << ".h\"\n";
   if (!maps.args.empty()) unit << "#include \"tilejit/cuda/tma.h\"\n";
   unit << "\n";
-  emit_args_struct(unit, f, symbols, int(maps.args.size()));
+  check_arg_slots(f, symbols);
+  runtime::KernelAbi abi = backend::slot_abi(request, std::move(launches));
+  for (const runtime::AbiArg& m : maps.args) {
+    // Note [Tensor maps]: after the slots, as tilejit::Args::tmaps.
+    abi.add(m.kind, m.name, m.source, m.size, m.align, m.dtype).tensor_map = m.tensor_map;
+  }
+  emit_args_struct(unit, abi);
   std::string entries = os.str();
   const std::string align = swizzles ? "1024" : "128";
   for (size_t at = entries.find(kSmemAlign); at != std::string::npos;
@@ -219,11 +225,6 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
     entries.replace(at, std::strlen(kSmemAlign), align);
   }
   unit << entries;
-  runtime::KernelAbi abi = backend::slot_abi(request, std::move(launches));
-  for (const runtime::AbiArg& m : maps.args) {
-    // Note [Tensor maps]: after the slots, as tilejit::Args::tmaps.
-    abi.add(m.kind, m.name, m.source, m.size, m.align, m.dtype).tensor_map = m.tensor_map;
-  }
   return {backend::restore_line_numbers(unit.str(), program_name(f.name)), std::move(abi),
           std::move(diagnostics), std::move(report)};
 }

@@ -37,18 +37,7 @@ int launch(tilejit_export_call* tc, const DLTensor* const* in, const Scalar* sc,
   }
   alignas(64) unsigned char block[kBlockBytes + 8];
   memset(block, 0, sizeof block);
-  for (int a = 0; a < kNumAbiArgs; ++a) {
-    const AbiArgSpec& arg = kAbiArgs[a];
-    if (arg.kind == kArgPointer) {
-      memcpy(block + arg.offset, &values[arg.source], sizeof(void*));
-    } else if (arg.kind == kArgSymbol) {
-      memcpy(block + arg.offset, &b->sym[arg.source], sizeof(int64_t));
-    } else if (arg.kind == kArgTensorMap) {
-      continue;  // encoded below
-    } else {
-      memcpy(block + arg.offset, values[arg.source], arg.size);
-    }
-  }
+  tilejit_abi::pack_block(kAbiArgs, kNumAbiArgs, values, b->sym, block, kBlockBytes);
   for (int m = 0; m < kNumTensorMaps; ++m) {
     const TensorMapSpec& t = kTensorMaps[m];
     const AbiArgSpec& arg = kAbiArgs[t.arg];

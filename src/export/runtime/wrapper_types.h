@@ -11,6 +11,7 @@
 // No include guard: the unit holds this text once, and so does the chain of
 // includes of the standalone compile (wrapper_tables.h, wrapper_check.cpp,
 // wrapper_call.cpp).
+#include "tilejit/runtime/abi_block.h"
 // ---- embedded from the next line on ----
 #include <pthread.h>
 #include <stdarg.h>
@@ -52,7 +53,6 @@ namespace {
 
 enum : int { kOk = 0, kTypeError = 1, kValueError = 2, kRuntimeError = 3, kOutOfMemory = 4 };
 enum : int { kInitEmpty = 0, kInitZero = 1, kInitZeroOnce = 2 };
-enum : int { kArgPointer = 0, kArgSymbol = 1, kArgScalar = 2, kArgTensorMap = 4 };
 
 struct InputSpec {
   const char* name;
@@ -88,10 +88,9 @@ struct BufferSpec {
   const char* dtype;
   const char* a_dtype;
 };
-struct AbiArgSpec {
-  int kind, source;
-  uint32_t offset, size;
-};
+// The KernelAbi's arguments are tilejit_abi::AbiSlot rows (abi_block.h,
+// whose text the unit holds before this one).
+using AbiArgSpec = tilejit_abi::AbiSlot;
 // A kTensorMap argument (Note [Tensor maps]): its tensor's dims innermost
 // first, each an extent (>= 0) or symbol slot -1 - dims[d].
 struct TensorMapSpec {

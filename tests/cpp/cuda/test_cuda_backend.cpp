@@ -165,6 +165,7 @@ struct Args {
   void* ptrs[6];
   int64_t syms[2];
 };
+static_assert(sizeof(Args) == 64, "the KernelAbi's block");
 }  // namespace tilejit
 
 extern "C" __global__ void __launch_bounds__(128) tilejit_kernel(const __grid_constant__ tilejit::Args tilejit_args) {
