@@ -26,7 +26,7 @@ FLASH = dict(order=[-1, 0, 3, 1, -1, 2], stage=[-1, 0, 0, 1, -1, 1],
              group=[[0], [1, 2], [3, 4, 5, 6, 7, 8, 9, 10], [11], [12], [13]])
 
 
-def flash(batch, heads, seq_len, dim, schedule, block=64, dtype="float16"):
+def flash(batch, heads, seq_len, dim, schedule, block=64, dtype="float16", threads=128):
     scale = (1.0 / dim) ** 0.5 * LOG2E
     shape = [batch, seq_len, heads, dim]
     acc = "float32"
@@ -34,7 +34,7 @@ def flash(batch, heads, seq_len, dim, schedule, block=64, dtype="float16"):
     @T.prim_func
     def attention(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype),
                   V: T.Tensor(shape, dtype), O: T.Tensor(shape, dtype)):
-        with T.Kernel(T.ceildiv(seq_len, block), heads, batch, threads=128) as (bx, by, bz):
+        with T.Kernel(T.ceildiv(seq_len, block), heads, batch, threads=threads) as (bx, by, bz):
             Q_s = T.alloc_shared([block, dim], dtype)
             K_s = T.alloc_shared([block, dim], dtype)
             V_s = T.alloc_shared([block, dim], dtype)
@@ -97,6 +97,44 @@ def test_a_scheduled_flash_attention_computes_the_program(target, seq_len):
     kernel = tilejit.compile(flash(2, 2, seq_len, 64, FLASH), out_idx=[3], target=target)
     o = as_numpy(kernel(*(to_target(target, x) for x in (q, k, v))))
     np.testing.assert_allclose(o.astype(np.float64), reference(q, k, v), atol=2e-2, rtol=2e-2)
+
+
+@on_targets
+@pytest.mark.parametrize("seq_len", [128, 384])
+def test_two_warpgroups_in_ping_pong_compute_the_program(target, seq_len):
+    """128-row blocks over two consumer warpgroups, which take turns at
+    their gemms on CUDA (Note [Warpgroup ping-pong]): one iteration (the
+    first and last turns only) and three."""
+    rng = np.random.default_rng(seq_len)
+    q, k, v = (rng.standard_normal((2, seq_len, 2, 64)).astype(np.float16) for _ in range(3))
+    kernel = tilejit.compile(flash(2, 2, seq_len, 64, FLASH, block=128, threads=256),
+                             out_idx=[3], target=target)
+    o = as_numpy(kernel(*(to_target(target, x) for x in (q, k, v))))
+    np.testing.assert_allclose(o.astype(np.float64), reference(q, k, v), atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.skipif(bool(_NO_CUDA), reason=_NO_CUDA)
+def test_two_warpgroups_take_turns_at_their_gemms():
+    kernel = tilejit.compile(flash(1, 2, 512, 64, FLASH, block=128, threads=256), out_idx=[3],
+                             target="cuda", extra_compile_flags=_HOPPER)
+    assert pipelined(kernel)["path"] == ("warp_specialized, 2 stages, scheduled (order, stage), "
+                                         "warpgroups in ping-pong")
+    src = kernel.get_kernel_source()
+    assert src.count("wg_turn_first();") == 1
+    steady = src.split("for (int64_t k = 0 + 1;")[1].split("const int64_t k_last")[0]
+    # The turn: from before Q K^T of k to after P V of k - 1; the softmax
+    # runs outside it.
+    wait, qk = steady.index("wg_turn_wait();"), steady.index("acc_gemm_wg_issue<")
+    pv, hand = steady.index("acc_gemm_wg_rs_issue<"), steady.index("wg_turn_pass(false);")
+    assert wait < qk < pv < hand < steady.index("T.reduce_max"), steady
+    # Warpgroup 1 hands over after every turn but its last.
+    last = src.split("const int64_t k_last")[1]
+    assert "wg_turn_pass(true);" in last
+    # One warpgroup of consumers: no turns.
+    one = tilejit.compile(flash(1, 2, 512, 64, FLASH, block=64, threads=128), out_idx=[3],
+                          target="cuda", extra_compile_flags=_HOPPER)
+    assert "wg_turn" not in one.get_kernel_source()
+    assert "ping-pong" not in pipelined(one)["path"]
 
 
 @pytest.mark.skipif(bool(_NO_CUDA), reason=_NO_CUDA)

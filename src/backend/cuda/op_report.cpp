@@ -325,7 +325,8 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReason
           if (ws->loop == op) {
             d.path = "warp_specialized, " + str(kept) + " stages" +
                      (ws->gemm_in_flight ? ", gemm kept in flight" : "") +
-                     (ws->schedule.groups.empty() ? "" : ", scheduled (order, stage)");
+                     (ws->schedule.groups.empty() ? "" : ", scheduled (order, stage)") +
+                     (ws->pingpong ? ", warpgroups in ping-pong" : "");
             if (!ws->schedule.refused.empty()) add(ws->schedule.refused);
           } else {
             if (!ws->refused.empty()) add(ws->refused);

@@ -59,7 +59,20 @@ void CudaTileCodegen::emit_scheduled_loop(const ir::ForStmt& op,
   };
   // One iteration's worth: the groups of `stages_run` in order, a stage-s
   // group for the iteration named names[s].
-  auto section = [&](const std::vector<std::string>& names, const std::set<int>& stages_run) {
+  auto is_wg_gemm = [&](const ir::Stmt& st) {
+    const auto* gemm = st.as<ir::GemmOp>();
+    return gemm != nullptr && warpgroup_gemm(*gemm).columns > 0 &&
+           register_layout(gemm->c.buffer) != nullptr;
+  };
+  auto section = [&](const std::vector<std::string>& names, const std::set<int>& stages_run,
+                     const std::string& last) {
+    // Note [Warpgroup ping-pong]: the section's gemms, issued in its turn.
+    int turn_gemms = 0;
+    for (const ScheduledGroup& sg : groups) {
+      if (!stages_run.count(sg.stage)) continue;
+      for (size_t i : sg.stmts) turn_gemms += is_wg_gemm(body[i]);
+    }
+    int issued = 0;
     std::map<uint64_t, backend::BufferAccess> saved;  // the tiles' accesses before
     // Each copy group's stage tile for each lag, named once.
     std::map<std::pair<uint64_t, int>, backend::BufferAccess> tiles;
@@ -100,15 +113,17 @@ void CudaTileCodegen::emit_scheduled_loop(const ir::ForStmt& op,
           }
         }
         const auto* gemm = st.as<ir::GemmOp>();
-        const bool wg = gemm != nullptr && warpgroup_gemm(*gemm).columns > 0 &&
-                        register_layout(gemm->c.buffer) != nullptr;
-        if (!wg) {
+        if (!is_wg_gemm(st)) {
           emit_stmt(st);
           continue;
         }
+        if (ws_.pingpong && issued == 0) line("tilejit::cuda::wg_turn_wait();");
         gemm_issue_only_ = true;
         emit_stmt(st);
         gemm_issue_only_ = false;
+        if (ws_.pingpong && ++issued == turn_gemms) {
+          line("tilejit::cuda::wg_turn_pass(" + last + ");");
+        }
         Running r;
         r.layout = layout_type(*register_layout(gemm->c.buffer));
         r.acc = access(gemm->c.buffer, gemm->span, "T.gemm").name;
@@ -156,12 +171,16 @@ void CudaTileCodegen::emit_scheduled_loop(const ir::ForStmt& op,
        str(int64_t(groups.size())) + " groups in their order, one iteration apart at most");
   line("if (" + end + " > " + lo + ") {");
   indent();
+  if (ws_.pingpong) {
+    line("// Note [Warpgroup ping-pong]: the consumer warpgroups take turns at their gemms");
+    line("tilejit::cuda::wg_turn_first();");
+  }
   {
     line("{");
     indent();
     const std::string first = fresh(k + "_first");
     line("const int64_t " + first + " = " + lo + ";");
-    section({first, first}, {0});
+    section({first, first}, {0}, "false");
     dedent();
     line("}");
   }
@@ -169,7 +188,13 @@ void CudaTileCodegen::emit_scheduled_loop(const ir::ForStmt& op,
   indent();
   const std::string previous = fresh(k + "_previous");
   line("const int64_t " + previous + " = " + k + " - 1;");
-  section({k, previous}, {0, 1});
+  // The steady state's turn is warpgroup 1's last where the epilogue issues
+  // no gemm.
+  bool epilogue_gemms = false;
+  for (const ScheduledGroup& sg : groups) {
+    for (size_t i : sg.stmts) epilogue_gemms = epilogue_gemms || (sg.stage == 1 && is_wg_gemm(body[i]));
+  }
+  section({k, previous}, {0, 1}, epilogue_gemms ? "false" : k + " + 1 == " + end);
   if (pending_meets(reads, writes)) sync();  // across the back edge
   dedent();
   line("}");
@@ -178,7 +203,7 @@ void CudaTileCodegen::emit_scheduled_loop(const ir::ForStmt& op,
     indent();
     const std::string last = fresh(k + "_last");
     line("const int64_t " + last + " = " + end + " - 1;");
-    section({last, last}, {1});
+    section({last, last}, {1}, "true");
     dedent();
     line("}");
   }

@@ -40,6 +40,50 @@ int round8(int64_t v) { return int(v / 8 * 8); }
 // gemm per iteration times the stages past 2: 128 x 256 x 64 in 3 stages.
 constexpr int64_t kInFlightFlops = 2 * 128 * 256 * 64;
 
+// Note [Warpgroup ping-pong]
+// In a scheduled loop (Note [Scheduled pipelines]) each consumer warpgroup
+// issues its gemms together (flash attention's Q K^T of iteration t and
+// P V of t - 1), then runs its softmax while they run. With two
+// warpgroups, FlashAttention-3 makes them take turns: one issues its gemms
+// while the other runs its softmax, so that the tensor cores see one
+// warpgroup's gemms after the other's instead of both at once and then
+// none. Each warpgroup waits for its turn (named barrier 14 + its index,
+// 256 threads: its own 128 and the other's arrival) before its first gemm
+// of an iteration and hands the turn over (bar.arrive on the other's) after
+// its last; warpgroup 1 hands warpgroup 0 the first turn before the loop,
+// and does not hand over after its last iteration, so every barrier
+// completes. It applies where nothing but the turns orders the two
+// warpgroups in the loop: 256 consumer threads, every register fragment in
+// a warpgroup layout whose rows are its own (wgmma's, one warpgroup a
+// column), no shared memory written in the loop (no barrier across the
+// warpgroups there) and no thread ranges (whose named barriers it would
+// share).
+bool pingpong_fits(const ir::KernelStmt& kernel, const std::vector<ir::Stmt>& body, int threads) {
+  if (threads != 256) return false;
+  for (const ir::Buffer& b : kernel_tiles(kernel)) {
+    const FragmentLayout* l = register_layout(b);
+    if (l != nullptr && (!l->il_rows || l->wn != 1 || l->wr != 1)) return false;
+  }
+  backend::Accessed a;
+  for (const ir::Stmt& s : body) a.visit(s);
+  for (uint64_t id : a.writes) {
+    bool registers = false;
+    for (const ir::Buffer& b : kernel_tiles(kernel)) {
+      if (b.id() == id) registers = register_layout(b) != nullptr || b.scope() == ir::Scope::kLocal;
+    }
+    if (!registers) return false;
+  }
+  struct Ranges : ir::IRVisitor {
+    bool divergent = false;
+    void visit_if(const ir::IfStmt* op, const ir::Stmt& s) override {
+      divergent = true;
+      ir::IRVisitor::visit_if(op, s);
+    }
+  } ranges;
+  ranges.visit(kernel.body);
+  return !ranges.divergent;
+}
+
 }  // namespace
 
 WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
@@ -165,6 +209,7 @@ WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
       lag = sg.stage;
     }
   }
+  ws.pingpong = !ws.schedule.groups.empty() && pingpong_fits(kernel, ws.body, threads);
   if (ws.body.size() == 1) {
     const auto* gemm = ws.body[0].as<ir::GemmOp>();
     const WarpgroupGemm wg = gemm ? warpgroup_gemm(*gemm) : WarpgroupGemm{};

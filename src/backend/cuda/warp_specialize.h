@@ -98,6 +98,9 @@ struct WarpSpecialization {
   /// Note [Scheduled pipelines]: the loop's T.Pipelined(order=, stage=,
   /// group=), applied when schedule.groups is not empty.
   PipelineScheduling schedule;
+  /// Note [Warpgroup ping-pong]: the scheduled loop's two consumer
+  /// warpgroups take turns at issuing their gemms.
+  bool pingpong = false;
   /// Why the kernel's TMA loop is not warp-specialised (empty when it is,
   /// or when no loop has TMA copies).
   std::string refused;

@@ -145,6 +145,22 @@ __device__ __forceinline__ void begin(float* acc) {
 
 }  // namespace wg_detail
 
+/// Note [Warpgroup ping-pong] (src/backend/cuda/warp_specialize.cpp): two
+/// consumer warpgroups take turns at issuing gemms, on named barriers 14
+/// and 15. wg_turn_first: warpgroup 1 gives warpgroup 0 the first turn;
+/// wg_turn_wait: this warpgroup's turn; wg_turn_pass: the other's (not
+/// after warpgroup 1's last turn, which no turn of warpgroup 0 follows).
+__device__ __forceinline__ void wg_turn_first() {
+  if (wg_detail::warpgroup() == 1) asm volatile("bar.arrive 14, 256;\n" ::: "memory");
+}
+__device__ __forceinline__ void wg_turn_wait() {
+  asm volatile("bar.sync %0, 256;\n" ::"r"(14 + wg_detail::warpgroup()) : "memory");
+}
+__device__ __forceinline__ void wg_turn_pass(bool last) {
+  const int wg = wg_detail::warpgroup();
+  if (!(last && wg == 1)) asm volatile("bar.arrive %0, 256;\n" ::"r"(14 + (wg ^ 1)) : "memory");
+}
+
 /// Waits until at most N of the warpgroup's committed gemms are running, then
 /// pins the accumulator's registers so that no read of them moves above the
 /// wait.
