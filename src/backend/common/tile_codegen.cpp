@@ -13,6 +13,7 @@
 #include "tilejit/ir/tile_builder.h"
 #include "tilejit/ir/visitor.h"
 #include "tilejit/transform/fold_conditions.h"
+#include "tilejit/transform/split_uniform_conditions.h"
 #include "tilejit/transform/hoist_shuffles.h"
 #include "tilejit/transform/predicate.h"
 #include "tilejit/transform/verify.h"
@@ -189,6 +190,7 @@ ir::PrimFunc prepare_tile_func(const runtime::SourceRequest& request,
   f = transform::hoist_shuffles(f);  // Note [Warp shuffles]
   f = transform::predicate(f);
   f = transform::fold_conditions(f);  // Note [Decided conditions]
+  f = transform::split_uniform_conditions(f);  // Note [Conditions decided per block]
   f = transform::select_layouts(f, target);
   const ir::TileBody& tile = *f.tile();
   TILEJIT_ICHECK(!tile.kernels().empty()) << f.name << ": a tile body without a kernel";
