@@ -100,4 +100,24 @@ bool affine_range(const LinearForm& a, const std::map<uint64_t, IntRange>& range
   return true;
 }
 
+bool comparison_difference(const Expr& cond,
+                           const std::function<const LinearForm*(uint64_t)>& lookup,
+                           LinearForm* out) {
+  const ExprKind kind = cond.kind();
+  if (kind != ExprKind::kLT && kind != ExprKind::kLE && kind != ExprKind::kGT &&
+      kind != ExprKind::kGE && kind != ExprKind::kEQ && kind != ExprKind::kNE) {
+    return false;
+  }
+  LinearForm x, y;
+  if (!as_affine(cond.a(), lookup, &x) || !as_affine(cond.b(), lookup, &y)) return false;
+  if (__builtin_sub_overflow(x.constant, y.constant, &x.constant)) return false;
+  for (const auto& [v, k] : y.terms) {
+    int64_t& t = x.terms[v];
+    if (__builtin_sub_overflow(t, k, &t)) return false;
+    if (t == 0) x.terms.erase(v);
+  }
+  *out = std::move(x);
+  return true;
+}
+
 }  // namespace tilejit::ir

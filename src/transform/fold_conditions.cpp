@@ -50,7 +50,9 @@ class Folder : public ir::IRMutator {
   Stmt visit_let(const ir::LetStmt* op, const Stmt& s) override {
     Stmt out = ir::IRMutator::visit_let(op, s);
     LinearForm f;
-    if (as_affine(op->value, &f)) lets_[op->var.var_id()] = f;
+    if (ir::as_affine(op->value, [&](uint64_t v) { return let_form(v); }, &f)) {
+      lets_[op->var.var_id()] = f;
+    }
     return out;
   }
   Expr visit_select(const ir::SelectNode* op, const Expr& e) override {
@@ -71,30 +73,15 @@ class Folder : public ir::IRMutator {
   }
 
  private:
-  bool as_affine(const Expr& e, LinearForm* out) const {
-    return ir::as_affine(
-        e,
-        [&](uint64_t v) -> const LinearForm* {
-          auto it = lets_.find(v);
-          return it == lets_.end() ? nullptr : &it->second;
-        },
-        out);
+  const LinearForm* let_form(uint64_t v) const {
+    auto it = lets_.find(v);
+    return it == lets_.end() ? nullptr : &it->second;
   }
   // 1: `cond` holds over the whole box; 0: it fails over it; -1: unknown.
   int decide(const Expr& cond) const {
+    LinearForm x;  // a - b
+    if (!ir::comparison_difference(cond, [&](uint64_t v) { return let_form(v); }, &x)) return -1;
     const ExprKind kind = cond.kind();
-    if (kind != ExprKind::kLT && kind != ExprKind::kLE && kind != ExprKind::kGT &&
-        kind != ExprKind::kGE && kind != ExprKind::kEQ && kind != ExprKind::kNE) {
-      return -1;
-    }
-    LinearForm x, y;
-    if (!as_affine(cond.a(), &x) || !as_affine(cond.b(), &y)) return -1;
-    if (__builtin_sub_overflow(x.constant, y.constant, &x.constant)) return -1;
-    for (const auto& [v, k] : y.terms) {
-      int64_t& t = x.terms[v];
-      if (__builtin_sub_overflow(t, k, &t)) return -1;
-      if (t == 0) x.terms.erase(v);
-    }
     IntRange r;  // of a - b
     if (!ir::affine_range(x, ranges_, &r) || r.empty()) return -1;
     switch (kind) {

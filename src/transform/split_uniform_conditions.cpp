@@ -61,7 +61,9 @@ class Splitter : public ir::IRMutator {
   }
   Stmt visit_let(const ir::LetStmt* op, const Stmt& s) override {
     LinearForm f;
-    if (as_affine(op->value, &f) && only_outer(f)) lets_[op->var.var_id()] = f;
+    if (ir::as_affine(op->value, [&](uint64_t v) { return let_form(v); }, &f) && only_outer(f)) {
+      lets_[op->var.var_id()] = f;
+    }
     return ir::IRMutator::visit_let(op, s);
   }
   Stmt visit_for(const ir::ForStmt* op, const Stmt& s) override {
@@ -82,14 +84,9 @@ class Splitter : public ir::IRMutator {
   }
 
  private:
-  bool as_affine(const Expr& e, LinearForm* out) const {
-    return ir::as_affine(
-        e,
-        [&](uint64_t v) -> const LinearForm* {
-          auto it = lets_.find(v);
-          return it == lets_.end() ? nullptr : &it->second;
-        },
-        out);
+  const LinearForm* let_form(uint64_t v) const {
+    auto it = lets_.find(v);
+    return it == lets_.end() ? nullptr : &it->second;
   }
   bool only_outer(const LinearForm& f) const {
     for (const auto& [v, k] : f.terms) {
@@ -139,17 +136,10 @@ class Splitter : public ir::IRMutator {
   // `cond` holds (`value`; or fails) at every point of `box`, or undefined.
   Expr over_box(const Expr& cond, const std::map<uint64_t, IntRange>& box, bool value) const {
     const ExprKind kind = cond.kind();
-    if (kind != ExprKind::kLT && kind != ExprKind::kLE && kind != ExprKind::kGT &&
-        kind != ExprKind::kGE) {
+    LinearForm x;  // a - b
+    if (kind == ExprKind::kEQ || kind == ExprKind::kNE ||
+        !ir::comparison_difference(cond, [&](uint64_t v) { return let_form(v); }, &x)) {
       return {};
-    }
-    LinearForm x, y;
-    if (!as_affine(cond.a(), &x) || !as_affine(cond.b(), &y)) return {};
-    if (__builtin_sub_overflow(x.constant, y.constant, &x.constant)) return {};
-    for (const auto& [v, k] : y.terms) {
-      int64_t& t = x.terms[v];
-      if (__builtin_sub_overflow(t, k, &t)) return {};
-      if (t == 0) x.terms.erase(v);
     }
     // a - b = (the nest's part) + (the part around it) + constant.
     LinearForm in_nest;

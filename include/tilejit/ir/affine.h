@@ -50,4 +50,11 @@ bool as_affine(const Expr& e, const std::function<const LinearForm*(uint64_t)>& 
 bool affine_range(const LinearForm& a, const std::map<uint64_t, IntRange>& ranges,
                   IntRange* out);
 
+/// For a comparison `a OP b` (<, <=, >, >=, ==, !=) of affine forms, a - b
+/// as a LinearForm (zero terms dropped); false for any other condition, a
+/// side that is not affine, or an overflow. `lookup` is as_affine's.
+bool comparison_difference(const Expr& cond,
+                           const std::function<const LinearForm*(uint64_t)>& lookup,
+                           LinearForm* out);
+
 }  // namespace tilejit::ir
