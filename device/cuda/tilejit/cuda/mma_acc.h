@@ -87,12 +87,17 @@ struct MmaAcc {
   __device__ __forceinline__ static bool holder() {
     return WR == 1 || (IL ? warp() / 4 : warp()) % WR == 0;
   }
-  __device__ __forceinline__ static int row(int r) {
-    return block_row(r / (NT * 4)) + lane() / 4 + ((r % 4) / 2) * 8;
+  __device__ __forceinline__ static int row(int r) { return row_base() + row_offset(r); }
+  __device__ __forceinline__ static int col(int r) { return col_base() + col_offset(r); }
+  // row(r) = row_base() + row_offset(r), col likewise: the thread's first
+  // element, and register r's place from it, a constant of r (Note [Stores
+  // from a thread's base]).
+  __device__ __forceinline__ static int row_base() { return row0() + lane() / 4; }
+  __device__ __forceinline__ static int col_base() { return col0() + (lane() % 4) * 2; }
+  __host__ __device__ static constexpr int row_offset(int r) {
+    return (r / (NT * 4)) * (IL ? 16 * WM : 16) + ((r % 4) / 2) * 8;
   }
-  __device__ __forceinline__ static int col(int r) {
-    return col0() + ((r / 4) % NT) * 8 + (lane() % 4) * 2 + r % 2;
-  }
+  __host__ __device__ static constexpr int col_offset(int r) { return ((r / 4) % NT) * 8 + r % 2; }
   /// The MmaRows slot of register r's row.
   __host__ __device__ static constexpr int row_slot(int r) { return (r / (NT * 4)) * 2 + (r % 4) / 2; }
 };
@@ -252,46 +257,102 @@ __device__ __forceinline__ void rows_load(E* v, const Rect<S>& src) {
   }
 }
 
+// Note [Stores from a thread's base]
+// A thread's registers sit at constant offsets from its first element
+// (row_offset / col_offset), so a store or load of the whole fragment forms
+// the thread's pointer once and addresses register r as pointer + a
+// constant: with a constant row stride these are immediate offsets of the
+// memory instructions, with a symbolic one a multiply per row. Forming each
+// address from row(r) * stride instead costs a 64-bit multiply-add per
+// register, the whole epilogue of a GEMM (row(r) is thread-dependent, so the
+// compiler cannot fold the widening). The edges of a Rect are clamped to
+// int once, so the checks of a partial tile are 32-bit.
+namespace mma_detail {
+
+__device__ __forceinline__ int clamp_edge(int64_t e) {
+  return int(e < -(int64_t(1) << 30) ? -(int64_t(1) << 30)
+                                     : e > (int64_t(1) << 30) ? (int64_t(1) << 30) : e);
+}
+
+// Registers r and r + 1 (neighbouring columns of one row) as one store.
+template <typename D, typename E>
+__device__ __forceinline__ void store_pair(D* p, E a, E b) {
+  if constexpr (sizeof(D) == 2) {
+    *reinterpret_cast<unsigned*>(p) = pack16(convert<D>(a), convert<D>(b));
+  } else if constexpr (is_same_v<D, float>) {
+    *reinterpret_cast<float2*>(p) = make_float2(convert<float>(a), convert<float>(b));
+  } else {
+    p[0] = convert<D>(a);
+    p[1] = convert<D>(b);
+  }
+}
+
+}  // namespace mma_detail
+
+template <typename L, typename E, typename D>
+__device__ __forceinline__ void acc_store_whole(const E* acc, D* o, int64_t stride, bool pairs) {
+  if (pairs) {
+#pragma unroll
+    for (int r = 0; r < L::kCount; r += 2) {
+      mma_detail::store_pair(o + L::row_offset(r) * stride + L::col_offset(r), acc[r], acc[r + 1]);
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < L::kCount; ++r) o[L::row_offset(r) * stride + L::col_offset(r)] = convert<D>(acc[r]);
+  }
+}
+
 template <typename L, bool INSIDE = false, typename E, typename D>
 __device__ __forceinline__ void acc_store(const E* acc, const Rect<D>& dst) {
   if (!L::holder()) return;
+  const int i0 = L::row_base(), j0 = L::col_base();
+  D* const o = dst.base + dst.origin + int64_t(i0) * dst.stride + j0;
+  // j0 is even: pairs stay aligned when the tile's origin is and rows keep
+  // an even length.
+  const bool pairs = (sizeof(D) == 2 || is_same_v<D, float>) &&
+                     reinterpret_cast<uint64_t>(dst.base + dst.origin) % (2 * sizeof(D)) == 0 &&
+                     dst.stride % 2 == 0;
   if constexpr (INSIDE && L::kMR == L::kM) {
-    // Every element has its place (Note [Copies inside their tensor]):
-    // registers 2q and 2q + 1 are neighbouring columns of one row, stored
-    // as one vector where the rows keep pairs aligned.
-    struct alignas(2 * sizeof(D)) Pair {
-      D v[2];
-    };
-    D* const o = dst.base + dst.origin;
-    if ((reinterpret_cast<uint64_t>(o) % sizeof(Pair)) == 0 && dst.stride % 2 == 0) {
-#pragma unroll
-      for (int r = 0; r < L::kCount; r += 2) {
-        *reinterpret_cast<Pair*>(o + int64_t(L::row(r)) * dst.stride + L::col(r)) =
-            Pair{{convert<D>(acc[r]), convert<D>(acc[r + 1])}};
-      }
-    } else {
-#pragma unroll
-      for (int r = 0; r < L::kCount; ++r) {
-        o[int64_t(L::row(r)) * dst.stride + L::col(r)] = convert<D>(acc[r]);
-      }
-    }
+    // Every element has its place (Note [Copies inside their tensor]).
+    acc_store_whole<L>(acc, o, dst.stride, pairs);
+    return;
+  }
+  const int r_lo = mma_detail::clamp_edge(dst.r_lo), r_hi = mma_detail::clamp_edge(dst.r_hi);
+  const int c_lo = mma_detail::clamp_edge(dst.c_lo), c_hi = mma_detail::clamp_edge(dst.c_hi);
+  // A thread whose elements all exist (every thread of a block inside the
+  // tensor) stores without checks.
+  if (i0 >= r_lo && i0 + L::row_offset(L::kCount - 1) < (r_hi < L::kMR ? r_hi : L::kMR) &&
+      j0 >= c_lo && j0 + L::col_offset(L::kCount - 1) < c_hi) {
+    acc_store_whole<L>(acc, o, dst.stride, pairs);
     return;
   }
 #pragma unroll
-  for (int r = 0; r < L::kCount; ++r) {
-    const int i = L::row(r), j = L::col(r);
-    if (i >= L::kMR || i < dst.r_lo || i >= dst.r_hi || j < dst.c_lo || j >= dst.c_hi) continue;
-    dst.base[dst.origin + int64_t(i) * dst.stride + j] = convert<D>(acc[r]);
+  for (int r = 0; r < L::kCount; r += 2) {
+    const int i = i0 + L::row_offset(r), j = j0 + L::col_offset(r);
+    if (i >= L::kMR || i < r_lo || i >= r_hi) continue;
+    D* const p = o + L::row_offset(r) * dst.stride + L::col_offset(r);
+    const bool first = j >= c_lo && j < c_hi, second = j + 1 >= c_lo && j + 1 < c_hi;
+    if (pairs && first && second) {
+      mma_detail::store_pair(p, acc[r], acc[r + 1]);
+    } else {
+      if (first) p[0] = convert<D>(acc[r]);
+      if (second) p[1] = convert<D>(acc[r + 1]);
+    }
   }
 }
 
 template <typename L, typename E, typename S>
 __device__ __forceinline__ void acc_load(E* acc, const Rect<S>& src) {
+  const int i0 = L::row_base(), j0 = L::col_base();
+  const S* const o = src.base + src.origin + int64_t(i0) * src.stride + j0;
+  const int r_lo = mma_detail::clamp_edge(src.r_lo), r_hi = mma_detail::clamp_edge(src.r_hi);
+  const int c_lo = mma_detail::clamp_edge(src.c_lo), c_hi = mma_detail::clamp_edge(src.c_hi);
 #pragma unroll
   for (int r = 0; r < L::kCount; ++r) {
-    const int i = L::row(r), j = L::col(r);
-    const bool has = i < L::kMR && i >= src.r_lo && i < src.r_hi && j >= src.c_lo && j < src.c_hi;
-    acc[r] = convert<E>(has ? convert<float>(src.base[src.origin + int64_t(i) * src.stride + j]) : 0.f);
+    const int i = i0 + L::row_offset(r), j = j0 + L::col_offset(r);
+    const bool has = i < L::kMR && i >= r_lo && i < r_hi && j >= c_lo && j < c_hi;
+    acc[r] = convert<E>(has ? convert<float>(o[L::row_offset(r) * src.stride + L::col_offset(r)])
+                            : 0.f);
   }
 }
 

@@ -53,10 +53,15 @@ struct PartTile {
   static constexpr int kThreads = TR * TC;  // the block's (its consumers')
   __device__ __forceinline__ static int trow() { return thread_rank() / TC; }
   __device__ __forceinline__ static int tcol() { return thread_rank() % TC; }
-  __device__ __forceinline__ static int row(int r) { return (r / kCols) * TR + trow(); }
-  __device__ __forceinline__ static int col(int r) {
-    const int lj = r % kCols;
-    return (lj / V) * (V * TC) + tcol() * V + lj % V;
+  __device__ __forceinline__ static int row(int r) { return row_base() + row_offset(r); }
+  __device__ __forceinline__ static int col(int r) { return col_base() + col_offset(r); }
+  // The thread's first element and register r's place from it, a constant
+  // of r (mma_acc.h, Note [Stores from a thread's base]).
+  __device__ __forceinline__ static int row_base() { return trow(); }
+  __device__ __forceinline__ static int col_base() { return tcol() * V; }
+  __host__ __device__ static constexpr int row_offset(int r) { return (r / kCols) * TR; }
+  __host__ __device__ static constexpr int col_offset(int r) {
+    return ((r % kCols) / V) * (V * TC) + (r % kCols) % V;
   }
   __host__ __device__ static constexpr int row_slot(int r) { return r / kCols; }
 };
@@ -131,6 +136,7 @@ __device__ __forceinline__ void row_values(const E* acc, float* out, float* scra
 template <typename L, typename E, typename D>
 __device__ __forceinline__ void part_store(const E* acc, const Rect<D>& dst) {
   constexpr int kBytes = piece_bytes<D, L::kV>;
+  D* const o = dst.base + dst.origin + int64_t(L::row_base()) * dst.stride + L::col_base();
   if constexpr (kBytes > 0) {
     constexpr int kPer = kBytes / int(sizeof(D));
     if (part_detail::whole_runs<L, kBytes>(dst)) {
@@ -140,8 +146,8 @@ __device__ __forceinline__ void part_store(const E* acc, const Rect<D>& dst) {
         D* e = reinterpret_cast<D*>(&run);
 #pragma unroll
         for (int k = 0; k < kPer; ++k) e[k] = convert<D>(acc[r + k]);
-        *reinterpret_cast<Bytes<kBytes>*>(
-            dst.base + dst.origin + int64_t(L::row(r)) * dst.stride + L::col(r)) = run;
+        *reinterpret_cast<Bytes<kBytes>*>(o + L::row_offset(r) * dst.stride + L::col_offset(r)) =
+            run;
       }
       return;
     }
@@ -150,7 +156,7 @@ __device__ __forceinline__ void part_store(const E* acc, const Rect<D>& dst) {
   for (int r = 0; r < L::kCount; ++r) {
     const int i = L::row(r), j = L::col(r);
     if (i < dst.r_lo || i >= dst.r_hi || j < dst.c_lo || j >= dst.c_hi) continue;
-    dst.base[dst.origin + int64_t(i) * dst.stride + j] = convert<D>(acc[r]);
+    o[L::row_offset(r) * dst.stride + L::col_offset(r)] = convert<D>(acc[r]);
   }
 }
 
@@ -158,13 +164,14 @@ template <typename L, typename E, typename S>
 __device__ __forceinline__ void part_load(E* acc, const Rect<S>& src) {
   using SV = typename RemoveConst<S>::type;
   constexpr int kBytes = piece_bytes<SV, L::kV>;
+  const S* const o = src.base + src.origin + int64_t(L::row_base()) * src.stride + L::col_base();
   if constexpr (kBytes > 0) {
     constexpr int kPer = kBytes / int(sizeof(SV));
     if (part_detail::whole_runs<L, kBytes>(src)) {
 #pragma unroll
       for (int r = 0; r < L::kCount; r += kPer) {
         const Bytes<kBytes> run = *reinterpret_cast<const Bytes<kBytes>*>(
-            src.base + src.origin + int64_t(L::row(r)) * src.stride + L::col(r));
+            o + L::row_offset(r) * src.stride + L::col_offset(r));
         const SV* e = reinterpret_cast<const SV*>(&run);
 #pragma unroll
         for (int k = 0; k < kPer; ++k) acc[r + k] = convert<E>(e[k]);
@@ -176,7 +183,7 @@ __device__ __forceinline__ void part_load(E* acc, const Rect<S>& src) {
   for (int r = 0; r < L::kCount; ++r) {
     const int i = L::row(r), j = L::col(r);
     const bool has = i >= src.r_lo && i < src.r_hi && j >= src.c_lo && j < src.c_hi;
-    acc[r] = convert<E>(has ? convert<float>(src.base[src.origin + int64_t(i) * src.stride + j]) : 0.f);
+    acc[r] = convert<E>(has ? convert<float>(o[L::row_offset(r) * src.stride + L::col_offset(r)]) : 0.f);
   }
 }
 
