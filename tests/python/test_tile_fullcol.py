@@ -195,11 +195,16 @@ def test_decode_fullcol_lowering(arch):
         assert gemms == ["mma", "mma"]
         assert "tilejit::cuda::MmaRows<64, 1, 8>" in src
         assert "acc_load_shared<tilejit::cuda::MmaAcc<64, 64, 1, 1, 64, 8>" in src
+        # a warp's 8 columns are one 16 x 8 tile: no whole 16 x 16 block for stmatrix
+        assert "acc_store<tilejit::cuda::MmaAcc<64, 64, 1, 8>" in src
+        assert "acc_store_shared" not in src
         assert "rows_store<tilejit::cuda::MmaRows<64, 1, 8>, true>" in src
     else:
         assert gemms == ["wgmma_ss", "wgmma_rs"]
         assert "tilejit::cuda::MmaRows<64, 4, 2, true>" in src
         assert "acc_load_shared<tilejit::cuda::MmaAcc<64, 64, 4, 1, 64, 2, true>" in src
+        # the scores' trip through shared memory: stmatrix out, ldmatrix back
+        assert "acc_store_shared<tilejit::cuda::MmaAcc<64, 64, 4, 2, 64, 1, true>, 64>" in src
         assert "rows_store<tilejit::cuda::MmaRows<64, 4, 2, true>, true>" in src
         assert "acc_gemm_wg_rs<tilejit::cuda::MmaAcc<64, 128, 4, 2, 64, 1, true>" in src
 

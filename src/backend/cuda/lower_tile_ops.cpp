@@ -357,6 +357,23 @@ void CudaTileCodegen::emit_warpgroup_gemm(const ir::GemmOp& op, const FragmentLa
 
 // The copy of a whole 16-bit shared tile into an A operand in registers
 // of the same dtype, whose rows ldmatrix can read (16-byte aligned).
+// The region is its whole 2-D buffer of constant shape: no ranges, or each
+// range from 0 over the dimension.
+static bool covers_whole_tile(const ir::Region& r) {
+  if (r.is_whole()) return true;
+  if (r.ranges.size() != 2) return false;
+  for (size_t d = 0; d < 2; ++d) {
+    const ir::Range& g = r.ranges[d];
+    const ir::Expr& dim = r.buffer.shape()[d];
+    if (!g.min.is_const() || g.min.int_value() != 0 || !g.extent.defined() || !g.extent.is_const() ||
+        !dim.is_const() ||
+        g.extent.int_value() != dim.int_value()) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool CudaTileCodegen::operand_from_shared(const ir::CopyOp& op, const FragmentLayout& to) {
   const ir::Buffer& src = op.src.buffer;
   if (to.part() || to.rows() || to.wn != 1 || to.m_real != 0 || to.n % 16 != 0 ||
@@ -366,18 +383,27 @@ bool CudaTileCodegen::operand_from_shared(const ir::CopyOp& op, const FragmentLa
       src.shape()[1].int_value() != to.n) {
     return false;
   }
-  if (!op.src.is_whole()) {
-    if (op.src.ranges.size() != 2) return false;
-    for (size_t d = 0; d < 2; ++d) {
-      const ir::Range& r = op.src.ranges[d];
-      if (!r.min.is_const() || r.min.int_value() != 0 || !r.extent.is_const() ||
-          r.extent.int_value() != src.shape()[d].int_value()) {
-        return false;
-      }
-    }
-  }
+  if (!covers_whole_tile(op.src)) return false;
   const backend::BufferAccess& a = access(src, op.span, "T.copy");
   return a.static_shape.size() == 2 && a.static_shape[1] % 8 == 0 && !staged_.count(src.id());
+}
+
+bool CudaTileCodegen::accumulator_to_shared(const ir::CopyOp& op, const FragmentLayout& from) {
+  // operand_from_shared's inverse (stmatrix), for any warps per row: the
+  // whole 16-bit tile, rows of whole 16 x 16 blocks, no swizzle.
+  const ir::Buffer& dst = op.dst.buffer;
+  if (from.part() || from.rows() || from.repl || from.m_real != 0 || from.n % (16 * from.wn) != 0 ||
+      dst.scope() != ir::Scope::kShared ||
+      (dst.dtype() != DataType::float16() && dst.dtype() != DataType::bfloat16()) ||
+      dst.rank() != 2 || !dst.shape()[0].is_const() || dst.shape()[0].int_value() != from.m ||
+      !dst.shape()[1].is_const() || dst.shape()[1].int_value() != from.n || swizzle_of(dst) != 0 ||
+      rows_padded(dst) ||
+      !covers_whole_tile(op.dst)) {
+    return false;
+  }
+  const backend::BufferAccess& a = access(dst, op.span, "T.copy");
+  return a.static_shape.size() == 2 && a.static_shape[1] == from.n && a.static_shape[1] % 8 == 0 &&
+         !staged_.count(dst.id());
 }
 
 bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
@@ -436,6 +462,10 @@ bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
         const std::string rect = backend::copy_side_rect(*this, *op, false, &column);
         line("tilejit::cuda::rows_store<" + layout_type(*from) + (column ? ", true" : "") + ">(" + src +
              ", " + rect + ");");
+      } else if (from != nullptr && accumulator_to_shared(*op, *from)) {
+        const backend::BufferAccess& a = access(op->dst.buffer, s.span(), "T.copy");
+        line("tilejit::cuda::acc_store_shared<" + layout_type(*from) + ", " + str(a.static_shape[1]) +
+             ">(" + src + ", " + a.data + ");");
       } else if (from != nullptr) {
         const char* fn = from->repl ? "rows_store<" : from->part() ? "part_store<" : "acc_store<";
         // Note [Copies inside their tensor]: an accumulator's every element

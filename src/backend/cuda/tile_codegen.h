@@ -267,6 +267,7 @@ class CudaTileCodegen final : public backend::TileCodegen {
   /// false when it has none.
   bool emit_register_op(const ir::Stmt& s);
   bool operand_from_shared(const ir::CopyOp& op, const FragmentLayout& to);
+  bool accumulator_to_shared(const ir::CopyOp& op, const FragmentLayout& from);
   /// A T.copy the block makes: into a swizzled tile through copy_swizzled
   /// (Note [Warpgroup gemms]), else the common lowering.
   void emit_copy(const ir::CopyOp& op);

@@ -143,6 +143,36 @@ extern "C" __global__ void k(const tilejit::float16* a, float* y) {
   EXPECT_EQ(ptx.find(".local"), std::string::npos) << "registers went to local memory";
 }
 
+// Note [Stores from a thread's base]: a whole accumulator stores 16-bit
+// pairs as one 32-bit word and float pairs as one 64-bit vector, from one
+// pointer per thread (no 64-bit multiply per register); into a whole 16-bit
+// shared tile it goes through stmatrix.
+TEST(CudaDeviceHeaders, AccumulatorStoresPairsAndStmatrix) {
+  TILEJIT_SKIP_WITHOUT_NVRTC();
+  const std::string unit = R"(#include "tilejit/cuda/prelude.h"
+#include "tilejit/cuda/mma_acc.h"
+using namespace tilejit::cuda;
+using L = MmaAcc<64, 64, 4, 2, 64, 1, true>;
+extern "C" __global__ void k(const float* x, tilejit::float16* h, float* f, tilejit::float16* g) {
+  __shared__ __align__(128) tilejit::float16 s[64 * 64];
+  float acc[L::kCount];
+  for (int r = 0; r < L::kCount; ++r) acc[r] = x[r * 256 + threadIdx.x];
+  acc_store<L, true>(acc, Rect<tilejit::float16>{h, 0, 64, 0, 64, 0, 64});
+  acc_store<L, true>(acc, Rect<float>{f, 0, 64, 0, 64, 0, 64});
+  acc_store_shared<L, 64>(acc, s);
+  __syncthreads();
+  g[threadIdx.x] = s[threadIdx.x * 7];
+}
+)";
+  std::string ptx;
+  ASSERT_EQ(nvrtc_errors(unit, &ptx), "");
+  EXPECT_NE(ptx.find("stmatrix.sync.aligned.m8n8.x4.shared.b16"), std::string::npos);
+  EXPECT_NE(ptx.find("st.global.b32"), std::string::npos) << "16-bit pairs as one word";
+  EXPECT_NE(ptx.find("st.global.v2.f32"), std::string::npos) << "float pairs as one vector";
+  EXPECT_EQ(ptx.find("mul.wide.s32"), std::string::npos) << "a 64-bit multiply per register";
+  EXPECT_EQ(ptx.find(".local"), std::string::npos) << "registers went to local memory";
+}
+
 // Note [NaN in max and min]: every max and min the library combines floats
 // with is max.NaN / min.NaN, which keep a NaN, never max.f32 / min.f32
 // (fmaxf), which drop it: the reductions of tiles in memory in both

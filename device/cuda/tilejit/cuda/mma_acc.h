@@ -37,6 +37,8 @@
 //   acc_load<L>(acc, src)       from a Rect, 0 where src has no element
 //   acc_load_shared<L, LD>(acc, src)   a 16-bit operand from a whole shared
 //     tile of row length LD, through ldmatrix
+//   acc_store_shared<L, LD>(acc, dst)   the accumulator into such a tile,
+//     through stmatrix
 //   rows_store<R>(v, dst) / rows_load<R>(v, src)   a row vector (Rect row 0),
 //     MmaRows, PartRows or Replicated; rows_store<R, true> /
 //     rows_load<R, true>: a strided one (Rect column 0, row i at origin +
@@ -371,6 +373,31 @@ __device__ __forceinline__ void acc_load_shared(T* acc, const T* src) {
       T* t = acc + (mt * L::NT + 2 * kk) * 4;
 #pragma unroll
       for (int q = 0; q < 4; ++q) mma_detail::unpack16(r[q], t + 2 * q);
+    }
+  }
+}
+
+// acc_load_shared's inverse, for any WN: the accumulator into the whole
+// 16-bit shared tile `dst` of row length LD, one stmatrix per 16 x 16 block
+// (its four 8 x 8 matrices are the registers of two neighbouring 16 x 8
+// tiles, as ldmatrix gives them), in place of four 32-bit stores.
+template <typename L, int LD, typename E, typename T>
+__device__ __forceinline__ void acc_store_shared(const E* acc, T* dst) {
+  static_assert(L::NT % 2 == 0 && L::kMR == L::kM && sizeof(T) == 2 && LD % 8 == 0,
+                "whole 16 x 16 blocks of a 16-bit tile with 16-byte rows");
+  if (!L::holder()) return;
+  const int lane = L::lane();
+  T* const base = dst + (L::row0() + lane % 16) * LD + L::col0() + (lane / 16) * 8;
+#pragma unroll
+  for (int mt = 0; mt < L::MT; ++mt) {
+#pragma unroll
+    for (int np = 0; np < L::NT / 2; ++np) {
+      const E* t = acc + (mt * L::NT + 2 * np) * 4;
+      const unsigned r[4] = {mma_detail::pack16(convert<T>(t[0]), convert<T>(t[1])),
+                             mma_detail::pack16(convert<T>(t[2]), convert<T>(t[3])),
+                             mma_detail::pack16(convert<T>(t[4]), convert<T>(t[5])),
+                             mma_detail::pack16(convert<T>(t[6]), convert<T>(t[7]))};
+      mma_detail::stmatrix_x4(base + (L::block_row(mt) - L::row0()) * LD + np * 16, r);
     }
   }
 }
