@@ -188,7 +188,7 @@ class JitFunction:
         raise TypeError(f"{self.name}: the arguments are not hashable")
 
     def _build(self, args: tuple, kwargs: dict) -> _C.Kernel:
-        with _active.building(self.name):
+        with _active.building(self.name, self._options.get("pass_configs")):
             result = self._func(*args, **kwargs)
         if isinstance(result, _C.Kernel):
             return result

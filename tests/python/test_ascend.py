@@ -329,6 +329,97 @@ def test_the_buffers_of_a_memory_add_up():
                 c_ub = T.alloc_ub((128, 128), "float32")  # noqa: F841
 
 
+# Two L0C accumulators, 16 KiB and 128 KiB (the seed's acc_s_l0c and
+# acc_o_l0c): 144 KiB in all, over L0C's 128 KiB, but the first is dead
+# before the second is first written unless `overlap`.
+@tilelang.jit(out_idx=[2, 3], pass_configs=pass_configs)
+def two_accumulators(overlap):
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 512), "float16"),
+             S: T.Tensor((64, 64), "float32"), O: T.Tensor((64, 512), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a_l1 = T.alloc_L1((64, 64), "float16")
+            b_l1 = T.alloc_L1((64, 512), "float16")
+            s_l0c = T.alloc_L0C((64, 64), "float32")
+            o_l0c = T.alloc_L0C((64, 512), "float32")
+            T.copy(A, a_l1)
+            T.copy(B, b_l1)
+            T.gemm_v0(a_l1, a_l1, s_l0c, transpose_B=True, init=True)
+            if not overlap:
+                T.copy(s_l0c, S)
+            T.gemm_v0(a_l1, b_l1, o_l0c, init=True)
+            T.copy(o_l0c, O)
+            if overlap:
+                T.copy(s_l0c, S)
+
+    return main
+
+
+@needs_tile_cpu
+def test_buffers_whose_lifetimes_do_not_overlap_share_a_memory():
+    # Under TL_ASCEND_MEMORY_PLANNING, as TileLang-Ascend's planning pass
+    # places them: both at offset 0 of L0C.
+    func = two_accumulators(False)
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((64, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 512)).astype(np.float16)
+    s, o = (np.asarray(x) for x in func(a, b))
+    a32 = a.astype(np.float32)
+    np.testing.assert_allclose(s, a32 @ a32.T, rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(o, a32 @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
+
+
+def test_buffers_live_at_once_must_fit_together():
+    line = at(here() - 33, "T.alloc_L0C", 2)
+    with raises_exact(ValueError, f"{line}: T.alloc_L0C: o_l0c (float32[64, 512]) takes 131072 "
+                                  f"bytes, and no room is left for it in L0C's 131072 bytes "
+                                  f"while s_l0c (16384 bytes at 0) is live"):
+        two_accumulators(True)
+
+
+def test_without_memory_planning_buffers_are_placed_one_after_another():
+    # TileLang-Ascend then places them in allocation order, unchecked: the
+    # second runs past L0C on the NPU.
+    line = here()
+    with raises_exact(ValueError, f"{at(line, 'T.alloc_L0C', 2)}: T.alloc_L0C: o_l0c "
+                                  f"(float32[64, 512]) takes 131072 bytes with the 16384 bytes "
+                                  f"already allocated there, over L0C's capacity of 131072 bytes"):
+        @T.prim_func
+        def main(A: T.Tensor((64, 64), "float16")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                s_l0c = T.alloc_L0C((64, 64), "float32")  # noqa: F841
+                o_l0c = T.alloc_L0C((64, 512), "float32")  # noqa: F841
+
+
+@tilelang.jit(out_idx=[1], pass_configs=pass_configs)
+def annotated(address):
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float16"), S: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a_l1 = T.alloc_L1((64, 64), "float16")
+            b_l1 = T.alloc_L1((64, 64), "float16")
+            s_l0c = T.alloc_L0C((64, 64), "float32")
+            T.annotate_address({a_l1: 0, b_l1: address})
+            T.copy(A, a_l1)
+            T.copy(A, b_l1)
+            T.gemm_v0(a_l1, b_l1, s_l0c, transpose_B=True, init=True)
+            T.copy(s_l0c, S)
+
+    return main
+
+
+def test_annotated_addresses_of_live_buffers_must_not_overlap():
+    line = at(here() - 14, "T.annotate_address")
+    with raises_exact(ValueError, f"{line}: T.annotate_address: b_l1 (float16[64, 64]) at 4096 "
+                                  f"(8192 bytes) overlaps a_l1 (float16[64, 64]) at 0 (8192 "
+                                  f"bytes), live at the same time in L1"):
+        annotated(4096)
+    with raises_exact(ValueError, f"{line}: T.annotate_address: b_l1 (float16[64, 64]) at "
+                                  f"520000 takes 8192 bytes, past the end of L1 (524032 bytes)"):
+        annotated(520000)
+    annotated(8192)  # side by side
+
+
 def test_a_copy_off_the_data_paths_is_an_error():
     line = here()
     with raises_exact(ValueError, f"{at(line, 'T.copy')}: T.copy: A (GM) to A_L0 (L0A) is "

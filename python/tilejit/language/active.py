@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional
+from typing import Any, Dict, Iterator, Optional
 
 # trace: the active Tracer (or None); factory_name: the jit factory whose
-# call is building a prim_func (python/tilejit/jit.py), for its name.
+# call is building a prim_func (python/tilejit/jit.py), for its name;
+# factory_configs: that factory's pass_configs.
 _state = threading.local()
 
 
@@ -48,12 +49,19 @@ def factory_name() -> Optional[str]:
     return getattr(_state, "factory_name", None)
 
 
+def factory_configs() -> Optional[Dict[str, Any]]:
+    """The pass_configs of the jit factory building a prim_func, if any
+    (TL_ASCEND_MEMORY_PLANNING decides how ascend_memory.py places)."""
+    return getattr(_state, "factory_configs", None)
+
+
 @contextmanager
-def building(name: str) -> Iterator[None]:
-    """A jit factory named `name` is building a prim_func on this thread."""
-    previous = factory_name()
-    _state.factory_name = name
+def building(name: str, configs: Optional[Dict[str, Any]] = None) -> Iterator[None]:
+    """A jit factory named `name`, with these pass_configs, is building a
+    prim_func on this thread."""
+    previous = factory_name(), factory_configs()
+    _state.factory_name, _state.factory_configs = name, configs
     try:
         yield
     finally:
-        _state.factory_name = previous
+        _state.factory_name, _state.factory_configs = previous

@@ -51,9 +51,11 @@ barriers (T.set_flag, T.wait_flag, T.barrier_all, T.pipe_barrier;
 ascend_sync.py) order nothing further and are accepted.
 
 The on-chip buffers are tilejit tile buffers (L1, L0A, L0B and UB shared,
-L0C a fragment), each tagged with its memory; the sum of a memory's
-buffers in a kernel is checked against the A2/A3 (910B / 910C) capacities
-that TileLang-Ascend's code generator reserves, at the line that allocates.
+L0C a fragment), each tagged with its memory, and placed in it as
+TileLang-Ascend's compiler places them, within the A2/A3 (910B / 910C)
+capacities its code generator reserves (ascend_memory.py, Note [Ascend
+memory planning]): by liveness under TL_ASCEND_MEMORY_PLANNING, else one
+after another; a buffer that finds no room is an error at its line.
 """
 
 from __future__ import annotations
@@ -61,11 +63,13 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Iterable, Optional
 
 from . import ascend_tile, dtypes
+from .active import factory_configs
 from .ascend_concurrent import Interleaved, NeedsConcurrent, RoleBuilder, Survey
+from .ascend_memory import MemoryPlan
 from .loops import LoopRange
 from .ops import _alloc, _region, _region_handle, _shape_list
 from .spans import error, user_span
-from .tracer import KernelFrame
+from .tracer import FOR, KernelFrame
 from .values import (BufferProxy, Region, Value, _index_tuple, call_intrinsic, current_tracer,
                      is_symbolic, min_max, static_value, to_handle)
 
@@ -94,6 +98,15 @@ class NpuBuffer(BufferProxy):
 
     memory = ""
     core_prefix: Optional[Value] = None
+    plan: Optional[MemoryPlan] = None  # the kernel's, once allocated
+
+    @property
+    def buf(self) -> Any:
+        # Every op that reads or writes the buffer asks for its handle: a
+        # touch for the planning (Note [Ascend memory planning]).
+        if self.plan is not None:
+            _touch(self)
+        return self._buf
 
     def check_copy(self, src: Region, dst: Region) -> None:
         """T.copy(src, dst) with this buffer on one side (ops.copy asks)."""
@@ -160,7 +173,11 @@ def enter_npu_kernel(tr: Any, grid: list, span: Any) -> Any:
     cid = tr.enter_kernel(grid, 1, span)
     b = tr.b
     b.set_dialect("ascend")  # the CPU target emulates it; "auto" picks the CPU
-    state: Dict[str, Any] = {"usage": {}, "writes": {}, "reads": {}, "flags": {}, "span": span,
+    configs = factory_configs() or {}
+    planned = bool(configs.get("tl.ascend_memory_planning",
+                               configs.get("TL_ASCEND_MEMORY_PLANNING", False)))
+    state: Dict[str, Any] = {"plan": MemoryPlan(CAPACITY, planned), "vector_allocs": 0,
+                             "writes": {}, "reads": {}, "flags": {}, "span": span,
                              "lockstep": bool(getattr(tr, "npu_lockstep", False)),
                              "in_vector": False,
                              # hooks of ops.py and tracer.py, which do not import this module
@@ -188,6 +205,7 @@ def enter_npu_kernel(tr: Any, grid: list, span: Any) -> Any:
         loop = tr.ir_loop(LoopRange("T.Kernel", "serial", [(0, 2)]), "vid")
         vid = next(loop)
         state["loop"] = loop
+    state["depth"] = _loop_depth(tr)
     tr.npu_state = state
     return cid, vid
 
@@ -322,6 +340,8 @@ def exit_npu_kernel(tr: Any, failed: bool) -> None:
     tr.exit_kernel(failed)
     if state is not None and not failed and sched is None:
         _check_pairs(state)
+    if state is not None and not failed and not isinstance(sched, Survey):
+        state["plan"].check()
 
 
 def _npu_state(op: str) -> Dict[str, Any]:
@@ -352,20 +372,38 @@ def _alloc_npu(memory: str, op: str, shape: Any, dtype: Any) -> NpuBuffer:
         tr_b = current_tracer(op).b
         tr_b.register(buf.buf, memory)
         if isinstance(sched, Interleaved) and sched.turn == "vector":
-            return buf  # the cube's thread counted it (Note [Cube and vector concurrently])
+            # The cube's thread counted it (Note [Cube and vector
+            # concurrently]); the vector cores' copy is the same buffer.
+            state["plan"].alias(buf, state["vector_allocs"])
+            state["vector_allocs"] += 1
+            buf.plan = state["plan"]
+            return buf
     count = 1
     for dim in dims:
         count *= dim
-    nbytes = count * dtypes.bits_of(buf.dtype) // 8
-    used = state["usage"].get(memory, 0)
-    if used + nbytes > CAPACITY[memory]:
-        shape_text = ", ".join(str(d) for d in dims)
-        held = f" with the {used} bytes already allocated there" if used else ""
-        raise error(ValueError, f"{op}: {buf.name} ({buf.dtype}[{shape_text}]) takes {nbytes} "
-                                f"bytes{held}, over {memory}'s capacity of "
-                                f"{CAPACITY[memory]} bytes", span)
-    state["usage"][memory] = used + nbytes
+    state["plan"].allocate(buf, memory, count * dtypes.bits_of(buf.dtype) // 8, op, span)
+    buf.plan = state["plan"]
     return buf
+
+
+def _loop_depth(tr: Any) -> int:
+    """The `for` loops open in the kernel, T.Parallel's not counted."""
+    k = max(i for i, f in enumerate(tr.frames) if isinstance(f, KernelFrame))
+    return sum(1 for f in tr.frames[k + 1:] if f == FOR) - tr.parallel_depth
+
+
+def _touch(buf: NpuBuffer) -> None:
+    tr = current_tracer("an on-chip buffer")
+    state = getattr(tr, "npu_state", None)
+    if state is None or state["plan"] is not buf.plan:
+        return
+    sched = state.get("sched")
+    if isinstance(sched, Interleaved):
+        # Each part's thread traces the whole body; a buffer is its side's.
+        side = "vector" if buf.memory == "UB" else "cube"
+        if sched.turn != side or sched.muted[side]:
+            return
+    buf.plan.touch(buf, user_span(), _loop_depth(tr) - state["depth"])
 
 
 def alloc_L1(shape: Any, dtype: Any) -> NpuBuffer:  # noqa: N802

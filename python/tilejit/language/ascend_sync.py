@@ -49,17 +49,24 @@ def pipe_barrier(pipe: str) -> None:
 
 
 def annotate_address(address_map: Dict[Any, Any]) -> None:
-    """Places buffers at given on-chip addresses on the NPU; the emulation
-    has no address space to place them in, so it checks the map's buffers
-    and records nothing."""
-    _npu_state("T.annotate_address")
+    """Places buffers at given offsets of their memories on the NPU; the
+    emulation has no address space to place them in, so it checks that
+    they fit where TileLang-Ascend's planning would put them (Note [Ascend
+    memory planning])."""
+    state = _npu_state("T.annotate_address")
+    span = user_span()
     if not isinstance(address_map, dict):
         raise error(TypeError, f"T.annotate_address: expected a dict of buffer -> address, "
                                f"got {type(address_map).__name__}")
-    for buf in address_map:
+    for buf, address in address_map.items():
         if not isinstance(buf, NpuBuffer):
             raise error(TypeError, f"T.annotate_address: {buf!r} is not an on-chip buffer "
                                    f"(T.alloc_L1 / L0A / L0B / L0C / ub)")
+        address = static_value(address)
+        if not isinstance(address, int) or address < 0:
+            raise error(TypeError, f"T.annotate_address: the address of {buf.name} must be a "
+                                   f"non-negative int, got {address!r}")
+        state["plan"].annotate(buf, address, span)
 
 
 def not_emulated(name: str) -> Any:

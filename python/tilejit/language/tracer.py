@@ -134,6 +134,7 @@ class Tracer:
         self.mode_span: Optional[Span] = None
         self.frames: List[Any] = []
         self.loop_extents: List[Any] = []  # of the open IR loops (ascend.py counts with them)
+        self.parallel_depth = 0  # of the open T.Parallel loops (ascend_memory.py skips them)
         self.kernels_entered = 0
         self.npu_lockstep = False  # ascend.py, Note [Cube and vector in lockstep]
         self.npu_state: Any = None
@@ -474,7 +475,12 @@ class Tracer:
         if lr.step != 1:
             stepped = loop_vars[0] * lr.step
             loop_vars[0] = stepped if static_value(lr.offset) == 0 else stepped + lr.offset
-        yield loop_vars[0] if len(loop_vars) == 1 and not unpack else tuple(loop_vars)
+        parallel = len(lr.dims) if lr.kind == "parallel" else 0
+        self.parallel_depth += parallel
+        try:
+            yield loop_vars[0] if len(loop_vars) == 1 and not unpack else tuple(loop_vars)
+        finally:
+            self.parallel_depth -= parallel
         end = user_span()
         for _ in lr.dims:
             b.end_for(end)
