@@ -112,6 +112,17 @@ class AutoTuneImpl:
         self.best_config, self.best_latency, kernel = best
         return kernel
 
+    def compile(self, *args: Any, **kwargs: Any) -> Any:
+        """TileLang's ``tuned.compile(...)``: a call that gives every tuned
+        argument compiles that configuration (``jit_impl.compile``: an eager
+        factory takes its T.const dimensions by keyword); any other call is
+        tuned as ``tuned(...)`` is."""
+        # Keywords beyond the signature are an eager factory's T.const values.
+        given = set(list(self._signature.parameters)[:len(args)]) | set(kwargs)
+        if {k for c in self._config_list(args, kwargs) for k in c} <= given:
+            return self.jit_impl.compile(*args, **kwargs)
+        return self(*args, **kwargs)
+
     def retarget(self, target: Any) -> "AutoTuneImpl":
         """The same tuning over ``jit_impl.retarget(target)``: its own
         choices, in memory and on disk."""

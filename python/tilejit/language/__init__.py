@@ -21,7 +21,9 @@ records both. Supported: ``T.Kernel``, ``T.get_thread_binding``,
 alloc_reducer / alloc_global``, ``T.copy``, ``T.gemm``, ``T.fill``,
 ``T.clear``, ``T.reduce_sum / max / min / abssum / absmax``,
 ``T.atomic_add``, ``T.finalize_reducer``, ``T.print``, ``T.sync_threads``,
-``T.shfl_sync / shfl_up / shfl_down / shfl_xor``, ``T.cast`` /
+``T.shfl_sync / shfl_up / shfl_down / shfl_xor``, TVM's thread all-reduce
+(``T.attr`` / ``T.comm_reducer`` / ``T.tvm_thread_allreduce`` /
+``T.evaluate``, in the one form allreduce.py takes), ``T.cast`` /
 ``T.Cast`` / ``.astype``, ``T.max / min / abs / exp / exp2 / log / log2 /
 sqrt / rsqrt / tanh / sigmoid``, ``T.if_then_else``, ``T.infinity``,
 ``T.ceildiv``, dtype objects (``T.float16`` ...) and strings, ``T.symbolic``
@@ -69,8 +71,9 @@ from .declare import (Buffer, Expr, Kernel, PrimFunc, Tensor, TensorType, dynami
 from .layouts import annotate_layout
 from .macros import BufferType, FragmentBuffer, LocalBuffer, SharedBuffer, macro
 from ..layout import Fragment, Layout
+from .allreduce import attr, comm_reducer, evaluate, reinterpret, tvm_thread_allreduce
 from .dtypes import (DType, ScalarType, bfloat16, boolean, dtype_name, float16, float32,
-                     float64, int8, int16, int32, int64, uint8)
+                     float64, int8, int16, int32, int64, uint8, uint32, uint64)
 from .eager import const, empty
 from .ops import (Cast, GemmWarpPolicy, Parallel, Pipelined, abs, alloc_fragment,
                   alloc_global, alloc_local, alloc_reducer, alloc_shared, alloc_var, cast,
@@ -99,13 +102,14 @@ __all__ = [
     "SharedBuffer", "FragmentBuffer", "LocalBuffer", "BufferType", "annotate_layout", "Layout",
     "Fragment",
     "float64", "float32", "float16", "bfloat16", "float", "double", "half", "int8", "int16",
-    "int32", "int64", "uint8", "bool",
+    "int32", "int64", "uint8", "uint32", "uint64", "bool",
     "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_reducer",
     "alloc_global", "finalize_reducer", "get_thread_binding", "get_block_binding",
     "serial", "Serial", "unroll", "Unroll", "vectorized", "Vectorized", "use_swizzle", "Pipelined", "Parallel",
     "copy", "gemm", "GemmWarpPolicy", "fill", "clear", "reduce", "reduce_sum", "reduce_max",
     "reduce_min", "reduce_abssum", "reduce_absmax", "atomic_add", "print", "sync_threads",
     "shfl_sync", "shfl_up", "shfl_down", "shfl_xor",
+    "attr", "comm_reducer", "reinterpret", "evaluate", "tvm_thread_allreduce",
     "cast", "Cast", "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh",
     "sigmoid", "clamp", "if_then_else", "infinity", "ninf", "ceildiv", "cdiv", "floordiv",
     "floormod", "index_to_coordinates",

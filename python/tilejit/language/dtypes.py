@@ -19,15 +19,28 @@ from .. import _C
 _convert: Optional[Callable[[Any, str], Any]] = None
 
 
-def register_conversion(convert: Callable[[Any, str], Any]) -> None:
-    global _convert
+# The check of a T.uint32(c) / T.uint64(c) constant (values.unsigned_constant),
+# registered alike: its error names the author's line.
+_check_unsigned: Optional[Callable[[str, Any], None]] = None
+
+
+def register_conversion(convert: Callable[[Any, str], Any],
+                        check_unsigned: Optional[Callable[[str, Any], None]] = None) -> None:
+    global _convert, _check_unsigned
     _convert = convert
+    _check_unsigned = check_unsigned
 
 
-__all__ = ["DType", "ScalarType", "DataType", "dtype_name", "is_float", "is_int", "bits_of"]
+__all__ = ["DType", "ScalarType", "DataType", "UnsignedConstant", "dtype_name", "is_float",
+           "is_int", "bits_of"]
+
+# T.uint32 and T.uint64 are not element types (they stop at uint8): their
+# constants, T.uint32(1), are the arguments of TVM's thread all-reduce
+# (allreduce.py) and nothing else.
+_CONSTANT_ONLY = {"uint32": 32, "uint64": 64}
 
 _BITS = {"float64": 64, "float32": 32, "float16": 16, "bfloat16": 16, "int8": 8, "int16": 16,
-         "int32": 32, "int64": 64, "uint8": 8, "bool": 1}
+         "int32": 32, "int64": 64, "uint8": 8, "uint32": 32, "uint64": 64, "bool": 1}
 
 
 class DType:
@@ -67,9 +80,32 @@ class DType:
 
     def __call__(self, value: Any) -> Any:
         """Inside a kernel body: the value converted to this dtype."""
+        if self.name in _CONSTANT_ONLY:
+            return UnsignedConstant(self.name, value)
         if _convert is None:
             raise RuntimeError(f"T.{self.name}(x) converts a value inside a @T.prim_func body")
         return _convert(value, self.name)
+
+
+def _constant_only(name: str) -> str:
+    return (f"{name} is not an element type of tilejit (they stop at uint8); T.{name}(c) "
+            f"is a constant of T.tvm_thread_allreduce and T.reinterpret only")
+
+
+class UnsignedConstant:
+    """``T.uint32(1)``, ``T.uint64(0)``: a constant that T.tvm_thread_allreduce
+    and T.reinterpret take (allreduce.py); an error anywhere else."""
+
+    __slots__ = ("name", "value")
+
+    def __init__(self, name: str, value: Any) -> None:
+        if _check_unsigned is not None:
+            _check_unsigned(name, value)
+        self.name = name
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"T.{self.name}({self.value})"
 
 
 # Phase 1's name for the annotation of a scalar parameter.
@@ -114,10 +150,11 @@ def dtype_name(dtype: Any) -> str:
     "float"), a T dtype object, a numpy dtype or scalar type (np.float32,
     ml_dtypes.bfloat16) or a torch dtype (torch.bfloat16). torch is never
     imported: a torch dtype is recognised by its module."""
-    if isinstance(dtype, str):
-        return _C.parse_dtype(dtype)
-    if isinstance(dtype, DType):
-        return dtype.name
+    if isinstance(dtype, DType) or isinstance(dtype, str):
+        name = dtype.name if isinstance(dtype, DType) else dtype
+        if name in _CONSTANT_ONLY:
+            raise ValueError(_constant_only(name))
+        return name if isinstance(dtype, DType) else _C.parse_dtype(dtype)
     module = type(dtype).__module__ or ""
     if module == "torch" or module.startswith("torch."):
         return _C.parse_dtype(str(dtype).rpartition(".")[2])
@@ -151,6 +188,8 @@ int16 = DType("int16")
 int32 = DType("int32")
 int64 = DType("int64")
 uint8 = DType("uint8")
+uint32 = DType("uint32")
+uint64 = DType("uint64")
 boolean = DType("bool")
 # TileLang's aliases.
 float = float32  # noqa: A001

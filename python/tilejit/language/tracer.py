@@ -138,6 +138,7 @@ class Tracer:
         self.kernels_entered = 0
         self.npu_lockstep = False  # ascend.py, Note [Cube and vector in lockstep]
         self.npu_state: Any = None
+        self.reducers: List[Any] = []  # the T.comm_reducers of open "reduce_scope" T.attrs
         # phase 1
         self.grid: Optional[List[Any]] = None
         self.threads: Any = 1

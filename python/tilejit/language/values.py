@@ -84,6 +84,9 @@ def to_handle(tr: Any, x: Any, hint: Optional[str] = None, what: str = "operand"
         if isinstance(x, BufferProxy):
             raise error(TypeError, f"the buffer {x.name} is used as a scalar {what}; index it "
                                    f"(e.g. {x.name}[i])")
+        if isinstance(x, dtypes.UnsignedConstant):
+            raise error(TypeError, f"{x!r} is used as a tile-language {what}; "
+                                   f"{dtypes._constant_only(x.name)}")
         raise error(TypeError, f"{type(x).__name__} {x!r} cannot be a tile-language {what}; "
                                f"expected a number or an expression")
     value, kind = lit
@@ -138,7 +141,15 @@ def cast(x: Any, dtype: Any) -> Any:
     return Value(tr.b.cast(name, h), reads=reads(x))
 
 
-dtypes.register_conversion(cast)
+def check_unsigned_constant(name: str, value: Any) -> None:
+    """T.uint32(c) / T.uint64(c): c an int that fits."""
+    bits = dtypes.bits_of(name)
+    if not _is_int(value) or not 0 <= value < 2**bits:
+        raise error(ValueError, f"T.{name}: expected an int from 0 to 2**{bits} - 1 (a "
+                                f"constant; {dtypes._constant_only(name)}), got {value!r}")
+
+
+dtypes.register_conversion(cast, check_unsigned_constant)
 
 
 def reads(*xs: Any) -> bool:
