@@ -14,6 +14,7 @@
 #include "tilejit/ir/visitor.h"
 #include "tilejit/transform/fold_conditions.h"
 #include "tilejit/transform/split_uniform_conditions.h"
+#include "tilejit/transform/hoist_allocations.h"
 #include "tilejit/transform/hoist_shuffles.h"
 #include "tilejit/transform/predicate.h"
 #include "tilejit/transform/verify.h"
@@ -187,6 +188,7 @@ ir::PrimFunc prepare_tile_func(const runtime::SourceRequest& request,
                                transform::LayoutTarget target) {
   TILEJIT_ICHECK(request.func != nullptr) << "SourceRequest without a PrimFunc";
   ir::PrimFunc f = transform::verify(*request.func);
+  f = transform::hoist_allocations(f);  // Note [Allocations are the kernel's]
   f = transform::hoist_shuffles(f);  // Note [Warp shuffles]
   f = transform::predicate(f);
   f = transform::fold_conditions(f);  // Note [Decided conditions]
