@@ -23,6 +23,7 @@ from .active import active, factory_name, tracing
 from .ascend import NeedsLockstep, enter_npu_kernel, exit_npu_kernel
 from .ascend_concurrent import NeedsConcurrent, Survey
 from .dtypes import DType, dtype_name
+from .remap import make_view
 from .spans import Span, annotated_parameter, error, strip_internal_frames, user_span
 
 Expr = _C.Expr
@@ -109,7 +110,6 @@ def Tensor(shape: Any, dtype: Any = "float32", data: Any = None) -> Any:  # noqa
     (TileLang's name). With ``data`` (``X.data`` of a tensor X), inside a
     kernel: a row-major view of X's storage with this shape (remap.py)."""
     if data is not None:
-        from .remap import make_view
         t = TensorType(shape, dtype)
         return make_view(t.shape, t.dtype, data)
     return TensorType(shape, dtype)

@@ -32,7 +32,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from .loops import LoopRange
 from .spans import error
-from .values import BufferProxy, Region, Value, current_tracer, static_value
+from .values import BufferProxy, Region, TensorData, Value, current_tracer, static_value
 
 Index = Tuple[Any, ...]
 
@@ -206,17 +206,6 @@ def layout_remap(buffer: BufferProxy, layout: Any) -> Callable[[Index], Index]:
 
 
 # --- views ------------------------------------------------------------------
-
-class TensorData:
-    """``X.data``: the storage of a tensor, as ``T.Tensor(shape, dtype, X.data)``
-    takes it."""
-
-    def __init__(self, buffer: BufferProxy) -> None:
-        self.buffer = buffer
-
-    def __repr__(self) -> str:
-        return f"{self.buffer.name}.data"
-
 
 def make_view(shape: Sequence[Any], dtype: str, data: Any) -> BufferProxy:
     """``T.Tensor(shape, dtype, X.data)`` in a kernel: a row-major view of the

@@ -313,6 +313,17 @@ class Region:
         return f"{self.buffer.name}[{', '.join(parts)}]"
 
 
+class TensorData:
+    """``X.data``: the storage of a tensor, as ``T.Tensor(shape, dtype, X.data)``
+    takes it (remap.py)."""
+
+    def __init__(self, buffer: "BufferProxy") -> None:
+        self.buffer = buffer
+
+    def __repr__(self) -> str:
+        return f"{self.buffer.name}.data"
+
+
 def _index_tuple(key: Any) -> Tuple[Any, ...]:
     return key if isinstance(key, tuple) else (key,)
 
@@ -344,7 +355,6 @@ class BufferProxy:
     def data(self) -> Any:
         """TileLang's pointer of a buffer, whose one use in its programs is a
         view over another tensor: ``T.Tensor(shape, dtype, X.data)``."""
-        from .remap import TensorData
         return TensorData(self)
 
     def scope(self) -> str:
