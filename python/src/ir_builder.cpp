@@ -325,6 +325,11 @@ void bind_ir_builder(nb::module_& m) {
            },
            nb::arg("order"), nb::arg("stage"), nb::arg("group"),
            nb::arg("span").none() = nb::none())
+      .def("set_loop_origin",
+           [](TileBuilder& b, std::string op, std::string reason, nb::handle span) {
+             b.set_loop_origin(std::move(op), std::move(reason), to_span(span));
+           },
+           nb::arg("op"), nb::arg("reason"), nb::arg("span").none() = nb::none())
       .def("begin_if",
            [](TileBuilder& b, nb::handle c, nb::handle span) { b.begin_if(to_expr(c, "if"), to_span(span)); },
            nb::arg("cond"), nb::arg("span").none() = nb::none())

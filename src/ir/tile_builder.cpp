@@ -256,6 +256,13 @@ void TileBuilder::set_pipeline_schedule(std::vector<int> order, std::vector<int>
   f.schedule_span = span;
 }
 
+void TileBuilder::set_loop_origin(std::string op, std::string reason, Span span) {
+  State& s = *state_;
+  TILEJIT_CHECK(!s.frames.empty() && s.frames.back().kind == FrameKind::kFor, kInternalError)
+      << s.prefix(span, op) << "a loop origin outside a loop";
+  s.frames.back().origin = {std::move(op), std::move(reason)};
+}
+
 namespace {
 
 // TileLang's rules for a schedule over `n` statements; "" when it keeps them.
@@ -314,7 +321,7 @@ void TileBuilder::end_for(Span span) {
   }
   s.add(make_stmt<ForStmt>(std::move(f.var), std::move(f.min), std::move(f.extent), f.for_kind,
                            f.stages, seq(std::move(f.stmts), f.span), f.span,
-                           std::move(f.schedule)));
+                           std::move(f.schedule), std::move(f.origin)));
 }
 
 void TileBuilder::begin_if(Expr cond, Span span) {

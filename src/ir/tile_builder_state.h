@@ -36,6 +36,7 @@ struct Frame {
   int stages = 0;
   PipelineSchedule schedule;
   Span schedule_span;
+  LoopOrigin origin;
   // kIf / kElse / kWhile
   Expr cond;
   Stmt then_case;  // kElse: the closed then-branch

@@ -186,7 +186,7 @@ Stmt IRMutator::visit_for(const ForStmt* op, const Stmt& s) {
   Stmt body = mutate(op->body);
   if (same(mn, op->min) && same(ext, op->extent) && same(body, op->body)) return s;
   return make_stmt<ForStmt>(op->var, std::move(mn), std::move(ext), op->for_kind, op->stages,
-                            std::move(body), op->span, op->schedule);
+                            std::move(body), op->span, op->schedule, op->origin);
 }
 Stmt IRMutator::visit_if(const IfStmt* op, const Stmt& s) {
   Expr c = mutate(op->cond);

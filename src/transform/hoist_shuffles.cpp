@@ -121,7 +121,7 @@ class Hoister : public ir::IRMutator {
     const Stmt body = mutate(op->body);
     return with_lets(std::move(lets), ir::make_stmt<ir::ForStmt>(op->var, min, extent, op->for_kind,
                                                                  op->stages, body, s.span(),
-                                                                 op->schedule));
+                                                                 op->schedule, op->origin));
   }
 
   Stmt visit_while(const ir::WhileStmt* op, const Stmt& s) override {

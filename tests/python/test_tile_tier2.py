@@ -250,8 +250,8 @@ def test_annotate_layout_errors_name_the_buffer():
         ("fragment", ValueError, "T.annotate_layout: buffer acc: T.Fragment (an index map) is "
          "not a layout tilejit's targets have; they lay tiles out row_major "
          "(make_swizzled_layout is accepted for shared buffers)"),
-        ("global", ValueError, "T.annotate_layout: A is a global tensor; layouts annotate "
-         "shared, fragment and local buffers"),
+        ("global", ValueError, "T.annotate_layout: A is a global tensor; a tensor takes a "
+         "T.Layout (its storage permuted), got str 'row_major'"),
         ("swizzled fragment", ValueError, "T.annotate_layout: acc is a fragment buffer; a "
          "swizzled layout is for shared buffers"),
         ("unknown", TypeError, "T.annotate_layout: buffer A_s: expected a layout "

@@ -142,6 +142,16 @@ struct PipelineSchedule {
   bool operator==(const PipelineSchedule&) const = default;
 };
 
+/// The tile op a loop of the front end's stands for, and why it is a loop
+/// (a T.copy through a remapped global, element by element: Note [Remapped
+/// globals] in python/tilejit/language/remap.py); lowering reports list it
+/// as that op's "elementwise" path. Empty for the author's own loops.
+struct LoopOrigin {
+  std::string op, reason;
+  bool empty() const { return op.empty(); }
+  bool operator==(const LoopOrigin&) const = default;
+};
+
 /// for var in [min, min + extent). T.Parallel(a, b) is two nested kParallel
 /// loops. `stages` is the pipeline depth of a kPipelined loop (0 otherwise).
 struct ForStmt : StmtNode {
@@ -151,11 +161,12 @@ struct ForStmt : StmtNode {
   int stages;
   Stmt body;
   PipelineSchedule schedule;  ///< a kPipelined loop's; empty otherwise
+  LoopOrigin origin;          ///< a front-end loop's tile op; empty otherwise
   ForStmt(Expr v, Expr mn, Expr ext, ForKind k, int st, Stmt b, Span s,
-          PipelineSchedule sched = {})
+          PipelineSchedule sched = {}, LoopOrigin orig = {})
       : StmtNode(StmtKind::kFor, std::move(s)), var(std::move(v)), min(std::move(mn)),
         extent(std::move(ext)), for_kind(k), stages(st), body(std::move(b)),
-        schedule(std::move(sched)) {}
+        schedule(std::move(sched)), origin(std::move(orig)) {}
   TILEJIT_IR_STMT_CLASSOF(kFor)
 };
 

@@ -97,6 +97,9 @@ class TileBuilder {
   /// `span`). An empty `group` is one group per statement.
   void set_pipeline_schedule(std::vector<int> order, std::vector<int> stage,
                              std::vector<std::vector<int>> group, Span span = {});
+  /// Marks the innermost open loop as the front end's form of the tile op
+  /// `op`, for `reason` (ir::LoopOrigin).
+  void set_loop_origin(std::string op, std::string reason, Span span = {});
   void begin_if(Expr cond, Span span = {});
   void begin_else(Span span = {});
   void end_if(Span span = {});

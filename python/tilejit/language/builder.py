@@ -125,6 +125,9 @@ class CBuilder:
     def set_pipeline_schedule(self, order, stage, group, span):
         self._b.set_pipeline_schedule(order, stage, group, _span(span))
 
+    def set_loop_origin(self, op, reason, span):
+        self._b.set_loop_origin(op, reason, _span(span))
+
     def begin_if(self, cond, span):
         self._b.begin_if(cond, _span(span))
 

@@ -23,8 +23,8 @@ from .active import active, factory_name, tracing
 from .ascend import NeedsLockstep, enter_npu_kernel, exit_npu_kernel
 from .ascend_concurrent import NeedsConcurrent, Survey
 from .dtypes import DType, dtype_name
+from .remap import make_view
 from .spans import Span, annotated_parameter, error, strip_internal_frames, user_span
-from .values import view_not_supported
 
 Expr = _C.Expr
 PrimFunc = _C.PrimFunc
@@ -105,11 +105,13 @@ class TensorType:
         return f"T.Tensor([{dims}], {self.dtype!r})"
 
 
-def Tensor(shape: Any, dtype: Any = "float32", data: Any = None) -> TensorType:  # noqa: N802
+def Tensor(shape: Any, dtype: Any = "float32", data: Any = None) -> Any:  # noqa: N802
     """``T.Tensor([b, s, heads, dim], "bfloat16")``: a tensor parameter's type
-    (TileLang's name). ``data`` (a view over another tensor) is refused."""
+    (TileLang's name). With ``data`` (``X.data`` of a tensor X), inside a
+    kernel: a row-major view of X's storage with this shape (remap.py)."""
     if data is not None:
-        raise error(NotImplementedError, view_not_supported("T.Tensor(shape, dtype, data)"))
+        t = TensorType(shape, dtype)
+        return make_view(t.shape, t.dtype, data)
     return TensorType(shape, dtype)
 
 

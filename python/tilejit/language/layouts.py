@@ -5,8 +5,10 @@ The check happens where the annotation is written, so its error carries the
 author's span and names the buffer: a swizzled shared layout is accepted
 (the CPU keeps its row-major tiles; swizzling is a GPU bank concern that
 never changes which element an index names), ``"row_major"`` is honoured,
-and an index map (``T.Layout`` / ``T.Fragment``) is an error because no
-target of tilejit lays tiles out by one.
+and an index map (``T.Layout`` / ``T.Fragment``) on a tile is an error
+because no target of tilejit lays tiles out by one. A ``T.Layout`` on a
+global tensor permutes its storage, as in TileLang (remap.py, Note
+[Remapped globals]).
 """
 
 from __future__ import annotations
@@ -14,8 +16,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..layout import Layout, SwizzledLayout
+from .remap import layout_remap
 from .spans import error
 from .values import BufferProxy, current_tracer
+
+
+def _name(layout: Any) -> str:
+    return getattr(layout, "kind", None) or f"{type(layout).__name__} {layout!r}"
 
 
 def _check_one(buffer: Any, layout: Any) -> None:
@@ -24,8 +31,14 @@ def _check_one(buffer: Any, layout: Any) -> None:
         raise error(TypeError, f"{op}: a key must be a buffer, got {type(buffer).__name__}")
     name = buffer.name
     if buffer.scope_name == "global":
-        raise error(ValueError, f"{op}: {name} is a global tensor; layouts annotate shared, "
-                                f"fragment and local buffers")
+        if type(layout) is Layout:
+            if buffer.remap is not None:
+                raise error(ValueError, f"{op}: global buffer {name} already has a layout or is "
+                                        f"a view; it takes one T.Layout")
+            buffer.remap = layout_remap(buffer, layout)
+            return
+        raise error(ValueError, f"{op}: {name} is a global tensor; a tensor takes a T.Layout "
+                                f"(its storage permuted), got {_name(layout)}")
     if isinstance(layout, SwizzledLayout):
         if buffer.scope_name != "shared":
             raise error(ValueError, f"{op}: {name} is a {buffer.scope_name} buffer; a swizzled "

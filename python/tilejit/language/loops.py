@@ -25,6 +25,8 @@ class LoopRange:
         self.stages = stages
         self.offset: Any = 0
         self.schedule: Any = None  # T.Pipelined's (order, stage, group), or None
+        # The tile op a front-end loop stands for, and why: (op, reason), or None.
+        self.origin: Any = None
 
     def __iter__(self) -> Any:
         return current_tracer(self.what).ir_loop(self, None)

@@ -13,6 +13,7 @@ from . import dtypes
 from .active import active
 from .spans import error, user_span
 from .loops import LoopRange, serial_range
+from .remap import check_not_remapped, elementwise_copy, remapped_element
 from .values import (BufferProxy, Region, Value, VarBuffer, call_intrinsic, current_tracer,
                      int_op, is_symbolic, min_max, static_value, to_handle)
 from .values import cast as _cast
@@ -262,6 +263,9 @@ def copy(src: Any, dst: Any, coalesced_width: Any = None, disable_tma: bool = Fa
             check(s, d)
             break
     b = tr.tile("T.copy", span)
+    if s.buffer.remap is not None or d.buffer.remap is not None:
+        elementwise_copy(s, d, span)  # Note [Remapped globals]
+        return
     if options.get("enable_relu"):
         # TileLang-Ascend's L0C -> GM copy with a ReLU on the way (ascend.py).
         state = getattr(tr, "npu_state", None)
@@ -304,6 +308,7 @@ def gemm(A: Any, B: Any, C: Any, transpose_A: bool = False, transpose_B: bool = 
     except (ValueError, TypeError):
         raise error(ValueError, f"T.gemm: policy must be a T.GemmWarpPolicy, got {policy!r}",
                     span) from None
+    check_not_remapped("T.gemm", ra, rb, rc)
     b = tr.tile("T.gemm", span)
     b.gemm(_region_handle(tr, ra), _region_handle(tr, rb), _region_handle(tr, rc),
            bool(transpose_A), bool(transpose_B), bool(clear_accum), policy_value, span)
@@ -314,6 +319,7 @@ def fill(buffer: Any, value: Any, annotations: Any = None) -> None:
     span = user_span()
     tr = current_tracer("T.fill")
     r = _region("T.fill", "destination", buffer)
+    check_not_remapped("T.fill", r)
     b = tr.tile("T.fill", span)
     h = to_handle(tr, value, r.buffer.dtype, "fill value")
     if b.dtype(h) != r.buffer.dtype:
@@ -326,6 +332,7 @@ def clear(buffer: Any, annotations: Any = None) -> None:
     span = user_span()
     tr = current_tracer("T.clear")
     r = _region("T.clear", "destination", buffer)
+    check_not_remapped("T.clear", r)
     b = tr.tile("T.clear", span)
     h = to_handle(tr, 0, r.buffer.dtype)
     _per_core(tr, (r.buffer,), lambda: b.fill(_region_handle(tr, r), h, span))
@@ -352,6 +359,7 @@ def reduce(buffer: Any, out: Any, reduce_type: str, dim: int = -1, clear: bool =
                                 f"{src.buffer.name}", span)
     if is_symbolic(clear) or not isinstance(clear, (bool, int)):
         raise error(TypeError, f"{op}: clear must be a Python bool, got {_describe(clear)}", span)
+    check_not_remapped(op, src, dst)
     b = tr.tile(op, span)
     axis = dim + rank if dim < 0 else dim
     if getattr(src.buffer, "core_prefix", None) is not None:
@@ -398,6 +406,7 @@ def atomic_add(dst: Any, value: Any, memory_order: Any = None, return_prev: bool
     r = _region("T.atomic_add", "destination", dst)
     if isinstance(value, (BufferProxy, Region)) and not isinstance(value, VarBuffer):
         src = _region("T.atomic_add", "source", value)
+        check_not_remapped("T.atomic_add of a region", r, src)
         b = tr.tile("T.atomic_add", span)
         b.atomic_add(_region_handle(tr, r), _region_handle(tr, src), span)
         return
@@ -407,6 +416,10 @@ def atomic_add(dst: Any, value: Any, memory_order: Any = None, return_prev: bool
         h = b.cast(r.buffer.dtype, h)
     if r.ranges is not None and all(ext is None for _, ext in r.ranges):
         r = Region(r.buffer, [(mn, 1) for mn, _ in r.ranges])  # one element
+    if r.buffer.remap is not None:
+        if r.ranges is None or any(static_value(ext) != 1 for _, ext in r.ranges):
+            check_not_remapped("T.atomic_add of a region", r)
+        r = remapped_element(r)  # Note [Remapped globals]
     b.atomic_add(_region_handle(tr, r), h, span)
 
 

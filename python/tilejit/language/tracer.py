@@ -470,6 +470,8 @@ class Tracer:
             v = b.begin_for(name, hmin, hext, kinds[lr.kind], lr.stages, span)
             if lr.schedule is not None and lr.kind == "pipelined":
                 b.set_pipeline_schedule(*lr.schedule, span)
+            if lr.origin is not None and d == 0:
+                b.set_loop_origin(*lr.origin, span)
             self.frames.append(FOR)
             self.loop_extents.append(static_value(ext))
             loop_vars.append(Value(v))

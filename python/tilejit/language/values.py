@@ -324,12 +324,15 @@ class Region:
         return f"{self.buffer.name}[{', '.join(parts)}]"
 
 
-def view_not_supported(what: str, tensor: Optional[str] = None) -> str:
-    """The message for T.Tensor(shape, dtype, X.data), a buffer view over
-    another tensor (TileLang's convolution idiom); `tensor` is X's name."""
-    return (f"{what}: a buffer view over another tensor (T.Tensor(shape, dtype, "
-            f"{tensor or 'X'}.data), TileLang's convolution idiom) is not supported; index "
-            f"{tensor or 'that tensor'} itself, mapping the view's indices onto its shape")
+class TensorData:
+    """``X.data``: the storage of a tensor, as ``T.Tensor(shape, dtype, X.data)``
+    takes it (remap.py)."""
+
+    def __init__(self, buffer: "BufferProxy") -> None:
+        self.buffer = buffer
+
+    def __repr__(self) -> str:
+        return f"{self.buffer.name}.data"
 
 
 def _index_tuple(key: Any) -> Tuple[Any, ...]:
@@ -338,7 +341,13 @@ def _index_tuple(key: Any) -> Tuple[Any, ...]:
 
 class BufferProxy:
     """A buffer of a tile body: a tensor parameter (global) or an
-    allocation. ``shape`` is as declared (ints and symbolic expressions)."""
+    allocation. ``shape`` is as declared (ints and symbolic expressions).
+    ``remap``, where set, maps its indices to those of the storage `buf`
+    (a global with a T.Layout, or a view; remap.py, Note [Remapped
+    globals])."""
+
+    remap: Any = None
+    view_of: Optional[str] = None
 
     def __init__(self, name: str, shape: Sequence[Any], dtype: str, scope: str,
                  handle: Any = None) -> None:
@@ -356,8 +365,8 @@ class BufferProxy:
     @property
     def data(self) -> Any:
         """TileLang's pointer of a buffer, whose one use in its programs is a
-        view over another tensor: refused with what to write instead."""
-        raise error(NotImplementedError, view_not_supported(f"{self.name}.data", self.name))
+        view over another tensor: ``T.Tensor(shape, dtype, X.data)``."""
+        return TensorData(self)
 
     def scope(self) -> str:
         return self.scope_name
@@ -378,7 +387,8 @@ class BufferProxy:
             return self.region(idx)
         self._check_rank(len(idx), "indexed")
         tr = current_tracer("indexing a buffer")
-        handles = [to_handle(tr, k, what="index") for k in idx]
+        where = self.remap(idx) if self.remap is not None else idx
+        handles = [to_handle(tr, k, what="index") for k in where]
         return Value(tr.b.load(self.buf, handles), (self, list(idx)))
 
     def region(self, idx: Tuple[Any, ...]) -> Region:
@@ -403,7 +413,7 @@ class BufferProxy:
                                     f"use T.fill, T.copy or a T.Parallel loop")
         self._check_rank(len(idx), "indexed")
         tr = current_tracer("storing to a buffer")
-        tr.store(self, idx, value)
+        tr.store(self, self.remap(idx) if self.remap is not None else idx, value)
 
     def __len__(self) -> int:
         return int(static_value(self.shape[0])) if self.shape else 0

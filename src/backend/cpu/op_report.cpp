@@ -95,6 +95,9 @@ void report_kernel(const ir::KernelStmt& kernel, const transform::ThreadUniformi
     }
     void visit_print(const ir::PrintOp*, const ir::Stmt& s) override { other("T.print", s); }
     void visit_for(const ir::ForStmt* op, const ir::Stmt& s) override {
+      if (!op->origin.empty()) {  // a tile op the front end wrote as a loop (ir::LoopOrigin)
+        report->ops.push_back({op->origin.op, s.span(), "elementwise", op->origin.reason});
+      }
       // Note [CPU lowering of tile IR]: one thread runs a block, so there is
       // nothing to overlap a load with.
       if (op->for_kind == ir::ForKind::kPipelined && op->stages > 1) {

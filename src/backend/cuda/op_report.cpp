@@ -293,6 +293,11 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReason
     void visit_atomic_add(const ir::AtomicAddOp*, const ir::Stmt& s) override { op(s); }
     void visit_print(const ir::PrintOp*, const ir::Stmt& s) override { op(s); }
     void visit_for(const ir::ForStmt* op, const ir::Stmt& s) override {
+      if (!op->origin.empty()) {
+        // A tile op the front end wrote as a loop (ir::LoopOrigin).
+        report->ops.push_back(Diagnostic{op->origin.op, s.span(), "elementwise",
+                                         op->origin.reason});
+      }
       if (op->for_kind == ir::ForKind::kParallel) {
         nest += 1;
         ir::IRVisitor::visit_for(op, s);
