@@ -397,7 +397,18 @@ __device__ __forceinline__ void acc_store_shared(const E* acc, T* dst) {
                              mma_detail::pack16(convert<T>(t[2]), convert<T>(t[3])),
                              mma_detail::pack16(convert<T>(t[4]), convert<T>(t[5])),
                              mma_detail::pack16(convert<T>(t[6]), convert<T>(t[7]))};
-      mma_detail::stmatrix_x4(base + (L::block_row(mt) - L::row0()) * LD + np * 16, r);
+      T* const p = base + (L::block_row(mt) - L::row0()) * LD + np * 16;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+      mma_detail::stmatrix_x4(p, r);
+#else
+      // Before sm_90, no stmatrix: register q goes to row lane / 4 (+ 8 for
+      // q odd) of its matrix, columns (lane % 4) * 2 (+ 8 for q >= 2).
+      T* const q0 = p - (lane % 16) * LD - (lane / 16) * 8 + (lane / 4) * LD + (lane % 4) * 2;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        *reinterpret_cast<unsigned*>(q0 + (q % 2) * 8 * LD + (q / 2) * 8) = r[q];
+      }
+#endif
     }
   }
 }
