@@ -303,6 +303,13 @@ std::string TileCodegen::element(const BufferAccess& b, const std::vector<ir::Ex
 }
 
 void TileCodegen::line(const std::string& text) {
+  // Note [Line directives]: every line a statement emits is the author's
+  // line, not only its first (a barrier put before a store, then the store).
+  if (line_directives_ && directive_line_ > 0 && directive_used_) {
+    ++lines_;
+    os_ << "#line " << directive_line_ << " " << c_string_literal(directive_file_) << "\n";
+  }
+  directive_used_ = true;
   ++lines_;
   os_ << std::string(size_t(depth_ + base_levels_) * 2, ' ') << text << '\n';
 }
@@ -399,8 +406,9 @@ std::string restore_line_numbers(const std::string& source, const std::string& u
 // Note [Line directives]
 // A generated unit (CUDA, and the CPU's C++) maps its kernel bodies' lines
 // to the author's: before
-// the lines of a statement whose span is known, `#line L "file"` (again only
-// where the file:line changes), so that NVRTC's errors, ptxas's warnings and,
+// the lines of a statement whose span is known, `#line L "file"` (again
+// before each further line it emits, so that a barrier or a declaration
+// the lowering puts first does not shift the statement's own line), so that NVRTC's errors, ptxas's warnings and,
 // through -lineinfo, compute-sanitizer's and the profilers' reports name the
 // author's line; on the CPU, g++'s messages and a debugger's line table. After a body, kLineRestoreMarker becomes the #line that
 // returns to the unit's own numbering, once the unit is assembled
@@ -412,6 +420,7 @@ void TileCodegen::emit_stmt(const ir::Stmt& s) {
       (s.span().line != directive_line_ || s.span().file != directive_file_)) {
     directive_line_ = s.span().line;
     directive_file_ = s.span().file;
+    directive_used_ = false;
     ++lines_;
     os_ << "#line " << directive_line_ << " " << c_string_literal(directive_file_) << "\n";
   }

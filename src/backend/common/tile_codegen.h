@@ -236,6 +236,7 @@ class TileCodegen {
   bool line_directives_ = false;
   std::string directive_file_;
   int directive_line_ = 0;
+  bool directive_used_ = false;  // a line was emitted under the last #line
   std::map<uint64_t, std::string> vars_;          // IR var id -> C++ name
   std::map<uint64_t, BufferAccess> buffers_;      // buffer id -> access
   std::map<std::string, int> used_names_;         // C++ names taken -> next suffix
