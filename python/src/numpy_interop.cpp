@@ -106,6 +106,9 @@ PyArray_Descr* descr_for(DataType t) {
   else if (t == DataType::int32()) type_num = NPY_INT32;
   else if (t == DataType::int64()) type_num = NPY_INT64;
   else if (t == DataType::uint8()) type_num = NPY_UINT8;
+  else if (t == DataType::uint16()) type_num = NPY_UINT16;
+  else if (t == DataType::uint32()) type_num = NPY_UINT32;
+  else if (t == DataType::uint64()) type_num = NPY_UINT64;
   else if (t == DataType::boolean()) type_num = NPY_BOOL;
   if (type_num >= 0) return PyArray_DescrFromType(type_num);
   if (t == DataType::bfloat16()) {

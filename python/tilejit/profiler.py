@@ -137,7 +137,7 @@ def _supply(shape: List[int], dtype: str, kind: TensorSupplyType, rng: Any) -> n
         data = np.ones(shape)
     elif dtype == "bool":
         data = rng.integers(0, 2, size=shape)
-    elif dtype == "uint8":
+    elif dtype in ("uint8", "uint16", "uint32", "uint64"):
         data = rng.integers(0, 3, size=shape)
     elif kind == TensorSupplyType.Integer or not floating:
         data = rng.integers(-2, 3, size=shape)

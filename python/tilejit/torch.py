@@ -30,6 +30,8 @@ _DTYPES = {
     "bfloat16": torch.bfloat16, "int8": torch.int8, "int16": torch.int16,
     "int32": torch.int32, "int64": torch.int64, "uint8": torch.uint8, "bool": torch.bool,
 }
+# torch has uint16 / uint32 / uint64 tensors from 2.3 on.
+_DTYPES.update({n: getattr(torch, n) for n in ("uint16", "uint32", "uint64") if hasattr(torch, n)})
 _DTYPE_NAMES = {v: k for k, v in _DTYPES.items()}
 
 # Scalar inputs (a PrimFunc's scalars are int32, int64 or float32): integers

@@ -13,7 +13,7 @@ struct NamedType {
   DataType type;
 };
 
-constexpr std::array<NamedType, 10> kCanonical = {{
+constexpr std::array<NamedType, 13> kCanonical = {{
     {"float64", DataType::float64()},
     {"float32", DataType::float32()},
     {"float16", DataType::float16()},
@@ -23,6 +23,9 @@ constexpr std::array<NamedType, 10> kCanonical = {{
     {"int32", DataType::int32()},
     {"int64", DataType::int64()},
     {"uint8", DataType::uint8()},
+    {"uint16", DataType::uint16()},
+    {"uint32", DataType::uint32()},
+    {"uint64", DataType::uint64()},
     {"bool", DataType::boolean()},
 }};
 
@@ -67,7 +70,7 @@ DataType DataType::parse(std::string_view text) {
   }
   TILEJIT_THROW(kValueError) << "unknown dtype '" << text
                              << "'; expected one of float64, float32, float16, bfloat16, "
-                                "int8, int16, int32, int64, uint8, bool";
+                                "int8, int16, int32, int64, uint8, uint16, uint32, uint64, bool";
 }
 
 bool is_supported(DataType t) {

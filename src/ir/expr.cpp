@@ -25,6 +25,15 @@ namespace tilejit::ir {
 // may produce one, and none can make the call path undefined.
 // Tile-IR constants of a narrower int dtype are computed the same way on
 // int64, then wrapped to their width (make_int); shapes are int64.
+//
+// Note [Unsigned constants]
+// An unsigned constant holds its value's bits in the int64 `value`: uint8,
+// uint16 and uint32 values are the non-negative int64 of that value, so the
+// int64 folding above, wrapped to the width, is C's modular arithmetic; a
+// uint64 value at or above 2^63 reads as a negative int64. Folding uint64
+// on int64 would compare, divide and shift those wrongly, so make_binary
+// leaves uint64 operations unfolded and simplify() keeps every unsigned
+// expression as an atom; the generated code computes them in uint64_t.
 
 namespace {
 
@@ -269,7 +278,9 @@ DataType promote(DataType a, DataType b) {
   if (a.code == DataType::kBool) return b;
   if (b.code == DataType::kBool) return a;
   if (a.bits != b.bits) return a.bits > b.bits ? a : b;
-  return a.code == DataType::kInt ? a : b;  // int and uint of one width: the signed one
+  // int and uint of one width: the unsigned one, as in C and TVM's
+  // BinaryOpMatchTypes (uint32 + int32 is uint32).
+  return a.code == DataType::kUInt ? a : b;
 }
 
 Expr make_binary(ExprKind kind, Expr a, Expr b) {
@@ -301,7 +312,10 @@ Expr make_binary(ExprKind kind, Expr a, Expr b) {
   if (int_division && y.is_const() && y.int_value() == 0) {
     TILEJIT_THROW(kValueError) << "division by constant zero in " << to_string(e);
   }
-  if (x.is_const() && y.is_const()) {
+  // Note [Unsigned constants]: uint64 constants are not folded; int64
+  // arithmetic would misread those at or above 2^63.
+  const bool foldable = operand_type != DataType::uint64();
+  if (x.is_const() && y.is_const() && foldable) {
     int64_t v = 0;
     if (!apply_extended(kind, x.int_value(), y.int_value(), &v)) {
       TILEJIT_THROW(kValueError) << "int64 overflow in " << to_string(e);

@@ -216,14 +216,16 @@ class ToPoly : public ExprFunctor<Poly> {
  protected:
   const char* walk_name() const override { return "simplify"; }
   Poly visit_int_imm(const IntImmNode* op, const Expr& e) override {
-    return op->dtype.is_int() ? constant(op->value) : atom(e);
+    // Note [Unsigned constants] (expr.cpp): unsigned values wrap, polynomials don't.
+    return op->dtype.code == DataType::kInt ? constant(op->value) : atom(e);
   }
   Poly visit_float_imm(const FloatImmNode*, const Expr& e) override { return atom(e); }
   Poly visit_var(const VarNode*, const Expr& e) override { return atom(e); }
   Poly visit_binary(const BinaryNode* op, const Expr& e) override {
     // Integer arithmetic only (coefficients are computed on int64, Note
     // [Integer semantics]); compares, logic and floats are atoms.
-    if (!op->dtype.is_int() || !op->a.dtype().is_int() || !op->b.dtype().is_int()) {
+    if (op->dtype.code != DataType::kInt || op->a.dtype().code != DataType::kInt ||
+        op->b.dtype().code != DataType::kInt) {
       return atom(e);
     }
     switch (op->kind) {
@@ -259,7 +261,7 @@ Expr simplify(const Expr& e) {
   }
   // A constant result keeps the expression's dtype (int32 index arithmetic
   // stays int32); non-constant terms carry their own dtypes.
-  if (out.is_const() && out.dtype() != e.dtype() && e.dtype().is_int()) {
+  if (out.is_const() && out.dtype() != e.dtype() && e.dtype().code == DataType::kInt) {
     out = make_int(out.int_value(), e.dtype());
   }
   return out;
@@ -379,7 +381,9 @@ class Prover {
       }
       default: break;
     }
-    if (!is_compare_kind(c.kind()) || !c.a().dtype().is_int() || !c.b().dtype().is_int()) {
+    // Signed operands only: unsigned ones wrap (Note [Unsigned constants]).
+    if (!is_compare_kind(c.kind()) || c.a().dtype().code != DataType::kInt ||
+        c.b().dtype().code != DataType::kInt) {
       return std::nullopt;
     }
     // a > b is b < a, a >= b is b <= a: d is the left side minus the right.
@@ -491,11 +495,13 @@ class Prover {
       }
       case ExprKind::kCast: {
         const Expr& v = e.as<CastNode>()->value;
-        return v.dtype().is_int() && e.dtype().is_int() ? interval(v, depth + 1) : Interval{};
+        const bool signed_ints =
+            v.dtype().code == DataType::kInt && e.dtype().code == DataType::kInt;
+        return signed_ints ? interval(v, depth + 1) : Interval{};
       }
       default: break;
     }
-    if (e.as<BinaryNode>() == nullptr || !e.dtype().is_int()) return {};
+    if (e.as<BinaryNode>() == nullptr || e.dtype().code != DataType::kInt) return {};
     const Interval x = interval(e.a(), depth + 1), y = interval(e.b(), depth + 1);
     const int64_t k = e.b().is_const() ? e.b().int_value() : 0;
     auto each = [&x](int64_t (*f)(int64_t, int64_t), int64_t k) {

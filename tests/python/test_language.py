@@ -112,10 +112,12 @@ def test_ml_dtypes_bfloat16_is_a_dtype():
 
 def test_unknown_dtype():
     with raises_exact(ValueError, "unknown dtype 'float8'; expected one of float64, float32, "
-                                  "float16, bfloat16, int8, int16, int32, int64, uint8, bool"):
+                                  "float16, bfloat16, int8, int16, int32, int64, uint8, uint16, "
+                                  "uint32, uint64, bool"):
         T.Tensor([4], "float8")
     with raises_exact(ValueError, "unknown dtype 'complex64'; expected one of float64, float32, "
-                                  "float16, bfloat16, int8, int16, int32, int64, uint8, bool"):
+                                  "float16, bfloat16, int8, int16, int32, int64, uint8, uint16, "
+                                  "uint32, uint64, bool"):
         T.Tensor([4], np.complex64)
     with raises_exact(TypeError, "unknown dtype 3.5; expected a name such as 'float32', a numpy "
                                  "dtype or a torch dtype"):

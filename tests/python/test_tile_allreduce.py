@@ -222,30 +222,19 @@ def test_evaluate_of_anything_else():
         _traced(body)
 
 
-def test_uint32_is_a_constant_only():
-    def body(X):
-        X[0] = X[0] + T.uint32(1)  # AS-OPERAND
-    line = line_of("# AS-OPERAND")
-    with raises_exact(TypeError, f"{F}:{line}:16: T.uint32(1) is used as a tile-language "
-                                 f"operand; uint32 is not an element type of tilejit (they "
-                                 f"stop at uint8); "
-                                 f"T.uint32(c) is a constant of T.tvm_thread_allreduce and "
-                                 f"T.reinterpret only"):
-        _traced(body)
-
-    def alloc(X):
-        T.alloc_local((1,), T.uint64)  # AS-DTYPE
-    line = line_of("# AS-DTYPE")
-    with raises_exact(ValueError, f"{F}:{line}:9: T.alloc_local: uint64 is not an element type "
-                                  f"of tilejit (they stop at uint8); T.uint64(c) is a constant "
-                                  f"of T.tvm_thread_allreduce and T.reinterpret only"):
-        _traced(alloc)
-
+def test_unsigned_constant_out_of_range():
+    # T.uint32(c) is the all-reduce's constant and, as an operand, a uint32
+    # constant (test_tile_unsigned.py); either way c must fit.
     def negative(X):
         T.uint32(-1)  # NEGATIVE
     line = line_of("# NEGATIVE")
-    with raises_exact(ValueError, f"{F}:{line}:9: T.uint32: expected an int from 0 to 2**32 - 1 "
-                                  f"(a constant; uint32 is not an element type of tilejit (they "
-                                  f"stop at uint8); T.uint32(c) is a constant of "
-                                  f"T.tvm_thread_allreduce and T.reinterpret only), got -1"):
+    with raises_exact(ValueError, f"{F}:{line}:9: T.uint32: expected an int from 0 to 2**32 - 1, "
+                                  f"got -1"):
         _traced(negative)
+
+    def too_big(X):
+        T.uint64(2**64)  # TOO-BIG
+    line = line_of("# TOO-BIG")
+    with raises_exact(ValueError, f"{F}:{line}:9: T.uint64: expected an int from 0 to 2**64 - 1, "
+                                  f"got {2**64}"):
+        _traced(too_big)

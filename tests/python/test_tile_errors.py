@@ -279,7 +279,8 @@ def test_allocation_arguments():
             with T.Kernel(1):
                 T.alloc_shared((4, 4), "float8")
     kernel_error(ValueError, "T.alloc_shared: unknown dtype 'float8'; expected one of float64, "
-                             "float32, float16, bfloat16, int8, int16, int32, int64, uint8, bool",
+                             "float32, float16, bfloat16, int8, int16, int32, int64, uint8, uint16, "
+                             "uint32, uint64, bool",
                  4, 17, make)
 
     def make():

@@ -57,7 +57,8 @@ def test_dtype_objects_and_datatype():
     assert tilelang.DataType(T.int64).bits == 64 and tilelang.DataType("float").itemsize == 4
     assert tilelang.DataType("bool").is_bool()
     with raises_exact(ValueError, "unknown dtype 'float8'; expected one of float64, float32, "
-                                  "float16, bfloat16, int8, int16, int32, int64, uint8, bool"):
+                                  "float16, bfloat16, int8, int16, int32, int64, uint8, uint16, "
+                                  "uint32, uint64, bool"):
         tilelang.DataType("float8")
 
 

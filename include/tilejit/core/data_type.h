@@ -28,11 +28,15 @@ struct DataType {
   static constexpr DataType int32() { return {kInt, 32}; }
   static constexpr DataType int64() { return {kInt, 64}; }
   static constexpr DataType uint8() { return {kUInt, 8}; }
+  static constexpr DataType uint16() { return {kUInt, 16}; }
+  static constexpr DataType uint32() { return {kUInt, 32}; }
+  static constexpr DataType uint64() { return {kUInt, 64}; }
   static constexpr DataType boolean() { return {kBool, 8}; }
 
   /// Bytes of one element (bool is one byte, as in DLPack and numpy).
   constexpr int64_t bytes() const { return (int64_t{bits} * lanes + 7) / 8; }
   constexpr bool is_int() const { return code == kInt || code == kUInt; }
+  constexpr bool is_uint() const { return code == kUInt; }
   constexpr bool is_float() const { return code == kFloat || code == kBFloat; }
 
   /// "float32", "bfloat16", "int64", "bool", ...

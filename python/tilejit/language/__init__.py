@@ -73,7 +73,8 @@ from .macros import BufferType, FragmentBuffer, LocalBuffer, SharedBuffer, macro
 from ..layout import Fragment, Layout
 from .allreduce import attr, comm_reducer, evaluate, reinterpret, tvm_thread_allreduce
 from .dtypes import (DType, ScalarType, bfloat16, boolean, dtype_name, float16, float32,
-                     float64, int8, int16, int32, int64, uint8, uint32, uint64)
+                     float64, int8, int16, int32, int64, uint8, uint16, uint32,
+                     uint64)
 from .eager import const, empty
 from .ops import (Cast, GemmWarpPolicy, Parallel, Pipelined, abs, alloc_fragment,
                   alloc_global, alloc_local, alloc_reducer, alloc_shared, alloc_var, cast,
@@ -102,7 +103,7 @@ __all__ = [
     "SharedBuffer", "FragmentBuffer", "LocalBuffer", "BufferType", "annotate_layout", "Layout",
     "Fragment",
     "float64", "float32", "float16", "bfloat16", "float", "double", "half", "int8", "int16",
-    "int32", "int64", "uint8", "uint32", "uint64", "bool",
+    "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
     "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_reducer",
     "alloc_global", "finalize_reducer", "get_thread_binding", "get_block_binding",
     "serial", "Serial", "unroll", "Unroll", "vectorized", "Vectorized", "use_swizzle", "Pipelined", "Parallel",

@@ -32,15 +32,16 @@ def register_conversion(convert: Callable[[Any, str], Any],
 
 
 __all__ = ["DType", "ScalarType", "DataType", "UnsignedConstant", "dtype_name", "is_float",
-           "is_int", "bits_of"]
+           "is_int", "is_unsigned", "bits_of"]
 
-# T.uint32 and T.uint64 are not element types (they stop at uint8): their
-# constants, T.uint32(1), are the arguments of TVM's thread all-reduce
-# (allreduce.py) and nothing else.
-_CONSTANT_ONLY = {"uint32": 32, "uint64": 64}
+# T.uint32(c) / T.uint64(c) of a Python int is an UnsignedConstant: the
+# argument TVM's thread all-reduce and T.reinterpret take (allreduce.py), and
+# in arithmetic a constant of that dtype (values.to_handle).
+_UNSIGNED_CONSTANTS = ("uint32", "uint64")
 
 _BITS = {"float64": 64, "float32": 32, "float16": 16, "bfloat16": 16, "int8": 8, "int16": 16,
-         "int32": 32, "int64": 64, "uint8": 8, "uint32": 32, "uint64": 64, "bool": 1}
+         "int32": 32, "int64": 64, "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64,
+         "bool": 1}
 
 
 class DType:
@@ -80,21 +81,18 @@ class DType:
 
     def __call__(self, value: Any) -> Any:
         """Inside a kernel body: the value converted to this dtype."""
-        if self.name in _CONSTANT_ONLY:
+        if self.name in _UNSIGNED_CONSTANTS and isinstance(value, int) and \
+                not isinstance(value, bool):
             return UnsignedConstant(self.name, value)
         if _convert is None:
             raise RuntimeError(f"T.{self.name}(x) converts a value inside a @T.prim_func body")
         return _convert(value, self.name)
 
 
-def _constant_only(name: str) -> str:
-    return (f"{name} is not an element type of tilejit (they stop at uint8); T.{name}(c) "
-            f"is a constant of T.tvm_thread_allreduce and T.reinterpret only")
-
-
 class UnsignedConstant:
     """``T.uint32(1)``, ``T.uint64(0)``: a constant that T.tvm_thread_allreduce
-    and T.reinterpret take (allreduce.py); an error anywhere else."""
+    and T.reinterpret take (allreduce.py), and a constant of its dtype as an
+    operand."""
 
     __slots__ = ("name", "value")
 
@@ -152,8 +150,6 @@ def dtype_name(dtype: Any) -> str:
     imported: a torch dtype is recognised by its module."""
     if isinstance(dtype, DType) or isinstance(dtype, str):
         name = dtype.name if isinstance(dtype, DType) else dtype
-        if name in _CONSTANT_ONLY:
-            raise ValueError(_constant_only(name))
         return name if isinstance(dtype, DType) else _C.parse_dtype(dtype)
     module = type(dtype).__module__ or ""
     if module == "torch" or module.startswith("torch."):
@@ -172,7 +168,11 @@ def is_float(name: str) -> bool:
 
 
 def is_int(name: str) -> bool:
-    return name in ("int8", "int16", "int32", "int64", "uint8")
+    return name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+
+def is_unsigned(name: str) -> bool:
+    return name in ("uint8", "uint16", "uint32", "uint64")
 
 
 def bits_of(name: str) -> int:
@@ -188,6 +188,7 @@ int16 = DType("int16")
 int32 = DType("int32")
 int64 = DType("int64")
 uint8 = DType("uint8")
+uint16 = DType("uint16")
 uint32 = DType("uint32")
 uint64 = DType("uint64")
 boolean = DType("bool")

@@ -79,28 +79,40 @@ def to_handle(tr: Any, x: Any, hint: Optional[str] = None, what: str = "operand"
         if x.is_const:
             return tr.b.const(x.value, hint if hint and dtypes.is_int(hint) else "int64")
         return tr.b.symbol(x)
+    if isinstance(x, dtypes.UnsignedConstant):
+        return int_const(tr, x.value, x.name)
     lit = _literal(x)
     if lit is None:
         if isinstance(x, BufferProxy):
             raise error(TypeError, f"the buffer {x.name} is used as a scalar {what}; index it "
                                    f"(e.g. {x.name}[i])")
-        if isinstance(x, dtypes.UnsignedConstant):
-            raise error(TypeError, f"{x!r} is used as a tile-language {what}; "
-                                   f"{dtypes._constant_only(x.name)}")
         raise error(TypeError, f"{type(x).__name__} {x!r} cannot be a tile-language {what}; "
                                f"expected a number or an expression")
     value, kind = lit
     if kind == "bool":
         return tr.b.const(value, "bool")
     if kind == "int":
-        if hint is not None and (dtypes.is_int(hint) or dtypes.is_float(hint)):
-            return tr.b.const(float(value) if dtypes.is_float(hint) else value, hint)
+        if hint is not None and dtypes.is_int(hint):
+            return int_const(tr, value, hint)
+        if hint is not None and dtypes.is_float(hint):
+            return tr.b.const(float(value), hint)
         return tr.b.const(value, "int32" if -2**31 <= value < 2**31 else "int64")
     if kind == "float":
         if hint is not None and dtypes.is_float(hint):
             return tr.b.const(value, hint)
         return tr.b.const(value, "float32")
-    return tr.b.const(value, kind)  # a numpy scalar keeps its dtype
+    if dtypes.is_int(kind):
+        return int_const(tr, value, kind)  # a numpy scalar keeps its dtype
+    return tr.b.const(value, kind)
+
+
+def int_const(tr: Any, value: int, dtype: str) -> Any:
+    """An int constant of an int dtype, wrapped to its width as C converts;
+    a uint64 at or above 2**63 goes as its bits (Note [Unsigned constants])."""
+    value = int(value)
+    if dtype == "uint64" and 2**63 <= value < 2**64:
+        value -= 2**64
+    return tr.b.const(value, dtype)
 
 
 def dtype_of(tr: Any, x: Any) -> Optional[str]:
@@ -110,6 +122,8 @@ def dtype_of(tr: Any, x: Any) -> Optional[str]:
         return x.dtype
     if isinstance(x, _C.Expr):
         return "int64"
+    if isinstance(x, dtypes.UnsignedConstant):
+        return x.name
     lit = _literal(x)
     if lit is not None and lit[1] not in ("int", "float", "bool"):
         return lit[1]
@@ -142,11 +156,11 @@ def cast(x: Any, dtype: Any) -> Any:
 
 
 def check_unsigned_constant(name: str, value: Any) -> None:
-    """T.uint32(c) / T.uint64(c): c an int that fits."""
+    """T.uint32(c) / T.uint64(c) of an int: c must fit."""
     bits = dtypes.bits_of(name)
     if not _is_int(value) or not 0 <= value < 2**bits:
-        raise error(ValueError, f"T.{name}: expected an int from 0 to 2**{bits} - 1 (a "
-                                f"constant; {dtypes._constant_only(name)}), got {value!r}")
+        raise error(ValueError, f"T.{name}: expected an int from 0 to 2**{bits} - 1, "
+                                f"got {value!r}")
 
 
 dtypes.register_conversion(cast, check_unsigned_constant)

@@ -25,6 +25,9 @@ const char* element_type(DataType t) noexcept {
   if (t == DataType::int32()) return "int32_t";
   if (t == DataType::int64()) return "int64_t";
   if (t == DataType::uint8()) return "uint8_t";
+  if (t == DataType::uint16()) return "uint16_t";
+  if (t == DataType::uint32()) return "uint32_t";
+  if (t == DataType::uint64()) return "uint64_t";
   if (t == DataType::boolean()) return "bool";
   return nullptr;
 }

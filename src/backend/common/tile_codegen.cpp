@@ -47,6 +47,9 @@ class ExprEmitter : public ir::ExprFunctor<std::string> {
 
   std::string visit_int_imm(const ir::IntImmNode* op, const Expr&) override {
     if (op->dtype == DataType::boolean()) return op->value ? "true" : "false";
+    // Note [Unsigned constants] (ir/expr.cpp): the value's bits, typed.
+    if (op->dtype == DataType::uint64()) return std::to_string(uint64_t(op->value)) + "ULL";
+    if (op->dtype == DataType::uint32()) return std::to_string(uint64_t(op->value)) + "u";
     return int_literal(op->value);
   }
   std::string visit_float_imm(const ir::FloatImmNode* op, const Expr&) override {
@@ -63,10 +66,35 @@ class ExprEmitter : public ir::ExprFunctor<std::string> {
     }
     return is_half(e.dtype()) ? "float(" + name + ")" : name;
   }
+  // An operand converted to the unsigned type `t` its operation computes in
+  // (Note [Unsigned arithmetic] in tile_codegen.h): C would otherwise
+  // compute a uint32 product in int64 and never wrap it, or compare a
+  // negative int8 with a uint8 as ints.
+  std::string unsigned_operand(const Expr& x, DataType t) {
+    const std::string v = visit_expr(x);
+    if (t.bits >= 32) return std::string(TileCodegen::compute_type(t)) + "(" + v + ")";
+    if (x.dtype() == t) return v;
+    return "int64_t(" + std::string(element_type(t)) + "(" + v + "))";
+  }
   std::string visit_binary(const ir::BinaryNode* op, const Expr& e) override {
-    const std::string a = visit_expr(op->a), b = visit_expr(op->b);
+    const DataType operand_type = ir::promote(op->a.dtype(), op->b.dtype());
+    const bool is_unsigned = operand_type.is_uint();
+    const std::string a = is_unsigned ? unsigned_operand(op->a, operand_type) : visit_expr(op->a);
+    const std::string b = is_unsigned ? unsigned_operand(op->b, operand_type) : visit_expr(op->b);
     const bool is_float = op->a.dtype().is_float() || op->b.dtype().is_float();
-    const char* ct = TileCodegen::compute_type(ir::promote(op->a.dtype(), op->b.dtype()));
+    const char* ct = TileCodegen::compute_type(operand_type);
+    if (is_unsigned) {
+      // Non-negative operands: floor division is C's; min and max are plain.
+      switch (op->kind) {
+        case ExprKind::kFloorDiv: return "(" + a + " / " + b + ")";
+        case ExprKind::kFloorMod: return "(" + a + " % " + b + ")";
+        case ExprKind::kCeilDiv:
+          return "(" + a + " / " + b + " + " + ct + "(" + a + " % " + b + " != 0))";
+        case ExprKind::kMin: return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
+        case ExprKind::kMax: return "(" + a + " < " + b + " ? " + b + " : " + a + ")";
+        default: break;
+      }
+    }
     switch (op->kind) {
       case ExprKind::kAdd: return "(" + a + " + " + b + ")";
       case ExprKind::kSub: return "(" + a + " - " + b + ")";
@@ -112,10 +140,10 @@ class ExprEmitter : public ir::ExprFunctor<std::string> {
       return std::string("float(") + st + "(float(" + v + ")))";
     }
     if (t == DataType::boolean()) return "static_cast<bool>(" + v + ")";
-    if (t.is_int() && t.bits < 64) {
+    const bool held_in_int64 = std::string_view(TileCodegen::compute_type(t)) == "int64_t";
+    if (t.is_int() && held_in_int64 && t.bits < 64) {
       // The value of the narrow type, held in the int64 compute type.
-      const std::string st = (t == DataType::uint8() ? "uint8_t" : "int" + std::to_string(t.bits) + "_t");
-      return "int64_t(static_cast<" + st + ">(" + v + "))";
+      return std::string("int64_t(static_cast<") + element_type(t) + ">(" + v + "))";
     }
     return std::string("static_cast<") + TileCodegen::compute_type(t) + ">(" + v + ")";
   }
@@ -125,6 +153,10 @@ class ExprEmitter : public ir::ExprFunctor<std::string> {
       std::vector<std::string> args;
       for (const Expr& a : op->args) args.push_back(visit_expr(a));
       return cg_.shuffle(*op, args);
+    }
+    // |x| of an unsigned x is x (std::abs has no unsigned overload).
+    if (op->op == ir::Intrinsic::kAbs && e.dtype().is_uint()) {
+      return ct + "(" + visit_expr(op->args[0]) + ")";
     }
     std::vector<std::string> args;
     for (const Expr& a : op->args) args.push_back(ct + "(" + visit_expr(a) + ")");
@@ -227,6 +259,9 @@ const char* TileCodegen::compute_type(DataType t) {
   if (t == DataType::float64()) return "double";
   if (t.is_float()) return "float";
   if (t == DataType::boolean()) return "bool";
+  // Note [Unsigned arithmetic] (tile_codegen.h).
+  if (t == DataType::uint32()) return "uint32_t";
+  if (t == DataType::uint64()) return "uint64_t";
   return "int64_t";
 }
 

@@ -104,6 +104,15 @@ class TileCodegen {
   /// The C++ of a scalar expression, in its compute type.
   std::string expr(const ir::Expr& e);
   /// The C++ type a value of `t` computes in ("int64_t", "float", ...).
+  ///
+  /// Note [Unsigned arithmetic]
+  /// Signed integers and uint8 / uint16 compute in int64, which holds every
+  /// value of theirs. uint32 and uint64 compute in uint32_t / uint64_t: a
+  /// uint32 product wraps at 2^32 as in TileLang's C, and a uint64 at or above
+  /// 2^63 has no int64. An operation whose promoted operand type is unsigned
+  /// (ir::promote: the wider type, the unsigned one at one width, as TVM)
+  /// converts both operands to it first, so `x * 2654435769` on a uint32 `x`
+  /// wraps and int8(-1) < uint8(200) is false, as in C.
   static const char* compute_type(DataType t);
   /// The C++ type a buffer of `t` stores ("tilejit::bfloat16", ...); throws
   /// TypeError naming `what` for a dtype the target has no type for.

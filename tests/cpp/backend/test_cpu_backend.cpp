@@ -208,9 +208,9 @@ TEST(CpuCodegen, SymbolMissingFromRequest) {
 TEST(CpuCodegen, UnsupportedDtype) {
   // Past validate(): a PrimFunc made by hand.
   ir::PrimFunc f = static_func();
-  f.params[1].tensor.dtype = DataType(DataType::kUInt, 16);
+  f.params[1].tensor.dtype = DataType(DataType::kUInt, 4);
   EXPECT_EQ(error_message([&] { cpu_backend().generate_source({&f, {}}); }, ErrorKind::kTypeError),
-            "copy_static: parameter 'B' has dtype uint16, which the CPU backend does not support");
+            "copy_static: parameter 'B' has dtype uint4, which the CPU backend does not support");
 }
 
 // --- compiling --------------------------------------------------------------

@@ -67,6 +67,7 @@ TEST(DataType, NamesAndParse) {
   const DataType all[] = {DataType::float64(), DataType::float32(), DataType::float16(),
                           DataType::bfloat16(), DataType::int8(),   DataType::int16(),
                           DataType::int32(),    DataType::int64(),  DataType::uint8(),
+                          DataType::uint16(),   DataType::uint32(), DataType::uint64(),
                           DataType::boolean()};
   for (DataType t : all) {
     EXPECT_EQ(DataType::parse(t.name()), t) << t.name();
@@ -77,7 +78,11 @@ TEST(DataType, NamesAndParse) {
   EXPECT_EQ(DataType::bfloat16().bytes(), 2);
   EXPECT_EQ(DataType::boolean().bytes(), 1);
   EXPECT_EQ(DataType(DataType::kUInt, 32).name(), "uint32");
-  EXPECT_FALSE(is_supported(DataType(DataType::kUInt, 32)));
+  EXPECT_EQ(DataType::parse("uint64"), DataType(DataType::kUInt, 64));
+  EXPECT_EQ(DataType::uint16().bytes(), 2);
+  EXPECT_TRUE(DataType::uint32().is_int() && DataType::uint32().is_uint());
+  EXPECT_FALSE(DataType::int32().is_uint());
+  EXPECT_FALSE(is_supported(DataType(DataType::kUInt, 4)));
   try {
     DataType::parse("float8");
     FAIL();
@@ -85,7 +90,7 @@ TEST(DataType, NamesAndParse) {
     EXPECT_EQ(e.kind(), ErrorKind::kValueError);
     EXPECT_EQ(e.message(),
               "unknown dtype 'float8'; expected one of float64, float32, float16, bfloat16, "
-              "int8, int16, int32, int64, uint8, bool");
+              "int8, int16, int32, int64, uint8, uint16, uint32, uint64, bool");
   }
 }
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "tilejit/core/error.h"
 #include "tilejit/ir/buffer.h"
 #include "tilejit/ir/expr.h"
+#include "tilejit/ir/simplify.h"
 #include "tilejit/ir/visitor.h"
 
 namespace tilejit::ir {
@@ -57,6 +59,33 @@ TEST(IrNodes, Dtypes) {
   EXPECT_EQ(promote(f16, DataType::bfloat16()), f32);
   EXPECT_EQ(promote(DataType::int8(), i32), i32);
   EXPECT_EQ(promote(boolean, i32), i32);
+  // Signed with unsigned (TVM's BinaryOpMatchTypes): the wider, and at one
+  // width the unsigned one, as in C.
+  const DataType u32 = DataType::uint32(), u64 = DataType::uint64();
+  EXPECT_EQ(promote(i32, u32), u32);
+  EXPECT_EQ(promote(u32, i32), u32);
+  EXPECT_EQ(promote(u32, i64), i64);
+  EXPECT_EQ(promote(i64, u64), u64);
+  EXPECT_EQ(promote(DataType::uint16(), i32), i32);
+  EXPECT_EQ(promote(DataType::int8(), DataType::uint8()), DataType::uint8());
+}
+
+TEST(IrNodes, UnsignedFolding) {
+  // Note [Unsigned constants]: uint32 folds modulo 2^32 ...
+  const DataType u32 = DataType::uint32(), u64 = DataType::uint64();
+  EXPECT_EQ((make_int(4000000000LL, u32) + make_int(500000000LL, u32)).int_value(), 205032704);
+  EXPECT_EQ((make_int(3, u32) - make_int(5, u32)).int_value(), 4294967294LL);
+  EXPECT_EQ(make_int(-1, u32).int_value(), 4294967295LL);
+  EXPECT_EQ(lt(make_int(1, u32), make_int(-1, u32)).int_value(), 1);
+  // ... and uint64 is not folded: 2^63 + 1 is a negative int64.
+  Expr big = make_int(INT64_MIN + 1, u64);
+  Expr q = floordiv(big, make_int(3, u64));
+  EXPECT_EQ(q.kind(), ExprKind::kFloorDiv);
+  EXPECT_EQ(q.dtype(), u64);
+  EXPECT_EQ(gt(big, make_int(1, u64)).kind(), ExprKind::kGT);
+  // simplify() keeps unsigned arithmetic as written.
+  Expr x = make_var("x", u32);
+  EXPECT_EQ(simplify(x + 1 - 1).kind(), ExprKind::kSub);
 }
 
 TEST(IrNodes, FloatFoldingAndCasts) {

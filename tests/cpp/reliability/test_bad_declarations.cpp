@@ -193,8 +193,8 @@ TEST(BadDeclaration, NegativeGridConstant) {
 
 TEST(BadDeclaration, UnsupportedTensorDtype) {
   expect_jit_rejected(
-      [] { prim_func("k").tensor("X", {n}, DataType(DataType::kUInt, 16)).build(); },
-      ErrorKind::kTypeError, "k: parameter #0 'X' has unsupported dtype uint16");
+      [] { prim_func("k").tensor("X", {n}, DataType(DataType::kUInt, 4)).build(); },
+      ErrorKind::kTypeError, "k: parameter #0 'X' has unsupported dtype uint4");
 }
 
 // ---- a body that does not compile -------------------------------------------------

@@ -38,7 +38,8 @@ inline constexpr bool is_half_v = is_same_v<T, tilejit::bfloat16> || is_same_v<T
 template <typename T>
 inline constexpr bool is_int_v = is_same_v<T, int8_t> || is_same_v<T, uint8_t> ||
                                  is_same_v<T, int16_t> || is_same_v<T, int32_t> ||
-                                 is_same_v<T, int64_t>;
+                                 is_same_v<T, int64_t> || is_same_v<T, uint16_t> ||
+                                 is_same_v<T, uint32_t> || is_same_v<T, uint64_t>;
 
 template <typename T>
 struct RemoveConst {
