@@ -1,7 +1,7 @@
 """TileLang's GEMV example (examples/gemv/example_gemv.py): its seven kernel
-factories, copied unchanged but for the imports, run on the CPU against
-numpy, and their CUDA sources compiled by NVRTC where tilejit's cuda target
-is available (a GPU, or the null driver, bench/null_driver, first on
+factories, copied unchanged but for the imports, run on the CPU and on a GPU
+against numpy, and their CUDA sources compiled by NVRTC where tilejit's cuda
+target is available (a GPU, or the null driver, bench/null_driver, first on
 LD_LIBRARY_PATH). splitk_gemv_vectorized_tvm and get_autotuned_kernel reduce
 with TVM's thread all-reduce (language/allreduce.py, Note [Thread
 all-reduce]); the other forms of the all-reduce are in
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tilejit
-from support import tilejit_cuda_unavailable
+from support import as_numpy, on_targets, tilejit_cuda_unavailable, to_target
 from test_tile_kernels import needs_tile_cpu
 
 # The kernels below are TileLang's (github.com/tile-ai/tilelang, MIT License,
@@ -366,15 +366,17 @@ def _compile(name, target):
 
 
 @needs_tile_cpu
+@on_targets
 @pytest.mark.parametrize("name", KERNELS)
-def test_the_example_kernel_against_numpy(name):
+def test_the_example_kernel_against_numpy(name, target):
     rng = np.random.default_rng(0)
     a = (rng.standard_normal(K) / 8).astype(np.float16)
     b = (rng.standard_normal((N, K)) / 8).astype(np.float16)
-    c = _compile(name, "cpu")(b, a) if name.startswith("gemv_alloc_reducer") else \
-        _compile(name, "cpu")(a, b)
+    kernel = _compile(name, target)
+    a_t, b_t = to_target(target, a), to_target(target, b)
+    c = kernel(b_t, a_t) if name.startswith("gemv_alloc_reducer") else kernel(a_t, b_t)
     ref = b.astype(np.float32) @ a.astype(np.float32)
-    np.testing.assert_allclose(np.asarray(c).astype(np.float32), ref, rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(as_numpy(c).astype(np.float32), ref, rtol=1e-2, atol=1e-2)
 
 
 @needs_cuda_target
