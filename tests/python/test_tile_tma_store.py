@@ -17,8 +17,11 @@ _NO_CUDA = tilejit_cuda_unavailable()
 _HOPPER = ["--gpu-architecture=sm_90a"]
 
 
-def gemm_through_shared(m, n, k, block_m=64, block_n=64, block_k=32):
-    """C = A @ B, each block's result staged in C_s and stored from there."""
+def gemm_through_shared(m, n, k, block_m=64, block_n=64, block_k=32, disable_tma=False,
+                        read_tile=False):
+    """C = A @ B, each block's result staged in C_s and stored from there
+    (read_tile: and C_s's first column also summed into C's first column
+    by the threads, which reads the tile element by element)."""
 
     @T.prim_func
     def staged_gemm(A: T.Tensor((m, k), "float16"), B: T.Tensor((k, n), "float16"),
@@ -34,7 +37,11 @@ def gemm_through_shared(m, n, k, block_m=64, block_n=64, block_k=32):
                 T.copy(B[ko * block_k, bx * block_n], B_s)
                 T.gemm(A_s, B_s, C_f)
             T.copy(C_f, C_s)
-            T.copy(C_s, C[by * block_m, bx * block_n])
+            T.copy(C_s, C[by * block_m, bx * block_n], disable_tma=disable_tma)
+            if read_tile:
+                for i in T.Parallel(block_m):
+                    if by * block_m + i < m and bx * block_n < n:
+                        C[by * block_m + i, bx * block_n] = C_s[i, 0] * 2
     return staged_gemm
 
 
@@ -58,17 +65,60 @@ def copies(kernel):
     return [e for e in kernel.lowering_report() if e.get("kind") == "op" and e["op"] == "T.copy"]
 
 
+# Note [Swizzled store tiles]: 128 columns are two swizzled panels, stored
+# by two TMA boxes, or by copy_from_swizzled where TMA is turned off; a
+# tile the threads also read stays row-major.
+EPILOGUES = {"64 columns": dict(), "128 columns": dict(block_n=128),
+             "128 columns, no tma": dict(block_n=128, disable_tma=True),
+             "128 columns, read": dict(block_n=128, read_tile=True)}
+
+
 @on_targets
 @pytest.mark.parametrize("shape", [(128, 128, 64), (200, 136, 96), (72, 264, 40)])
-def test_a_tile_stored_through_shared_memory_at_the_edges(target, shape):
+@pytest.mark.parametrize("epilogue", EPILOGUES)
+def test_a_tile_stored_through_shared_memory_at_the_edges(target, shape, epilogue):
     m, n, k = shape
+    options = EPILOGUES[epilogue]
     rng = np.random.default_rng(1)
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = rng.standard_normal((k, n)).astype(np.float16)
-    kernel = tilejit.compile(gemm_through_shared(m, n, k), out_idx=[2], target=target)
+    kernel = tilejit.compile(gemm_through_shared(m, n, k, **options), out_idx=[2], target=target)
     c = as_numpy(kernel(to_target(target, a), to_target(target, b)))
     ref = a.astype(np.float32) @ b.astype(np.float32)
-    np.testing.assert_allclose(c.astype(np.float32), ref, rtol=2e-2, atol=5e-2)
+    if options.get("read_tile"):
+        ref[:, ::options["block_n"]] *= 2
+    np.testing.assert_allclose(c.astype(np.float32), ref, rtol=2e-2, atol=1e-1)
+
+
+def layout_of(kernel, name):
+    return next(e["layout"] for e in kernel.lowering_report()
+                if e.get("kind") == "buffer" and e["name"] == name)
+
+
+@pytest.mark.skipif(bool(_NO_CUDA), reason=_NO_CUDA)
+def test_an_epilogue_tile_is_swizzled_and_stored_a_panel_at_a_time_on_hopper():
+    k = tilejit.compile(gemm_through_shared(200, 264, 96, block_n=128), out_idx=[2],
+                        target="cuda", extra_compile_flags=_HOPPER)
+    assert "swizzle 128" in layout_of(k, "C_s"), layout_of(k, "C_s")
+    assert copies(k)[-1]["path"] == "tma_store", copies(k)
+    src = k.get_kernel_source()
+    assert "tilejit::cuda::acc_store_shared<tilejit::cuda::MmaAcc<64, 128, 4, 1, 64, 1, true>, " \
+           "128, 128>(C_f, C_s);" in src, src
+    assert src.count("tilejit::cuda::tma_store_box(") == 2, src
+    assert "C_s + 4096, int((bx * 128)) + 64, int((by * 64)));" in src, src
+    assert src.count("tilejit::cuda::tma_store_issued();") == 1, src
+    # Where TMA does not store it, 16-byte chunks of the swizzled tile do.
+    off = tilejit.compile(gemm_through_shared(200, 264, 96, block_n=128, disable_tma=True),
+                          out_idx=[2], target="cuda", extra_compile_flags=_HOPPER)
+    assert "swizzle 128" in layout_of(off, "C_s")
+    assert "tilejit::cuda::copy_from_swizzled<128, 64, 128, 128>(C_s, " in off.get_kernel_source()
+    # A tile the threads read, and any tile before sm_90a, stays row-major.
+    for kernel in (tilejit.compile(gemm_through_shared(200, 264, 96, block_n=128, read_tile=True),
+                                   out_idx=[2], target="cuda", extra_compile_flags=_HOPPER),
+                   tilejit.compile(gemm_through_shared(200, 264, 96, block_n=128), out_idx=[2],
+                                   target="cuda", extra_compile_flags=["--gpu-architecture=compute_80"])):
+        assert "swizzle" not in layout_of(kernel, "C_s"), layout_of(kernel, "C_s")
+        assert "tma_store_box" not in kernel.get_kernel_source()
 
 
 @on_targets
@@ -90,8 +140,9 @@ def test_the_report_names_tma_store_on_hopper_only():
     src = k.get_kernel_source()
     assert src.count("tilejit::cuda::tma_store(") == 1, src
     # The threads' writes of C_s are fenced for the async proxy before it.
+    code = "\n".join(ln for ln in src.splitlines() if not ln.startswith("#line"))
     assert ("tilejit::cuda::async_proxy_fence();\n  tilejit::cuda::block_sync<128>();\n"
-            "  // T.copy(C_s[0:64, 0:64]") in src, src
+            "  // T.copy(C_s[0:64, 0:64]") in code, code
     k80 = tilejit.compile(gemm_through_shared(200, 136, 96), out_idx=[2], target="cuda",
                           extra_compile_flags=["--gpu-architecture=compute_80"])
     assert copies(k80)[-1]["path"] == "vector"

@@ -3,6 +3,7 @@
 #include "backend/cuda/fragments.h"
 
 #include "backend/cuda/fragment_uses.h"
+#include "backend/cuda/store_tiles.h"
 #include "backend/cuda/warpgroup_gemms.h"
 
 #include <algorithm>
@@ -521,6 +522,11 @@ FragmentChoice choose_fragments(const ir::KernelStmt& kernel, int threads,
     }
   }
   explain_shared(uses, threads, in_groups, vector_why, choice);
+  if (warpgroups) {
+    for (const auto& [id, sw] : swizzled_store_tiles(kernel, in_groups, choice.registers)) {
+      choice.swizzled.emplace(id, sw);  // Note [Swizzled store tiles]
+    }
+  }
   return choice;
 }
 

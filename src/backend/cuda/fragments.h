@@ -162,6 +162,13 @@ inline int swizzle_of(const ir::Buffer& b) {
   const ir::SharedLayout* s = b.defined() ? b->layout.shared() : nullptr;
   return s != nullptr ? s->swizzle : 0;
 }
+/// An accumulator layout stmatrix stores whole into a rows x cols 16-bit
+/// shared tile (acc_store_shared): mma tiles, not replicated, every row
+/// real, whole 16 x 16 blocks per warp.
+inline bool stmatrix_layout(const FragmentLayout& from, int64_t rows, int64_t cols) {
+  return !from.part() && !from.rows() && !from.repl && from.m_real == 0 &&
+         from.n % (16 * from.wn) == 0 && from.m == rows && from.n == cols;
+}
 /// A shared tile whose rows are longer than the buffer's (Note [Padded gemm
 /// operands]).
 inline bool rows_padded(const ir::Buffer& b) {

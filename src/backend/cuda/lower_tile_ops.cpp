@@ -185,11 +185,30 @@ void CudaTileCodegen::emit_tma_store(const ir::CopyOp& op, const TmaCopy& how) {
   TILEJIT_ICHECK(!own_code() && group_args().empty())
       << func().name << ": a TMA store of " << op.src.buffer.name() << " that is not the block's";
   const backend::BufferAccess& tile = access(op.src.buffer, op.span, "T.copy");
-  line("// T.copy(" + ir::to_string(op.src) + ", " + ir::to_string(op.dst) + "): tma_store");
-  std::string args = "&tilejit_args.tmaps[" + str(how.map) + "], " + tile.data;
+  line("// T.copy(" + ir::to_string(op.src) + ", " + ir::to_string(op.dst) + "): tma_store" +
+       (how.panels > 1 ? ", " + str(how.panels) + " boxes" : ""));
+  std::vector<std::string> coords;  // innermost first
   const std::vector<ir::Range>& ranges = op.dst.ranges;
-  for (size_t d = ranges.size(); d-- > 0;) args += ", int(" + expr(ranges[d].min) + ")";
-  line("if (tilejit_tid == 0) tilejit::cuda::tma_store(" + args + ");");
+  for (size_t d = ranges.size(); d-- > 0;) coords.push_back("int(" + expr(ranges[d].min) + ")");
+  auto box = [&](int p) {
+    std::string args = "&tilejit_args.tmaps[" + str(how.map) + "], " + tile.data +
+                       (p > 0 ? " + " + str(p * how.rows * how.panel_cols) : "");
+    for (size_t d = 0; d < coords.size(); ++d) {
+      args += ", " + coords[d] + (d == 0 && p > 0 ? " + " + str(p * how.panel_cols) : "");
+    }
+    return args;
+  };
+  if (how.panels == 1) {
+    line("if (tilejit_tid == 0) tilejit::cuda::tma_store(" + box(0) + ");");
+    return;
+  }
+  // Note [Swizzled store tiles]: a box per panel, then one wait.
+  line("if (tilejit_tid == 0) {");
+  indent();
+  for (int p = 0; p < how.panels; ++p) line("tilejit::cuda::tma_store_box(" + box(p) + ");");
+  line("tilejit::cuda::tma_store_issued();");
+  dedent();
+  line("}");
 }
 
 void CudaTileCodegen::emit_pipelined(const ir::ForStmt& op,
@@ -296,6 +315,18 @@ void CudaTileCodegen::emit_copy(const ir::CopyOp& op) {
     emit_tma_store(op, store->second);
     return;
   }
+  if (const int from = swizzle_of(op.src.buffer); from != 0) {
+    // Note [Swizzled store tiles]: a store TMA did not take.
+    TILEJIT_ICHECK(!own_code() && group_args().empty())
+        << func().name << ": a copy from the swizzled tile " << op.src.buffer.name()
+        << " that is not the block's";
+    const backend::BufferAccess& src = access(op.src.buffer, op.span, "T.copy");
+    line("// T.copy(" + ir::to_string(op.src) + ", " + ir::to_string(op.dst) + "): from swizzled");
+    line("tilejit::cuda::copy_from_swizzled<" + str(from) + ", " + str(src.static_shape[0]) + ", " +
+         str(src.static_shape[1]) + ", " + str(threads_) + ">(" + src.data + ", " +
+         backend::copy_side_rect(*this, op, false) + ");");
+    return;
+  }
   const int swizzle = swizzle_of(op.dst.buffer);
   if (swizzle == 0) {
     backend::lower_copy(*this, op);
@@ -390,15 +421,14 @@ bool CudaTileCodegen::operand_from_shared(const ir::CopyOp& op, const FragmentLa
 
 bool CudaTileCodegen::accumulator_to_shared(const ir::CopyOp& op, const FragmentLayout& from) {
   // operand_from_shared's inverse (stmatrix), for any warps per row: the
-  // whole 16-bit tile, rows of whole 16 x 16 blocks, no swizzle.
+  // whole 16-bit tile, rows of whole 16 x 16 blocks, row-major or swizzled
+  // (Note [Swizzled store tiles]).
   const ir::Buffer& dst = op.dst.buffer;
-  if (from.part() || from.rows() || from.repl || from.m_real != 0 || from.n % (16 * from.wn) != 0 ||
-      dst.scope() != ir::Scope::kShared ||
+  if (dst.scope() != ir::Scope::kShared ||
       (dst.dtype() != DataType::float16() && dst.dtype() != DataType::bfloat16()) ||
-      dst.rank() != 2 || !dst.shape()[0].is_const() || dst.shape()[0].int_value() != from.m ||
-      !dst.shape()[1].is_const() || dst.shape()[1].int_value() != from.n || swizzle_of(dst) != 0 ||
-      rows_padded(dst) ||
-      !covers_whole_tile(op.dst)) {
+      dst.rank() != 2 || !dst.shape()[0].is_const() || !dst.shape()[1].is_const() ||
+      !stmatrix_layout(from, dst.shape()[0].int_value(), dst.shape()[1].int_value()) ||
+      rows_padded(dst) || !covers_whole_tile(op.dst)) {
     return false;
   }
   const backend::BufferAccess& a = access(dst, op.span, "T.copy");
@@ -464,8 +494,9 @@ bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
              ", " + rect + ");");
       } else if (from != nullptr && accumulator_to_shared(*op, *from)) {
         const backend::BufferAccess& a = access(op->dst.buffer, s.span(), "T.copy");
+        const int sw = swizzle_of(op->dst.buffer);
         line("tilejit::cuda::acc_store_shared<" + layout_type(*from) + ", " + str(a.static_shape[1]) +
-             ">(" + src + ", " + a.data + ");");
+             (sw > 0 ? ", " + str(sw) : "") + ">(" + src + ", " + a.data + ");");
       } else if (from != nullptr) {
         const char* fn = from->repl ? "rows_store<" : from->part() ? "part_store<" : "acc_store<";
         // Note [Copies inside their tensor]: an accumulator's every element

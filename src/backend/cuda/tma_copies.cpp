@@ -161,12 +161,14 @@ struct Stores : ir::IRVisitor {
     const uint64_t id = tile.id();
     if (op->disable_tma) {
       why = "not tma: T.copy(..., disable_tma=True)";
-    } else if (tile->layout.kind() != ir::Layout::Kind::kRowMajor || staged->count(id)) {
-      why = "not tma: " + tile.name() + " is not a plain row-major tile";
+    } else if ((tile->layout.kind() != ir::Layout::Kind::kRowMajor && swizzle_of(tile) == 0) ||
+               rows_padded(tile) || staged->count(id)) {
+      why = "not tma: " + tile.name() + " is not a plain row-major or swizzled tile";
     } else if (read->count(dst.id())) {
       why = "not tma: the kernel reads " + dst.name();
     } else {
-      why = plan_box(op->dst, tile, 0, *symbols, maps, &c);
+      // Note [Swizzled store tiles]: a box per panel.
+      why = plan_box(op->dst, tile, swizzle_of(tile), *symbols, maps, &c);
     }
     if (why.empty()) {
       plan->stores.emplace(op, c);

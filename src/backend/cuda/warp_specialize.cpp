@@ -36,6 +36,23 @@ struct ProducerReads : ir::IRVisitor {
 
 int round8(int64_t v) { return int(v / 8 * 8); }
 
+// The registers the kernel's widest wgmma takes at once: ptxas fits every
+// instruction within the launch's registers per thread (setmaxnreg moves
+// registers between warpgroups, not under one instruction). Measured: an
+// m64n128k16 needs 90, and fails to assemble at 3 blocks of 256 threads
+// (80 each). Its accumulator's words (N / 2) and 32 for the rest.
+int64_t widest_instruction(const ir::KernelStmt& kernel) {
+  struct Gemms : ir::IRVisitor {
+    int64_t widest = 0;
+    void visit_gemm(const ir::GemmOp* op, const ir::Stmt&) override {
+      const int columns = warpgroup_gemm(*op).columns;
+      if (columns > 0) widest = std::max<int64_t>(widest, columns / 2 + 32);
+    }
+  } gemms;
+  gemms.visit(kernel.body);
+  return gemms.widest;
+}
+
 // A gemm left running (Note [Warp specialisation]) needs this many flops of
 // gemm per iteration times the stages past 2: 128 x 256 x 64 in 3 stages.
 constexpr int64_t kInFlightFlops = 2 * 128 * 256 * 64;
@@ -245,6 +262,7 @@ WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
   // consumers keep what they need of the block's share of the registers
   // (the producer keeps kProducerRegisters).
   const int launch = ws.launch_threads(threads);
+  const int64_t widest = widest_instruction(kernel);
   const int64_t smem = tiles.total + 2048;
   const int most = int(std::max<int64_t>(1, std::min<int64_t>(233472 / smem, 2048 / launch)));
   for (int blocks = std::min(most, 4); blocks >= 1; --blocks) {
@@ -254,7 +272,7 @@ WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
                              WarpSpecialization::kProducerRegisters;
     ws.blocks = blocks;
     ws.consumer_registers = std::min(round8(left / threads), 240);
-    if (ws.consumer_registers >= need) break;
+    if (ws.consumer_registers >= need && at_launch >= widest) break;
   }
   return ws;
 }

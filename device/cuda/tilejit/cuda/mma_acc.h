@@ -37,8 +37,8 @@
 //   acc_load<L>(acc, src)       from a Rect, 0 where src has no element
 //   acc_load_shared<L, LD>(acc, src)   a 16-bit operand from a whole shared
 //     tile of row length LD, through ldmatrix
-//   acc_store_shared<L, LD>(acc, dst)   the accumulator into such a tile,
-//     through stmatrix
+//   acc_store_shared<L, LD, SW>(acc, dst)   the accumulator into such a
+//     tile (swizzled in panels of SW bytes where SW > 0), through stmatrix
 //   rows_store<R>(v, dst) / rows_load<R>(v, src)   a row vector (Rect row 0),
 //     MmaRows, PartRows or Replicated; rows_store<R, true> /
 //     rows_load<R, true>: a strided one (Rect column 0, row i at origin +
@@ -53,6 +53,7 @@
 #include "tilejit/cuda/copy.h"
 #include "tilejit/cuda/mma.h"
 #include "tilejit/cuda/reduce.h"
+#include "tilejit/cuda/swizzle.h"
 #include "tilejit/cuda/tile.h"
 
 namespace tilejit::cuda {
@@ -377,19 +378,48 @@ __device__ __forceinline__ void acc_load_shared(T* acc, const T* src) {
   }
 }
 
+namespace mma_detail {
+
+// Lane l's 16-byte row of block (row, np) of a tile swizzled in panels of SW
+// bytes (swizzle.h): swizzled_byte of (row, col0 + 16 np + 8 (l / 16)),
+// written so that the compiler sees its parts. The block's first column is
+// a multiple of 16, so the 16 columns lie in one panel, the lane's half
+// adds 16 bytes to a multiple of 32, and the XOR's bits are those of
+// l % 16 (a block's first row is a multiple of 16, a whole number of the
+// swizzle's periods): per thread, one XOR for each place of a block in a
+// panel, and a constant per block.
+template <typename L, int SW, typename T>
+__device__ __forceinline__ T* swizzled_block(T* dst, int row, int np) {
+  static_assert(L::kWarpN % 16 == 0, "blocks of 16 columns");
+  constexpr int kPanel = SW / int(sizeof(T));
+  const int lane = L::lane();
+  const int flip = ((((lane % 16) * SW) >> 7) & (SW / 16 - 1)) << 4;
+  const int c = L::col0() + np * 16;
+  const int in_row = ((c % kPanel) * int(sizeof(T))) ^ ((lane / 16) * 16) ^ flip;
+  return reinterpret_cast<T*>(reinterpret_cast<char*>(dst) + (c / kPanel) * (L::kM * SW) +
+                              row * SW + in_row);
+}
+
+}  // namespace mma_detail
+
 // acc_load_shared's inverse, for any WN: the accumulator into the whole
 // 16-bit shared tile `dst` of row length LD, one stmatrix per 16 x 16 block
 // (its four 8 x 8 matrices are the registers of two neighbouring 16 x 8
-// tiles, as ldmatrix gives them), in place of four 32-bit stores.
-template <typename L, int LD, typename E, typename T>
+// tiles, as ldmatrix gives them), in place of four 32-bit stores. SW > 0:
+// the tile is swizzled in panels of SW bytes (swizzle.h, Note [Swizzled
+// store tiles]), so each lane's 16-byte row of a matrix goes to its own
+// swizzled place; rows LD elements apart otherwise.
+template <typename L, int LD, int SW = 0, typename E, typename T>
 __device__ __forceinline__ void acc_store_shared(const E* acc, T* dst) {
   static_assert(L::NT % 2 == 0 && L::kMR == L::kM && sizeof(T) == 2 && LD % 8 == 0,
                 "whole 16 x 16 blocks of a 16-bit tile with 16-byte rows");
   if (!L::holder()) return;
   const int lane = L::lane();
-  T* const base = dst + (L::row0() + lane % 16) * LD + L::col0() + (lane / 16) * 8;
+  // Lane l gives row l % 16 of the block, at column 8 * (l / 16) of it.
+  const int col = L::col0() + (lane / 16) * 8;
 #pragma unroll
   for (int mt = 0; mt < L::MT; ++mt) {
+    const int row = L::block_row(mt) + lane % 16;
 #pragma unroll
     for (int np = 0; np < L::NT / 2; ++np) {
       const E* t = acc + (mt * L::NT + 2 * np) * 4;
@@ -397,16 +427,25 @@ __device__ __forceinline__ void acc_store_shared(const E* acc, T* dst) {
                              mma_detail::pack16(convert<T>(t[2]), convert<T>(t[3])),
                              mma_detail::pack16(convert<T>(t[4]), convert<T>(t[5])),
                              mma_detail::pack16(convert<T>(t[6]), convert<T>(t[7]))};
-      T* const p = base + (L::block_row(mt) - L::row0()) * LD + np * 16;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-      mma_detail::stmatrix_x4(p, r);
+      if constexpr (SW > 0) {
+        mma_detail::stmatrix_x4(mma_detail::swizzled_block<L, SW>(dst, row, np), r);
+      } else {
+        mma_detail::stmatrix_x4(dst + row * LD + col + np * 16, r);
+      }
 #else
       // Before sm_90, no stmatrix: register q goes to row lane / 4 (+ 8 for
       // q odd) of its matrix, columns (lane % 4) * 2 (+ 8 for q >= 2).
-      T* const q0 = p - (lane % 16) * LD - (lane / 16) * 8 + (lane / 4) * LD + (lane % 4) * 2;
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        *reinterpret_cast<unsigned*>(q0 + (q % 2) * 8 * LD + (q / 2) * 8) = r[q];
+        const int qr = L::block_row(mt) + lane / 4 + (q % 2) * 8;
+        const int qc = L::col0() + np * 16 + (q / 2) * 8 + (lane % 4) * 2;
+        if constexpr (SW > 0) {
+          char* const bytes = reinterpret_cast<char*>(dst);
+          *reinterpret_cast<unsigned*>(bytes + swizzled_byte<SW, L::kM, T>(qr, qc)) = r[q];
+        } else {
+          *reinterpret_cast<unsigned*>(dst + qr * LD + qc) = r[q];
+        }
       }
 #endif
     }

@@ -13,6 +13,8 @@
 //   tma_store(map, src, c...)       shared `src` to the box at c, nothing
 //                                   written outside the tensor; returns once
 //                                   TMA has read src (Note [TMA stores])
+//   tma_store_box(map, src, c...)   the same without the wait: a swizzled
+//                                   tile's panels, then tma_store_issued()
 //   mbar_wait(bar, parity)          until the phase of that parity completes
 //   mbar_wait_checked(bar, parity, kernel, name)   the same, trapping with
 //                                   the barrier's name past a timeout
@@ -173,40 +175,43 @@ __device__ __forceinline__ void tma_store_issued() {
   asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
 }
 
-__device__ __forceinline__ void tma_store(const TensorMap* map, const void* src, int c0, int c1) {
+__device__ __forceinline__ void tma_store_box(const TensorMap* map, const void* src, int c0, int c1) {
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(
                    map),
                "r"(tma_detail::smem(src)), "r"(c0), "r"(c1)
                : "memory");
-  tma_store_issued();
 }
 
-__device__ __forceinline__ void tma_store(const TensorMap* map, const void* src, int c0, int c1,
-                                          int c2) {
+__device__ __forceinline__ void tma_store_box(const TensorMap* map, const void* src, int c0, int c1,
+                                              int c2) {
   asm volatile(
       "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(map),
       "r"(tma_detail::smem(src)), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
-  tma_store_issued();
 }
 
-__device__ __forceinline__ void tma_store(const TensorMap* map, const void* src, int c0, int c1,
-                                          int c2, int c3) {
+__device__ __forceinline__ void tma_store_box(const TensorMap* map, const void* src, int c0, int c1,
+                                              int c2, int c3) {
   asm volatile(
       "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
           map),
       "r"(tma_detail::smem(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
       : "memory");
-  tma_store_issued();
 }
 
-__device__ __forceinline__ void tma_store(const TensorMap* map, const void* src, int c0, int c1,
-                                          int c2, int c3, int c4) {
+__device__ __forceinline__ void tma_store_box(const TensorMap* map, const void* src, int c0, int c1,
+                                              int c2, int c3, int c4) {
   asm volatile(
       "cp.async.bulk.tensor.5d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];\n" ::"l"(
           map),
       "r"(tma_detail::smem(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
       : "memory");
+}
+
+// One box, then the wait for TMA's read of the tile.
+template <typename... C>
+__device__ __forceinline__ void tma_store(const TensorMap* map, const void* src, C... c) {
+  tma_store_box(map, src, c...);
   tma_store_issued();
 }
 

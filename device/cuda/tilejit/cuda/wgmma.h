@@ -2,7 +2,7 @@
 // (src/backend/cuda/warpgroup_gemms.h).
 //
 // A shared operand lies in the swizzled layout wgmma reads
-// (wg_detail::swizzled_byte below): the tile is cut into panels SW bytes
+// (swizzled_byte, swizzle.h): the tile is cut into panels SW bytes
 // wide (SW = 32, 64 or 128; the lowering chooses 64 and 128),
 // each panel's rows SW bytes apart, and the 16-byte chunks of a row XORed
 // with the row's bits as the hardware swizzle of that width does (bits
@@ -31,6 +31,8 @@
 //   copy_swizzled<SW, ROWS, COLS, THREADS, ASYNC, INSIDE>(tile, src)
 //     a whole swizzled tile from a Rect (copy.h's meaning: 0 where src has
 //     no element).
+//   copy_from_swizzled<SW, ROWS, COLS, THREADS>(tile, dst)   the inverse,
+//     into the elements dst has.
 // Every function is called by all of the block's threads together, after a
 // barrier that follows the writes of the shared operands with
 // async_proxy_fence() (tile.h: the kernel's barriers are proxy_barrier and
@@ -39,6 +41,7 @@
 
 #include "tilejit/cuda/copy.h"
 #include "tilejit/cuda/mma_acc.h"
+#include "tilejit/cuda/swizzle.h"
 #include "tilejit/cuda/tile.h"
 
 namespace tilejit::cuda {
@@ -48,15 +51,6 @@ template <int N>
 struct WgmmaOp;
 
 namespace wg_detail {
-
-/// The byte offset of element (r, c) of a ROWS-row tile of T swizzled in
-/// panels SW bytes wide.
-template <int SW, int ROWS, typename T>
-__device__ __forceinline__ int swizzled_byte(int r, int c) {
-  constexpr int kPanel = SW / int(sizeof(T));  // elements of a panel's row
-  const int byte = (c / kPanel) * (ROWS * SW) + r * SW + (c % kPanel) * int(sizeof(T));
-  return byte ^ (((byte >> 7) & (SW / 16 - 1)) << 4);
-}
 
 // The matrix descriptor of a swizzled operand at shared address `addr`:
 // LBO / SBO in bytes (PTX ISA, "Matrix Descriptor Format").
@@ -313,7 +307,7 @@ __device__ __forceinline__ void copy_swizzled(D* tile, const Rect<S>& src, int r
       const int e = rank + step * THREADS;
       if (kTotal % THREADS != 0 && e >= kTotal) break;
       const int r = e / kChunks, c = (e % kChunks) * kVec;
-      void* o = bytes + wg_detail::swizzled_byte<SW, ROWS, D>(r, c);
+      void* o = bytes + swizzled_byte<SW, ROWS, D>(r, c);
       const SV* i = origin + int64_t(r) * src.stride + c;
       if constexpr (ASYNC) {
         copy_detail::cp_async_whole<16>(o, i);
@@ -330,7 +324,7 @@ __device__ __forceinline__ void copy_swizzled(D* tile, const Rect<S>& src, int r
       const int e = rank + step * THREADS;
       if (kTotal % THREADS != 0 && e >= kTotal) break;
       const int r = e / kChunks, c = (e % kChunks) * kVec;
-      D* o = reinterpret_cast<D*>(bytes + wg_detail::swizzled_byte<SW, ROWS, D>(r, c));
+      D* o = reinterpret_cast<D*>(bytes + swizzled_byte<SW, ROWS, D>(r, c));
       const SV* i = origin + int64_t(r) * src.stride + c;
       const bool row = r >= src.r_lo && r < src.r_hi;
       const int64_t hi = src.c_hi - c < kVec ? src.c_hi - c : kVec;
@@ -345,6 +339,45 @@ __device__ __forceinline__ void copy_swizzled(D* tile, const Rect<S>& src, int r
         }
       } else {
         wg_detail::chunk_elements<kVec>(o, i, row, src.c_lo - c, src.c_hi - c);
+      }
+    }
+  }
+}
+
+// A whole swizzled tile to `dst` (Note [Swizzled store tiles]: the store a
+// TMA store could not take): 16-byte chunks, consecutive threads on
+// consecutive chunks of a row (conflict-free shared reads, whole
+// transactions of global memory), each written whole where dst has it and
+// is aligned to 16 bytes, else element by element within dst.
+template <int SW, int ROWS, int COLS, int THREADS, typename S, typename D>
+__device__ __forceinline__ void copy_from_swizzled(const S* tile, const Rect<D>& dst,
+                                                   int rank = thread_rank()) {
+  using DV = typename RemoveConst<D>::type;
+  constexpr int kVec = 16 / int(sizeof(S));
+  constexpr int kChunks = COLS / kVec;
+  constexpr int kTotal = ROWS * kChunks;
+  constexpr int kSteps = (kTotal + THREADS - 1) / THREADS;
+  static_assert(COLS % kVec == 0, "rows of whole 16-byte chunks");
+  const char* const bytes = reinterpret_cast<const char*>(tile);
+  DV* const origin = dst.base + dst.origin;
+  const bool aligned = is_same_v<S, DV> && (reinterpret_cast<uint64_t>(origin) |
+                                            uint64_t(dst.stride * int64_t(sizeof(DV)))) % 16 == 0;
+#pragma unroll
+  for (int step = 0; step < kSteps; ++step) {
+    const int e = rank + step * THREADS;
+    if (kTotal % THREADS != 0 && e >= kTotal) break;
+    const int r = e / kChunks, c = (e % kChunks) * kVec;
+    if (r < dst.r_lo || r >= dst.r_hi) continue;
+    alignas(16) S v[kVec];
+    *reinterpret_cast<Bytes<16>*>(v) =
+        *reinterpret_cast<const Bytes<16>*>(bytes + swizzled_byte<SW, ROWS, S>(r, c));
+    DV* const o = origin + int64_t(r) * dst.stride + c;
+    if (aligned && c >= dst.c_lo && c + kVec <= dst.c_hi) {
+      *reinterpret_cast<Bytes<16>*>(o) = *reinterpret_cast<const Bytes<16>*>(v);
+    } else {
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        if (c + k >= dst.c_lo && c + k < dst.c_hi) o[k] = convert<DV>(v[k]);
       }
     }
   }
