@@ -30,11 +30,14 @@ namespace tilejit::ir {
 // Note [Unsigned constants]
 // An unsigned constant holds its value's bits in the int64 `value`: uint8,
 // uint16 and uint32 values are the non-negative int64 of that value, so the
-// int64 folding above, wrapped to the width, is C's modular arithmetic; a
-// uint64 value at or above 2^63 reads as a negative int64. Folding uint64
-// on int64 would compare, divide and shift those wrongly, so make_binary
-// leaves uint64 operations unfolded and simplify() keeps every unsigned
-// expression as an atom; the generated code computes them in uint64_t.
+// int64 folding above, wrapped to the width, is C's modular arithmetic, but
+// for + - * (a uint32 product exceeds int64), which fold.cpp computes
+// modulo 2^64 before the wrap; a uint64 value at or above 2^63 reads as a
+// negative int64. Folding uint64 on int64 would compare, divide and shift
+// those wrongly, so make_binary leaves uint64 operations unfolded (but & | ^
+// ~ and shifts, which fold.cpp computes on the bits) and simplify() keeps
+// every unsigned expression as an atom; the generated code computes them in
+// uint64_t.
 
 using fold_detail::is_division;
 
@@ -89,8 +92,18 @@ constexpr BinaryFactory kBinaryFactories[] = {
     &make_binary_node<ExprKind::kGE>,
     &make_binary_node<ExprKind::kAnd>,
     &make_binary_node<ExprKind::kOr>,
+    nullptr,  // kNot ...
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,  // ... kLoad
+    &make_binary_node<ExprKind::kBitAnd>,
+    &make_binary_node<ExprKind::kBitOr>,
+    &make_binary_node<ExprKind::kBitXor>,
+    &make_binary_node<ExprKind::kShiftLeft>,
+    &make_binary_node<ExprKind::kShiftRight>,
 };
-static_assert(std::size(kBinaryFactories) == size_t(ExprKind::kOr) + 1);
+static_assert(std::size(kBinaryFactories) == size_t(ExprKind::kShiftRight) + 1);
 
 // A constant next to a non-constant takes the other's dtype (Note [Expression
 // dtypes]): an int constant becomes an int of the other's width or a float;
@@ -109,6 +122,16 @@ Expr adopt(const Expr& c, DataType other) {
 
 bool is_imm(const Expr& e) { return e.is_const() || e.is_float_const(); }
 
+// Note [Bitwise operators]: integers; bool too for & | ^ (not for shifts).
+void check_bitwise_operands(ExprKind kind, DataType a, DataType b) {
+  const bool bool_ok = !is_shift_kind(kind);
+  auto ok = [&](DataType t) { return t.is_int() || (bool_ok && t == DataType::boolean()); };
+  if (TILEJIT_UNLIKELY(!ok(a) || !ok(b))) {
+    TILEJIT_THROW(kTypeError) << "'" << binary_op_name(kind) << "' needs integer operands, got "
+                              << a.name() << " and " << b.name();
+  }
+}
+
 std::atomic<uint64_t> g_next_var_id{1};
 
 }  // namespace
@@ -120,15 +143,16 @@ const char* expr_kind_name(ExprKind k) {
   static constexpr const char* kNames[] = {
       "IntImm", "Var", "Add", "Sub", "Mul", "FloorDiv", "FloorMod", "CeilDiv", "Min",
       "Max", "FloatImm", "Div", "EQ", "NE", "LT", "LE", "GT", "GE", "And", "Or", "Not",
-      "Select", "Cast", "Call", "Load"};
-  static_assert(std::size(kNames) == size_t(ExprKind::kLoad) + 1);
+      "Select", "Cast", "Call", "Load", "BitAnd", "BitOr", "BitXor", "ShiftLeft", "ShiftRight",
+      "BitNot"};
+  static_assert(std::size(kNames) == size_t(ExprKind::kBitNot) + 1);
   return size_t(k) < std::size(kNames) ? kNames[size_t(k)] : "?";
 }
 
 const char* binary_op_name(ExprKind k) {
   static constexpr const char* kNames[] = {
       "?", "?", "+", "-", "*", "//", "%", "ceildiv", "min", "max", "?", "/", "==", "!=",
-      "<", "<=", ">", ">=", "&&", "||", "!"};
+      "<", "<=", ">", ">=", "&&", "||", "!", "?", "?", "?", "?", "&", "|", "^", "<<", ">>", "~"};
   return size_t(k) < std::size(kNames) ? kNames[size_t(k)] : "?";
 }
 
@@ -229,10 +253,17 @@ Expr make_binary(ExprKind kind, Expr a, Expr b) {
       << "make_binary: kind " << int(kind) << " is not a binary kind";
   TILEJIT_CHECK(a.defined() && b.defined(), kValueError)
       << "an operand of '" << binary_op_name(kind) << "' is an undefined expression";
+  // A constant shift amount as written, before it takes the other operand's
+  // dtype (uint8 would make 300 into 44).
+  const bool constant_shift = is_shift_kind(kind) && b.is_const();
+  const int64_t shift = b.int_value();
   if (is_imm(a) && !is_imm(b)) a = adopt(a, b.dtype());
   if (is_imm(b) && !is_imm(a)) b = adopt(b, a.dtype());
   const DataType operand_type = promote(a.dtype(), b.dtype());
   const bool int_operands = is_int_like(a.dtype()) && is_int_like(b.dtype());
+  if (TILEJIT_UNLIKELY(is_bitwise_kind(kind))) {
+    check_bitwise_operands(kind, a.dtype(), b.dtype());
+  }
   if (TILEJIT_UNLIKELY(is_division(kind) && !int_operands)) {
     TILEJIT_THROW(kTypeError) << "'" << binary_op_name(kind) << "' needs integer operands, got "
                               << a.dtype().name() << " and " << b.dtype().name();
@@ -252,6 +283,12 @@ Expr make_binary(ExprKind kind, Expr a, Expr b) {
   const bool int_division = is_division(kind) || (kind == ExprKind::kDiv && int_operands);
   if (int_division && y.is_const() && y.int_value() == 0) {
     TILEJIT_THROW(kValueError) << "division by constant zero in " << to_string(e);
+  }
+  if (constant_shift && (shift < 0 || shift >= operand_type.bits)) {
+    TILEJIT_THROW(kValueError) << "shift amount " << shift << " is out of range for "
+                               << operand_type.name() << " (0 to " << operand_type.bits - 1
+                               << ") in " << to_string(x) << ' ' << binary_op_name(kind) << ' '
+                               << shift;
   }
   Expr folded = fold_detail::fold_binary(e, operand_type);
   return folded.defined() ? folded : e;
@@ -274,6 +311,11 @@ Expr gt(const Expr& a, const Expr& b) { return make_binary(ExprKind::kGT, a, b);
 Expr ge(const Expr& a, const Expr& b) { return make_binary(ExprKind::kGE, a, b); }
 Expr logical_and(const Expr& a, const Expr& b) { return make_binary(ExprKind::kAnd, a, b); }
 Expr logical_or(const Expr& a, const Expr& b) { return make_binary(ExprKind::kOr, a, b); }
+Expr bitwise_and(const Expr& a, const Expr& b) { return make_binary(ExprKind::kBitAnd, a, b); }
+Expr bitwise_or(const Expr& a, const Expr& b) { return make_binary(ExprKind::kBitOr, a, b); }
+Expr bitwise_xor(const Expr& a, const Expr& b) { return make_binary(ExprKind::kBitXor, a, b); }
+Expr shift_left(const Expr& a, const Expr& b) { return make_binary(ExprKind::kShiftLeft, a, b); }
+Expr shift_right(const Expr& a, const Expr& b) { return make_binary(ExprKind::kShiftRight, a, b); }
 
 Expr neg(const Expr& a) {
   TILEJIT_CHECK(a.defined(), kValueError) << "the operand of '-' is an undefined expression";
@@ -290,6 +332,16 @@ Expr logical_not(const Expr& a) {
       << "'!' needs a bool operand, got " << a.dtype().name();
   if (a.is_const()) return make_bool(a.int_value() == 0);
   return Expr(std::make_shared<const NotNode>(a));
+}
+
+Expr bitwise_not(const Expr& a) {
+  TILEJIT_CHECK(a.defined(), kValueError) << "the operand of '~' is an undefined expression";
+  TILEJIT_CHECK(a.dtype().is_int(), kTypeError)
+      << "'~' needs an integer operand, got " << a.dtype().name()
+      << (a.dtype() == DataType::boolean() ? " (use '!' on a mask)" : "");
+  // The bits of the complement, wrapped to the dtype (Note [Unsigned constants]).
+  if (a.is_const()) return make_int(~a.int_value(), a.dtype());
+  return Expr(std::make_shared<const BitNotNode>(a));
 }
 
 Expr select(const Expr& cond, const Expr& t, const Expr& f) {
@@ -421,6 +473,9 @@ class Comparer : public ExprFunctor<int> {
     return run(op->b, y->b);
   }
   int visit_not(const NotNode* op, const Expr&) override { return run(op->a, other<NotNode>()->a); }
+  int visit_bit_not(const BitNotNode* op, const Expr&) override {
+    return run(op->a, other<BitNotNode>()->a);
+  }
   int visit_select(const SelectNode* op, const Expr&) override {
     const SelectNode* y = other<SelectNode>();
     if (int c = run(op->cond, y->cond)) return c;

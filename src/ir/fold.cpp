@@ -67,6 +67,34 @@ double apply_float(ExprKind kind, double a, double b) {
 
 bool is_int_like(DataType t) { return t.is_int() || t.code == DataType::kBool; }
 
+// Note [Bitwise operators] on two constants of the operand dtype `t`: their
+// int64 values are the sign-extended bits of a signed dtype and the bits of
+// an unsigned one (Note [Unsigned constants]), so the int64 result holds the
+// bits of t's result, which make_int then wraps to t. make_binary has
+// checked that a shift amount is from 0 to t's width less one.
+int64_t apply_bitwise(ExprKind kind, int64_t a, int64_t b, DataType t) {
+  switch (kind) {
+    case ExprKind::kBitAnd: return a & b;
+    case ExprKind::kBitOr: return a | b;
+    case ExprKind::kBitXor: return a ^ b;
+    case ExprKind::kShiftLeft: return int64_t(uint64_t(a) << b);
+    default: return t.is_uint() ? int64_t(uint64_t(a) >> b) : a >> b;  // kShiftRight
+  }
+}
+
+// + - * of unsigned constants narrower than 64 bits: modulo 2^64, which
+// make_int reduces modulo 2^width, as C computes them. False for any other
+// kind (Note [Integer semantics] then applies).
+bool apply_unsigned(ExprKind kind, int64_t a, int64_t b, int64_t* out) {
+  const uint64_t x = uint64_t(a), y = uint64_t(b);
+  switch (kind) {
+    case ExprKind::kAdd: *out = int64_t(x + y); return true;
+    case ExprKind::kSub: *out = int64_t(x - y); return true;
+    case ExprKind::kMul: *out = int64_t(x * y); return true;
+    default: return false;
+  }
+}
+
 }  // namespace
 
 bool apply_int(ExprKind kind, int64_t a, int64_t b, int64_t* out) noexcept {
@@ -92,12 +120,18 @@ Expr fold_binary(const Expr& e, DataType operand_type) {
   const DataType type = e.dtype();
   const Expr& x = e.a();
   const Expr& y = e.b();
-  // Note [Unsigned constants]: uint64 constants are not folded; int64
-  // arithmetic would misread those at or above 2^63.
+  if (x.is_const() && y.is_const() && is_bitwise_kind(kind)) {
+    const int64_t v = apply_bitwise(kind, x.int_value(), y.int_value(), operand_type);
+    return type == DataType::int64() ? Expr(v) : make_int(v, type);
+  }
+  // Note [Unsigned constants]: uint64 constants are not folded (bitwise
+  // operations aside); int64 arithmetic would misread those at or above 2^63.
   const bool foldable = operand_type != DataType::uint64();
   if (x.is_const() && y.is_const() && foldable) {
     int64_t v = 0;
-    if (!apply_extended(kind, x.int_value(), y.int_value(), &v)) {
+    const bool wrapped =
+        operand_type.is_uint() && apply_unsigned(kind, x.int_value(), y.int_value(), &v);
+    if (!wrapped && !apply_extended(kind, x.int_value(), y.int_value(), &v)) {
       TILEJIT_THROW(kValueError) << "int64 overflow in " << to_string(e);
     }
     return type == DataType::int64() ? Expr(v) : make_int(v, type);
