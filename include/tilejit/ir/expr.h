@@ -100,7 +100,8 @@ enum class ExprKind : uint8_t {
 
 /// True for the kinds with two operands a, b (BinaryNode).
 constexpr bool is_binary_kind(ExprKind k) {
-  return (k >= ExprKind::kAdd && k <= ExprKind::kMax) || (k >= ExprKind::kDiv && k <= ExprKind::kOr) ||
+  return (k >= ExprKind::kAdd && k <= ExprKind::kMax) ||
+         (k >= ExprKind::kDiv && k <= ExprKind::kOr) ||
          (k >= ExprKind::kBitAnd && k <= ExprKind::kShiftRight);
 }
 /// BitAnd, BitOr, BitXor, ShiftLeft, ShiftRight (Note [Bitwise operators]).

@@ -152,7 +152,9 @@ class ExprEmitter : public ir::ExprFunctor<std::string> {
     const DataType t = e.dtype();
     const std::string a = visit_expr(op->a);
     const char* ct = TileCodegen::compute_type(t);
-    if (t == DataType::uint32() || t == DataType::uint64()) return std::string("(~") + ct + "(" + a + "))";
+    if (t == DataType::uint32() || t == DataType::uint64()) {
+      return std::string("(~") + ct + "(" + a + "))";
+    }
     if (t.is_uint()) {
       return std::string("int64_t(static_cast<") + element_type(t) + ">(~int64_t(" + a + ")))";
     }
