@@ -110,6 +110,16 @@ void bind_expr_ops(nb::class_<Expr>& cls) {
       return nb::cast(ir::make_binary(k, to_expr(a, "operand"), b));
     };
   };
+  // & | ~ are logical on two bool operands (masks), bitwise otherwise.
+  auto mask_or_bits = [](ExprKind logical, ExprKind bits, bool reflected) {
+    return [=](const Expr& self, nb::handle other) -> nb::object {
+      if (!is_number_or_expr(other)) return nb::borrow(Py_NotImplemented);
+      Expr o = to_expr(other, "operand");
+      const bool masks = self.dtype() == DataType::boolean() && o.dtype() == DataType::boolean();
+      const ExprKind k = masks ? logical : bits;
+      return nb::cast(reflected ? ir::make_binary(k, o, self) : ir::make_binary(k, self, o));
+    };
+  };
   // Float (and Expr) operands; the int overloads of ir_bindings.cpp come first.
   cls.def("__add__", bin(ExprKind::kAdd), nb::is_operator())
       .def("__radd__", rbin(ExprKind::kAdd), nb::is_operator())
@@ -129,11 +139,20 @@ void bind_expr_ops(nb::class_<Expr>& cls) {
       .def("__ge__", bin(ExprKind::kGE), nb::is_operator())
       .def("__eq__", bin(ExprKind::kEQ), nb::is_operator())
       .def("__ne__", bin(ExprKind::kNE), nb::is_operator())
-      .def("__and__", bin(ExprKind::kAnd), nb::is_operator())
-      .def("__rand__", rbin(ExprKind::kAnd), nb::is_operator())
-      .def("__or__", bin(ExprKind::kOr), nb::is_operator())
-      .def("__ror__", rbin(ExprKind::kOr), nb::is_operator())
-      .def("__invert__", [](const Expr& a) { return ir::logical_not(a); })
+      .def("__and__", mask_or_bits(ExprKind::kAnd, ExprKind::kBitAnd, false), nb::is_operator())
+      .def("__rand__", mask_or_bits(ExprKind::kAnd, ExprKind::kBitAnd, true), nb::is_operator())
+      .def("__or__", mask_or_bits(ExprKind::kOr, ExprKind::kBitOr, false), nb::is_operator())
+      .def("__ror__", mask_or_bits(ExprKind::kOr, ExprKind::kBitOr, true), nb::is_operator())
+      .def("__xor__", bin(ExprKind::kBitXor), nb::is_operator())
+      .def("__rxor__", rbin(ExprKind::kBitXor), nb::is_operator())
+      .def("__lshift__", bin(ExprKind::kShiftLeft), nb::is_operator())
+      .def("__rlshift__", rbin(ExprKind::kShiftLeft), nb::is_operator())
+      .def("__rshift__", bin(ExprKind::kShiftRight), nb::is_operator())
+      .def("__rrshift__", rbin(ExprKind::kShiftRight), nb::is_operator())
+      .def("__invert__",
+           [](const Expr& a) {
+             return a.dtype() == DataType::boolean() ? ir::logical_not(a) : ir::bitwise_not(a);
+           })
       .def("__bool__", &truth)
       .def("__float__",
            [](const Expr& e) {
@@ -216,7 +235,8 @@ void bind_ir_builder(nb::module_& m) {
           return ir::make_binary(parse_binary(op), to_expr(a, op.c_str()), to_expr(b, op.c_str()));
         },
         nb::arg("op"), nb::arg("a"), nb::arg("b"),
-        "op: add sub mul div floordiv floormod ceildiv min max eq ne lt le gt ge and or.");
+        "op: add sub mul div floordiv floormod ceildiv min max eq ne lt le gt ge and or "
+        "bitand bitor bitxor shl shr.");
   m.def("int_imm",
         [](int64_t v, const std::string& dtype) { return ir::make_int(v, dtype_of(dtype)); },
         nb::arg("value"), nb::arg("dtype") = "int32");
@@ -239,6 +259,7 @@ void bind_ir_builder(nb::module_& m) {
     return ir::logical_or(to_expr(a, "logical_or"), to_expr(b, "logical_or"));
   });
   m.def("logical_not", [](nb::handle a) { return ir::logical_not(to_expr(a, "logical_not")); });
+  m.def("bitwise_not", [](nb::handle a) { return ir::bitwise_not(to_expr(a, "bitwise_not")); });
   m.def("truncdiv", [](nb::handle a, nb::handle b) {
     return ir::div(to_expr(a, "truncdiv"), to_expr(b, "truncdiv"));
   });

@@ -160,7 +160,9 @@ ir::ExprKind parse_binary(const std::string& s) {
       {"ceildiv", ExprKind::kCeilDiv}, {"min", ExprKind::kMin},           {"max", ExprKind::kMax},
       {"eq", ExprKind::kEQ},          {"ne", ExprKind::kNE},             {"lt", ExprKind::kLT},
       {"le", ExprKind::kLE},          {"gt", ExprKind::kGT},             {"ge", ExprKind::kGE},
-      {"and", ExprKind::kAnd},        {"or", ExprKind::kOr}};
+      {"and", ExprKind::kAnd},        {"or", ExprKind::kOr},
+      {"bitand", ExprKind::kBitAnd},  {"bitor", ExprKind::kBitOr},       {"bitxor", ExprKind::kBitXor},
+      {"shl", ExprKind::kShiftLeft},  {"shr", ExprKind::kShiftRight}};
   for (const auto& [name, kind] : kOps) {
     if (s == name) return kind;
   }

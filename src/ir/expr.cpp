@@ -6,6 +6,7 @@
 #include <ostream>
 #include <utility>
 
+#include "ir/fold_internal.h"
 #include "tilejit/core/error.h"
 #include "tilejit/ir/visitor.h"
 
@@ -29,75 +30,18 @@ namespace tilejit::ir {
 // Note [Unsigned constants]
 // An unsigned constant holds its value's bits in the int64 `value`: uint8,
 // uint16 and uint32 values are the non-negative int64 of that value, so the
-// int64 folding above, wrapped to the width, is C's modular arithmetic; a
-// uint64 value at or above 2^63 reads as a negative int64. Folding uint64
-// on int64 would compare, divide and shift those wrongly, so make_binary
-// leaves uint64 operations unfolded and simplify() keeps every unsigned
-// expression as an atom; the generated code computes them in uint64_t.
+// int64 folding above, wrapped to the width, is C's modular arithmetic, but
+// for + - * (a uint32 product exceeds int64), which fold.cpp computes
+// modulo 2^64 before the wrap; a uint64 value at or above 2^63 reads as a
+// negative int64. Folding uint64 on int64 would compare, divide and shift
+// those wrongly, so make_binary leaves uint64 operations unfolded (but & | ^
+// ~ and shifts, which fold.cpp computes on the bits) and simplify() keeps
+// every unsigned expression as an atom; the generated code computes them in
+// uint64_t.
+
+using fold_detail::is_division;
 
 namespace {
-
-// Division by `b != 0` as Note [Integer semantics] says.
-bool divide(ExprKind kind, int64_t a, int64_t b, int64_t* out) {
-  if (b == -1) {
-    if (kind == ExprKind::kFloorMod) {
-      *out = 0;
-      return true;
-    }
-    return !__builtin_sub_overflow(int64_t{0}, a, out);
-  }
-  switch (kind) {
-    case ExprKind::kFloorDiv: *out = floordiv_int(a, b); break;
-    case ExprKind::kFloorMod: *out = floormod_int(a, b); break;
-    default: *out = ceildiv_int(a, b); break;
-  }
-  return true;
-}
-
-bool is_division(ExprKind kind) {
-  return kind == ExprKind::kFloorDiv || kind == ExprKind::kFloorMod ||
-         kind == ExprKind::kCeilDiv;
-}
-
-// The kinds phase 1 did not have, on integer constants: truncating division
-// (b != 0; INT64_MIN / -1 overflows), comparisons and logic (0 or 1). False
-// on overflow, as apply_int.
-bool apply_extended(ExprKind kind, int64_t a, int64_t b, int64_t* out) {
-  switch (kind) {
-    case ExprKind::kDiv:
-      if (b == -1) return !__builtin_sub_overflow(int64_t{0}, a, out);
-      *out = a / b;
-      return true;
-    case ExprKind::kEQ: *out = a == b; return true;
-    case ExprKind::kNE: *out = a != b; return true;
-    case ExprKind::kLT: *out = a < b; return true;
-    case ExprKind::kLE: *out = a <= b; return true;
-    case ExprKind::kGT: *out = a > b; return true;
-    case ExprKind::kGE: *out = a >= b; return true;
-    case ExprKind::kAnd: *out = (a != 0) && (b != 0); return true;
-    case ExprKind::kOr: *out = (a != 0) || (b != 0); return true;
-    default: return apply_int(kind, a, b, out);
-  }
-}
-
-double apply_float(ExprKind kind, double a, double b) {
-  switch (kind) {
-    case ExprKind::kAdd: return a + b;
-    case ExprKind::kSub: return a - b;
-    case ExprKind::kMul: return a * b;
-    case ExprKind::kDiv: return a / b;
-    // NaN wins, as the targets' T.max / T.min (Note [NaN in max and min],
-    // device/cpu/tilejit/cpu/prelude.h).
-    case ExprKind::kMin: return (a < b || a != a) ? a : b;
-    case ExprKind::kMax: return (a > b || a != a) ? a : b;
-    case ExprKind::kEQ: return a == b;
-    case ExprKind::kNE: return a != b;
-    case ExprKind::kLT: return a < b;
-    case ExprKind::kLE: return a <= b;
-    case ExprKind::kGT: return a > b;
-    default: return a >= b;  // kGE; the caller folds nothing else
-  }
-}
 
 bool is_identifier(const std::string& s) {
   auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
@@ -148,8 +92,18 @@ constexpr BinaryFactory kBinaryFactories[] = {
     &make_binary_node<ExprKind::kGE>,
     &make_binary_node<ExprKind::kAnd>,
     &make_binary_node<ExprKind::kOr>,
+    nullptr,  // kNot ...
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,  // ... kLoad
+    &make_binary_node<ExprKind::kBitAnd>,
+    &make_binary_node<ExprKind::kBitOr>,
+    &make_binary_node<ExprKind::kBitXor>,
+    &make_binary_node<ExprKind::kShiftLeft>,
+    &make_binary_node<ExprKind::kShiftRight>,
 };
-static_assert(std::size(kBinaryFactories) == size_t(ExprKind::kOr) + 1);
+static_assert(std::size(kBinaryFactories) == size_t(ExprKind::kShiftRight) + 1);
 
 // A constant next to a non-constant takes the other's dtype (Note [Expression
 // dtypes]): an int constant becomes an int of the other's width or a float;
@@ -168,6 +122,16 @@ Expr adopt(const Expr& c, DataType other) {
 
 bool is_imm(const Expr& e) { return e.is_const() || e.is_float_const(); }
 
+// Note [Bitwise operators]: integers; bool too for & | ^ (not for shifts).
+void check_bitwise_operands(ExprKind kind, DataType a, DataType b) {
+  const bool bool_ok = !is_shift_kind(kind);
+  auto ok = [&](DataType t) { return t.is_int() || (bool_ok && t == DataType::boolean()); };
+  if (TILEJIT_UNLIKELY(!ok(a) || !ok(b))) {
+    TILEJIT_THROW(kTypeError) << "'" << binary_op_name(kind) << "' needs integer operands, got "
+                              << a.name() << " and " << b.name();
+  }
+}
+
 std::atomic<uint64_t> g_next_var_id{1};
 
 }  // namespace
@@ -179,15 +143,16 @@ const char* expr_kind_name(ExprKind k) {
   static constexpr const char* kNames[] = {
       "IntImm", "Var", "Add", "Sub", "Mul", "FloorDiv", "FloorMod", "CeilDiv", "Min",
       "Max", "FloatImm", "Div", "EQ", "NE", "LT", "LE", "GT", "GE", "And", "Or", "Not",
-      "Select", "Cast", "Call", "Load"};
-  static_assert(std::size(kNames) == size_t(ExprKind::kLoad) + 1);
+      "Select", "Cast", "Call", "Load", "BitAnd", "BitOr", "BitXor", "ShiftLeft", "ShiftRight",
+      "BitNot"};
+  static_assert(std::size(kNames) == size_t(ExprKind::kBitNot) + 1);
   return size_t(k) < std::size(kNames) ? kNames[size_t(k)] : "?";
 }
 
 const char* binary_op_name(ExprKind k) {
   static constexpr const char* kNames[] = {
       "?", "?", "+", "-", "*", "//", "%", "ceildiv", "min", "max", "?", "/", "==", "!=",
-      "<", "<=", ">", ">=", "&&", "||", "!"};
+      "<", "<=", ">", ">=", "&&", "||", "!", "?", "?", "?", "?", "&", "|", "^", "<<", ">>", "~"};
   return size_t(k) < std::size(kNames) ? kNames[size_t(k)] : "?";
 }
 
@@ -288,10 +253,17 @@ Expr make_binary(ExprKind kind, Expr a, Expr b) {
       << "make_binary: kind " << int(kind) << " is not a binary kind";
   TILEJIT_CHECK(a.defined() && b.defined(), kValueError)
       << "an operand of '" << binary_op_name(kind) << "' is an undefined expression";
+  // A constant shift amount as written, before it takes the other operand's
+  // dtype (uint8 would make 300 into 44).
+  const bool constant_shift = is_shift_kind(kind) && b.is_const();
+  const int64_t shift = b.int_value();
   if (is_imm(a) && !is_imm(b)) a = adopt(a, b.dtype());
   if (is_imm(b) && !is_imm(a)) b = adopt(b, a.dtype());
   const DataType operand_type = promote(a.dtype(), b.dtype());
   const bool int_operands = is_int_like(a.dtype()) && is_int_like(b.dtype());
+  if (TILEJIT_UNLIKELY(is_bitwise_kind(kind))) {
+    check_bitwise_operands(kind, a.dtype(), b.dtype());
+  }
   if (TILEJIT_UNLIKELY(is_division(kind) && !int_operands)) {
     TILEJIT_THROW(kTypeError) << "'" << binary_op_name(kind) << "' needs integer operands, got "
                               << a.dtype().name() << " and " << b.dtype().name();
@@ -312,23 +284,14 @@ Expr make_binary(ExprKind kind, Expr a, Expr b) {
   if (int_division && y.is_const() && y.int_value() == 0) {
     TILEJIT_THROW(kValueError) << "division by constant zero in " << to_string(e);
   }
-  // Note [Unsigned constants]: uint64 constants are not folded; int64
-  // arithmetic would misread those at or above 2^63.
-  const bool foldable = operand_type != DataType::uint64();
-  if (x.is_const() && y.is_const() && foldable) {
-    int64_t v = 0;
-    if (!apply_extended(kind, x.int_value(), y.int_value(), &v)) {
-      TILEJIT_THROW(kValueError) << "int64 overflow in " << to_string(e);
-    }
-    return type == DataType::int64() ? Expr(v) : make_int(v, type);
+  if (constant_shift && (shift < 0 || shift >= operand_type.bits)) {
+    TILEJIT_THROW(kValueError) << "shift amount " << shift << " is out of range for "
+                               << operand_type.name() << " (0 to " << operand_type.bits - 1
+                               << ") in " << to_string(x) << ' ' << binary_op_name(kind) << ' '
+                               << shift;
   }
-  if (is_imm(x) && is_imm(y) && !int_operands && !logic) {
-    const double fx = x.is_const() ? double(x.int_value()) : x.float_value();
-    const double fy = y.is_const() ? double(y.int_value()) : y.float_value();
-    const double v = apply_float(kind, fx, fy);
-    return type.is_float() ? make_float(v, type) : make_bool(v != 0);
-  }
-  return e;
+  Expr folded = fold_detail::fold_binary(e, operand_type);
+  return folded.defined() ? folded : e;
 }
 
 Expr operator+(const Expr& a, const Expr& b) { return make_binary(ExprKind::kAdd, a, b); }
@@ -348,6 +311,11 @@ Expr gt(const Expr& a, const Expr& b) { return make_binary(ExprKind::kGT, a, b);
 Expr ge(const Expr& a, const Expr& b) { return make_binary(ExprKind::kGE, a, b); }
 Expr logical_and(const Expr& a, const Expr& b) { return make_binary(ExprKind::kAnd, a, b); }
 Expr logical_or(const Expr& a, const Expr& b) { return make_binary(ExprKind::kOr, a, b); }
+Expr bitwise_and(const Expr& a, const Expr& b) { return make_binary(ExprKind::kBitAnd, a, b); }
+Expr bitwise_or(const Expr& a, const Expr& b) { return make_binary(ExprKind::kBitOr, a, b); }
+Expr bitwise_xor(const Expr& a, const Expr& b) { return make_binary(ExprKind::kBitXor, a, b); }
+Expr shift_left(const Expr& a, const Expr& b) { return make_binary(ExprKind::kShiftLeft, a, b); }
+Expr shift_right(const Expr& a, const Expr& b) { return make_binary(ExprKind::kShiftRight, a, b); }
 
 Expr neg(const Expr& a) {
   TILEJIT_CHECK(a.defined(), kValueError) << "the operand of '-' is an undefined expression";
@@ -364,6 +332,16 @@ Expr logical_not(const Expr& a) {
       << "'!' needs a bool operand, got " << a.dtype().name();
   if (a.is_const()) return make_bool(a.int_value() == 0);
   return Expr(std::make_shared<const NotNode>(a));
+}
+
+Expr bitwise_not(const Expr& a) {
+  TILEJIT_CHECK(a.defined(), kValueError) << "the operand of '~' is an undefined expression";
+  TILEJIT_CHECK(a.dtype().is_int(), kTypeError)
+      << "'~' needs an integer operand, got " << a.dtype().name()
+      << (a.dtype() == DataType::boolean() ? " (use '!' on a mask)" : "");
+  // The bits of the complement, wrapped to the dtype (Note [Unsigned constants]).
+  if (a.is_const()) return make_int(~a.int_value(), a.dtype());
+  return Expr(std::make_shared<const BitNotNode>(a));
 }
 
 Expr select(const Expr& cond, const Expr& t, const Expr& f) {
@@ -495,6 +473,9 @@ class Comparer : public ExprFunctor<int> {
     return run(op->b, y->b);
   }
   int visit_not(const NotNode* op, const Expr&) override { return run(op->a, other<NotNode>()->a); }
+  int visit_bit_not(const BitNotNode* op, const Expr&) override {
+    return run(op->a, other<BitNotNode>()->a);
+  }
   int visit_select(const SelectNode* op, const Expr&) override {
     const SelectNode* y = other<SelectNode>();
     if (int c = run(op->cond, y->cond)) return c;
@@ -556,17 +537,6 @@ void collect_vars(const Expr& e, std::vector<std::string>* out) {
 
 // ---------------------------------------------------------------------------
 // Evaluation
-
-bool apply_int(ExprKind kind, int64_t a, int64_t b, int64_t* out) noexcept {
-  switch (kind) {
-    case ExprKind::kAdd: return !__builtin_add_overflow(a, b, out);
-    case ExprKind::kSub: return !__builtin_sub_overflow(a, b, out);
-    case ExprKind::kMul: return !__builtin_mul_overflow(a, b, out);
-    case ExprKind::kMin: *out = a < b ? a : b; return true;
-    case ExprKind::kMax: *out = a < b ? b : a; return true;
-    default: return divide(kind, a, b, out);
-  }
-}
 
 namespace {
 

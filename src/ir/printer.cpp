@@ -18,8 +18,15 @@ namespace {
 // (every infix operator here associates to the left, so "a - (b + c)" and
 // "a * (b // c)" need them). Constants (negative ones included), symbols and
 // calls are atoms: "-3" reads as one token in the languages a reader has in
-// mind.
-enum Prec : int { kOr = 1, kAnd, kCompare, kAdditive, kMultiplicative, kUnary, kAtom };
+// mind. Bitwise operators bind as in both C and Python, | ^ & and shifts in
+// that order, looser than + and tighter than &&; C and Python disagree on
+// them next to a comparison, so a comparison's bitwise operand, and a
+// bitwise operator's comparison operand, are always parenthesised:
+// "(x & 1) == 0".
+enum Prec : int {
+  kOr = 1, kAnd, kCompare, kBitOr, kBitXor, kBitAnd, kShift, kAdditive, kMultiplicative,
+  kUnary, kAtom
+};
 
 int precedence(const Expr& e) {
   if (!e.defined()) return kAtom;
@@ -32,7 +39,13 @@ int precedence(const Expr& e) {
     case ExprKind::kDiv:
     case ExprKind::kFloorDiv:
     case ExprKind::kFloorMod: return kMultiplicative;
-    case ExprKind::kNot: return kUnary;
+    case ExprKind::kNot:
+    case ExprKind::kBitNot: return kUnary;
+    case ExprKind::kBitOr: return kBitOr;
+    case ExprKind::kBitXor: return kBitXor;
+    case ExprKind::kBitAnd: return kBitAnd;
+    case ExprKind::kShiftLeft:
+    case ExprKind::kShiftRight: return kShift;
     default: return is_compare_kind(e.kind()) ? kCompare : kAtom;
   }
 }
@@ -177,14 +190,24 @@ class Printer : public ExprFunctor<void>, public StmtFunctor<void> {
       return;
     }
     const int p = precedence(e);
-    operand(op->a, precedence(op->a) < p);
+    // The pairs C and Python read differently (see Prec).
+    auto ambiguous = [p](int q) {
+      return (p == kCompare && q >= kBitOr && q <= kShift) ||
+             (q == kCompare && p >= kBitOr && p <= kShift);
+    };
+    const int pa = precedence(op->a), pb = precedence(op->b);
+    operand(op->a, pa < p || ambiguous(pa));
     out_ += ' ';
     out_ += binary_op_name(op->kind);
     out_ += ' ';
-    operand(op->b, precedence(op->b) <= p);
+    operand(op->b, pb <= p || ambiguous(pb));
   }
   void visit_not(const NotNode* op, const Expr&) override {
     out_ += '!';
+    operand(op->a, precedence(op->a) < kUnary);
+  }
+  void visit_bit_not(const BitNotNode* op, const Expr&) override {
+    out_ += '~';
     operand(op->a, precedence(op->a) < kUnary);
   }
   void visit_select(const SelectNode* op, const Expr&) override {

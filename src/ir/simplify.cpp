@@ -223,7 +223,8 @@ class ToPoly : public ExprFunctor<Poly> {
   Poly visit_var(const VarNode*, const Expr& e) override { return atom(e); }
   Poly visit_binary(const BinaryNode* op, const Expr& e) override {
     // Integer arithmetic only (coefficients are computed on int64, Note
-    // [Integer semantics]); compares, logic and floats are atoms.
+    // [Integer semantics]); compares, logic, bitwise operators and floats
+    // are atoms.
     if (op->dtype.code != DataType::kInt || op->a.dtype().code != DataType::kInt ||
         op->b.dtype().code != DataType::kInt) {
       return atom(e);
@@ -241,6 +242,7 @@ class ToPoly : public ExprFunctor<Poly> {
     }
   }
   Poly visit_not(const NotNode*, const Expr& e) override { return atom(e); }
+  Poly visit_bit_not(const BitNotNode*, const Expr& e) override { return atom(e); }
   Poly visit_select(const SelectNode*, const Expr& e) override { return atom(e); }
   Poly visit_cast(const CastNode*, const Expr& e) override { return atom(e); }
   Poly visit_call(const CallNode*, const Expr& e) override { return atom(e); }

@@ -29,6 +29,7 @@ void IRVisitor::visit_binary(const BinaryNode* op, const Expr&) {
   visit(op->b);
 }
 void IRVisitor::visit_not(const NotNode* op, const Expr&) { visit(op->a); }
+void IRVisitor::visit_bit_not(const BitNotNode* op, const Expr&) { visit(op->a); }
 void IRVisitor::visit_select(const SelectNode* op, const Expr&) {
   visit(op->cond);
   visit(op->true_value);
@@ -142,6 +143,10 @@ Expr IRMutator::visit_binary(const BinaryNode* op, const Expr& e) {
 Expr IRMutator::visit_not(const NotNode* op, const Expr& e) {
   Expr a = mutate(op->a);
   return same(a, op->a) ? e : logical_not(a);
+}
+Expr IRMutator::visit_bit_not(const BitNotNode* op, const Expr& e) {
+  Expr a = mutate(op->a);
+  return same(a, op->a) ? e : bitwise_not(a);
 }
 Expr IRMutator::visit_select(const SelectNode* op, const Expr& e) {
   Expr c = mutate(op->cond), t = mutate(op->true_value), f = mutate(op->false_value);

@@ -12,7 +12,8 @@ _BITS = {"bool": 1, "int8": 8, "uint8": 8, "int16": 16, "int32": 32, "int64": 64
          "float16": 16, "bfloat16": 16, "float32": 32, "float64": 64}
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//",
             "floormod": "%", "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">",
-            "ge": ">=", "and": "and", "or": "or"}
+            "ge": ">=", "and": "and", "or": "or", "bitand": "&", "bitor": "|",
+            "bitxor": "^", "shl": "<<", "shr": ">>"}
 
 
 class E:
@@ -73,6 +74,8 @@ class FakeBuilder:
         return E(f"({a.text} {_SYMBOLS[op]} {b.text})", dtype, a.loads or b.loads)
 
     def unary(self, op, a):
+        if op == "bitnot":
+            return E(f"(~{a.text})", a.dtype, a.loads)
         assert op == "not"
         return E(f"(not {a.text})", "bool", a.loads)
 

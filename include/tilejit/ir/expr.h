@@ -30,6 +30,24 @@
 // `//` and `%`), the conventions shape arithmetic needs. `div` (kDiv, Python's
 // `/`) is true division on floats; on two integers it is C's truncating
 // division, as TVM's `tir.Div` and therefore TileLang define `/` on ints.
+//
+// Note [Bitwise operators]
+// BitAnd, BitOr, BitXor, ShiftLeft, ShiftRight and BitNot are TVM's
+// bitwise_and / or / xor, shift_left / shift_right and bitwise_not: integer
+// (or bool, for & | ^) operands, promoted as for `+` (so uint32 with int32 is
+// uint32, a literal takes the other operand's dtype), and C's result
+// computed in the promoted dtype: `>>` of a signed value is arithmetic, of
+// an unsigned one logical; `<<` keeps the low bits of the dtype (int8(96) <<
+// 2 is -128, as the narrow type holds it); `~` is the complement in the
+// operand's dtype (~uint8(5) is 250, not int64's -6). A shift by a negative
+// amount or by the width or more is undefined, as in C and TVM: a constant
+// amount out of range is a ValueError at construction ("shift amount 40 is
+// out of range for int32 (0 to 31) in x << 40"); a computed one is the
+// author's to keep in range. Constants fold (fold.cpp) exactly as the
+// targets compute (Note [Unsigned arithmetic] in backend/common/
+// tile_codegen.h says how narrow unsigned values are held); bool & | ^ bool
+// is bool. The Python front end makes & | ^ ~ of bool masks the logical
+// And / Or / NE / Not instead.
 #pragma once
 
 #include <cstdint>
@@ -71,11 +89,27 @@ enum class ExprKind : uint8_t {
   kCast,
   kCall,
   kLoad,
+  // Note [Bitwise operators]; the five binary ones are consecutive.
+  kBitAnd,
+  kBitOr,
+  kBitXor,
+  kShiftLeft,
+  kShiftRight,
+  kBitNot,
 };
 
 /// True for the kinds with two operands a, b (BinaryNode).
 constexpr bool is_binary_kind(ExprKind k) {
-  return (k >= ExprKind::kAdd && k <= ExprKind::kMax) || (k >= ExprKind::kDiv && k <= ExprKind::kOr);
+  return (k >= ExprKind::kAdd && k <= ExprKind::kMax) ||
+         (k >= ExprKind::kDiv && k <= ExprKind::kOr) ||
+         (k >= ExprKind::kBitAnd && k <= ExprKind::kShiftRight);
+}
+/// BitAnd, BitOr, BitXor, ShiftLeft, ShiftRight (Note [Bitwise operators]).
+constexpr bool is_bitwise_kind(ExprKind k) {
+  return k >= ExprKind::kBitAnd && k <= ExprKind::kShiftRight;
+}
+constexpr bool is_shift_kind(ExprKind k) {
+  return k == ExprKind::kShiftLeft || k == ExprKind::kShiftRight;
 }
 /// EQ, NE, LT, LE, GT, GE.
 constexpr bool is_compare_kind(ExprKind k) { return k >= ExprKind::kEQ && k <= ExprKind::kGE; }
@@ -85,7 +119,7 @@ constexpr bool is_shape_kind(ExprKind k) { return k <= ExprKind::kMax; }
 
 /// "IntImm", "Add", "Load", ...
 const char* expr_kind_name(ExprKind k);
-/// The operator as an author writes it: "+", "//", "<=", "min", "&&".
+/// The operator as an author writes it: "+", "//", "<=", "min", "&&", "<<".
 const char* binary_op_name(ExprKind k);
 
 /// Intrinsic functions (CallNode). T.max / T.min are the Max / Min nodes.
@@ -125,6 +159,7 @@ struct FloatImmNode;
 struct VarNode;
 struct BinaryNode;
 struct NotNode;
+struct BitNotNode;
 struct SelectNode;
 struct CastNode;
 struct CallNode;
@@ -244,11 +279,23 @@ using GTNode = BinaryOpNode<ExprKind::kGT>;
 using GENode = BinaryOpNode<ExprKind::kGE>;
 using AndNode = BinaryOpNode<ExprKind::kAnd>;
 using OrNode = BinaryOpNode<ExprKind::kOr>;
+using BitAndNode = BinaryOpNode<ExprKind::kBitAnd>;
+using BitOrNode = BinaryOpNode<ExprKind::kBitOr>;
+using BitXorNode = BinaryOpNode<ExprKind::kBitXor>;
+using ShiftLeftNode = BinaryOpNode<ExprKind::kShiftLeft>;
+using ShiftRightNode = BinaryOpNode<ExprKind::kShiftRight>;
 
 struct NotNode : ExprNode {
   Expr a;
   explicit NotNode(Expr x) : ExprNode(ExprKind::kNot, DataType::boolean()), a(std::move(x)) {}
   static constexpr bool classof(ExprKind k) { return k == ExprKind::kNot; }
+};
+
+/// ~a, the complement of an integer in its own dtype.
+struct BitNotNode : ExprNode {
+  Expr a;
+  explicit BitNotNode(Expr x) : ExprNode(ExprKind::kBitNot, x.dtype()), a(std::move(x)) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::kBitNot; }
 };
 
 struct SelectNode : ExprNode {
@@ -278,8 +325,9 @@ struct CallNode : ExprNode {
 // Construction. Constant operands fold at construction (2 + 3 is IntImm 5,
 // 1.5 * 2.0 is FloatImm 3.0); anything further is simplify()'s job. A constant
 // zero integer divisor, and a folded int64 constant that does not fit, are
-// ValueErrors; an operand of the wrong dtype (a float
-// in floordiv, a non-bool in And) is a TypeError naming the operator.
+// ValueErrors, as is a constant shift amount out of range; an operand of the
+// wrong dtype (a float in floordiv or &, a non-bool in And) is a TypeError
+// naming the operator.
 
 /// A symbol; same as Expr::var.
 inline Expr symbolic(std::string name) { return Expr::var(std::move(name)); }
@@ -323,6 +371,15 @@ inline Expr operator>=(const Expr& a, const Expr& b) { return ge(a, b); }
 Expr logical_and(const Expr& a, const Expr& b);
 Expr logical_or(const Expr& a, const Expr& b);
 Expr logical_not(const Expr& a);
+
+// Note [Bitwise operators]. TypeError for a float operand (and a bool one
+// for shifts and ~), ValueError for a constant shift amount out of range.
+Expr bitwise_and(const Expr& a, const Expr& b);
+Expr bitwise_or(const Expr& a, const Expr& b);
+Expr bitwise_xor(const Expr& a, const Expr& b);
+Expr shift_left(const Expr& a, const Expr& b);
+Expr shift_right(const Expr& a, const Expr& b);
+Expr bitwise_not(const Expr& a);
 
 /// cond ? t : f (T.if_then_else); cond is bool, t and f promote together.
 Expr select(const Expr& cond, const Expr& t, const Expr& f);

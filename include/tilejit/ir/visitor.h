@@ -35,6 +35,7 @@ class ExprFunctor {
         return visit_float_imm(static_cast<const FloatImmNode*>(e.get()), e);
       case ExprKind::kVar: return visit_var(static_cast<const VarNode*>(e.get()), e);
       case ExprKind::kNot: return visit_not(static_cast<const NotNode*>(e.get()), e);
+      case ExprKind::kBitNot: return visit_bit_not(static_cast<const BitNotNode*>(e.get()), e);
       case ExprKind::kSelect: return visit_select(static_cast<const SelectNode*>(e.get()), e);
       case ExprKind::kCast: return visit_cast(static_cast<const CastNode*>(e.get()), e);
       case ExprKind::kCall: return visit_call(static_cast<const CallNode*>(e.get()), e);
@@ -51,6 +52,7 @@ class ExprFunctor {
   virtual R visit_var(const VarNode*, const Expr& e) { unhandled_expr(walk_name(), e); }
   virtual R visit_binary(const BinaryNode*, const Expr& e) { unhandled_expr(walk_name(), e); }
   virtual R visit_not(const NotNode*, const Expr& e) { unhandled_expr(walk_name(), e); }
+  virtual R visit_bit_not(const BitNotNode*, const Expr& e) { unhandled_expr(walk_name(), e); }
   virtual R visit_select(const SelectNode*, const Expr& e) { unhandled_expr(walk_name(), e); }
   virtual R visit_cast(const CastNode*, const Expr& e) { unhandled_expr(walk_name(), e); }
   virtual R visit_call(const CallNode*, const Expr& e) { unhandled_expr(walk_name(), e); }
@@ -136,6 +138,7 @@ class IRVisitor : public ExprFunctor<void>, public StmtFunctor<void> {
   void visit_var(const VarNode*, const Expr&) override {}
   void visit_binary(const BinaryNode* op, const Expr&) override;
   void visit_not(const NotNode* op, const Expr&) override;
+  void visit_bit_not(const BitNotNode* op, const Expr&) override;
   void visit_select(const SelectNode* op, const Expr&) override;
   void visit_cast(const CastNode* op, const Expr&) override;
   void visit_call(const CallNode* op, const Expr&) override;
@@ -181,6 +184,7 @@ class IRMutator : public ExprFunctor<Expr>, public StmtFunctor<Stmt> {
   Expr visit_var(const VarNode*, const Expr& e) override { return e; }
   Expr visit_binary(const BinaryNode* op, const Expr& e) override;
   Expr visit_not(const NotNode* op, const Expr& e) override;
+  Expr visit_bit_not(const BitNotNode* op, const Expr& e) override;
   Expr visit_select(const SelectNode* op, const Expr& e) override;
   Expr visit_cast(const CastNode* op, const Expr& e) override;
   Expr visit_call(const CallNode* op, const Expr& e) override;

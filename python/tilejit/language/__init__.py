@@ -26,7 +26,8 @@ alloc_reducer / alloc_global``, ``T.copy``, ``T.gemm``, ``T.fill``,
 ``T.evaluate``, in the one form allreduce.py takes), ``T.cast`` /
 ``T.Cast`` / ``.astype``, ``T.max / min / abs / exp / exp2 / log / log2 /
 sqrt / rsqrt / tanh / sigmoid``, ``T.if_then_else``, ``T.infinity``,
-``T.ceildiv``, dtype objects (``T.float16`` ...) and strings, ``T.symbolic``
+``T.ceildiv``, ``& | ^ ~ << >>`` on integers and ``T.bitwise_and / or / xor /
+not``, ``T.shift_left / shift_right`` (bitwise.py), dtype objects (``T.float16`` ...) and strings, ``T.symbolic``
 / ``T.dynamic``, ``T.macro`` helpers (with ``T.SharedBuffer`` / ``T.FragmentBuffer`` /
 ``T.LocalBuffer`` parameter annotations, checked at the call),
 ``T.annotate_layout`` (tilejit.layout) and ``T.use_swizzle`` (the kernel's
@@ -72,6 +73,8 @@ from .layouts import annotate_layout
 from .macros import BufferType, FragmentBuffer, LocalBuffer, SharedBuffer, macro
 from ..layout import Fragment, Layout
 from .allreduce import attr, comm_reducer, evaluate, reinterpret, tvm_thread_allreduce
+from .bitwise import (bitwise_and, bitwise_not, bitwise_or, bitwise_xor, shift_left,
+                      shift_right)
 from .dtypes import (DType, ScalarType, bfloat16, boolean, dtype_name, float16, float32,
                      float64, int8, int16, int32, int64, uint8, uint16, uint32,
                      uint64)
@@ -113,7 +116,8 @@ __all__ = [
     "attr", "comm_reducer", "reinterpret", "evaluate", "tvm_thread_allreduce",
     "cast", "Cast", "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh",
     "sigmoid", "clamp", "if_then_else", "infinity", "ninf", "ceildiv", "cdiv", "floordiv",
-    "floormod", "index_to_coordinates",
+    "floormod", "index_to_coordinates", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "bitwise_not", "shift_left", "shift_right",
     "use_builder", "const", "empty",
     # TileLang-Ascend's dialect, emulated (ascend.py, ascend_tile.py).
     "tile", "alloc_L1", "alloc_L0A", "alloc_L0B", "alloc_L0C", "alloc_ub", "gemm_v0", "mma",

@@ -3,7 +3,7 @@ tracer records into.
 
 The tracer speaks one small protocol, whatever builder is behind it:
 expressions are opaque handles made by ``const``, ``symbol`` (a signature
-``_C.Expr``), ``binary(op, a, b)``, ``unary("not", a)``, ``select``,
+``_C.Expr``), ``binary(op, a, b)``, ``unary("not" or "bitnot", a)``, ``select``,
 ``cast``, ``call`` (an intrinsic), ``load``; ``dtype(h)`` and ``text(h)``
 read them back. Statements mirror the C++ builder
 (tile_builder.h) one to one, each with a span ``(file, line, col)``.
@@ -35,6 +35,11 @@ _OPERATORS = {
     "and": lambda a, b: _C.logical_and(a, b), "or": lambda a, b: _C.logical_or(a, b),
     "min": lambda a, b: _C.min(a, b), "max": lambda a, b: _C.max(a, b),
     "ceildiv": lambda a, b: _C.ceildiv(a, b),
+    "bitand": lambda a, b: _C.binary("bitand", a, b),
+    "bitor": lambda a, b: _C.binary("bitor", a, b),
+    "bitxor": lambda a, b: _C.binary("bitxor", a, b),
+    "shl": lambda a, b: _C.binary("shl", a, b),
+    "shr": lambda a, b: _C.binary("shr", a, b),
 }
 
 
@@ -71,7 +76,7 @@ class CBuilder:
         return _OPERATORS[op](a, b)
 
     def unary(self, op: str, a: Any) -> Any:
-        return _C.logical_not(a)
+        return _C.bitwise_not(a) if op == "bitnot" else _C.logical_not(a)
 
     def select(self, c: Any, t: Any, f: Any) -> Any:
         return _C.select(c, t, f)

@@ -130,11 +130,20 @@ def dtype_of(tr: Any, x: Any) -> Optional[str]:
     return None
 
 
-def binary(op: str, a: Any, b: Any) -> "Value":
+def binary(op: str, a: Any, b: Any, hint_b: bool = True) -> "Value":
+    """a op b; a literal takes the other operand's dtype (b only with
+    `hint_b`: a shift amount goes as written, for the builder's range check,
+    and takes it there)."""
     tr = current_tracer("an expression")
     ha = to_handle(tr, a, dtype_of(tr, b))
-    hb = to_handle(tr, b, dtype_of(tr, a))
-    return Value(tr.b.binary(op, ha, hb), reads=reads(a, b))
+    hb = to_handle(tr, b, dtype_of(tr, a) if hint_b else None)
+    try:
+        h = tr.b.binary(op, ha, hb)
+    except (TypeError, ValueError) as e:
+        # The builder's check (a constant zero divisor, a constant shift out
+        # of range), at the author's line.
+        raise error(TypeError if isinstance(e, TypeError) else ValueError, str(e)) from None
+    return Value(h, reads=reads(a, b))
 
 
 def as_bool_handle(tr: Any, x: Any) -> Any:
@@ -249,30 +258,58 @@ class Value:
     def __eq__(self, o): return binary("eq", self, o)  # type: ignore[override]
     def __ne__(self, o): return binary("ne", self, o)  # type: ignore[override]
 
-    # Masks: & | ^ ~ on bool expressions are logical.
-    def __and__(self, o): return _logical("and", self, o)
-    def __rand__(self, o): return _logical("and", o, self)
-    def __or__(self, o): return _logical("or", self, o)
-    def __ror__(self, o): return _logical("or", o, self)
+    # Bitwise operators (Note [Bitwise operators] in tilejit/ir/expr.h): on
+    # integers as in C, at the promoted dtype; on bool masks & | ^ ~ are
+    # logical.
+    def __and__(self, o): return bitwise("and", self, o)
+    def __rand__(self, o): return bitwise("and", o, self)
+    def __or__(self, o): return bitwise("or", self, o)
+    def __ror__(self, o): return bitwise("or", o, self)
+    def __xor__(self, o): return bitwise("xor", self, o)
+    def __rxor__(self, o): return bitwise("xor", o, self)
+    def __lshift__(self, o): return bitwise("shl", self, o)
+    def __rlshift__(self, o): return bitwise("shl", o, self)
+    def __rshift__(self, o): return bitwise("shr", self, o)
+    def __rrshift__(self, o): return bitwise("shr", o, self)
+    def __invert__(self): return bitwise_not(self)
 
-    def __invert__(self):
-        tr = current_tracer()
-        if tr.b.dtype(self.h) != "bool":
-            raise error(TypeError, f"~ on the {tr.b.dtype(self.h)} expression '{self!r}': "
-                                   f"bitwise operators are supported on bool masks only")
-        return Value(tr.b.unary("not", self.h), reads=self._reads)
+
+_BITWISE_SYMBOLS = {"and": "&", "or": "|", "xor": "^", "shl": "<<", "shr": ">>"}
 
 
-def _logical(op: str, a: Any, b: Any) -> Value:
+def bitwise(op: str, a: Any, b: Any) -> Value:
+    """a & b, a | b, a ^ b, a << b, a >> b: integer operands (a float one is
+    a TypeError naming the operator); & | ^ of bool masks (untyped literals
+    beside them taken as truth values) are logical."""
     tr = current_tracer()
+    sym = _BITWISE_SYMBOLS[op]
+    known = [d for d in (dtype_of(tr, a), dtype_of(tr, b)) if d is not None]
     for x in (a, b):
-        d = dtype_of(tr, x)
-        if d is not None and d != "bool":
-            sym = '&' if op == 'and' else '|'
-            raise error(TypeError, f"{sym} on a {d} expression: bitwise operators are "
-                                   f"supported on bool masks only")
-    return Value(tr.b.binary(op, as_bool_handle(tr, a), as_bool_handle(tr, b)),
-                 reads=reads(a, b))
+        lit = _literal(x)
+        d = dtype_of(tr, x) or ("float32" if lit is not None and lit[1] == "float" else None)
+        if d is not None and dtypes.is_float(d):
+            raise error(TypeError, f"{sym} on a {d} operand: bitwise operators need integer "
+                                   f"operands (or bool masks for & | ^)")
+    if known and all(d == "bool" for d in known) and op in ("and", "or", "xor"):
+        ha, hb = as_bool_handle(tr, a), as_bool_handle(tr, b)
+        return Value(tr.b.binary("ne" if op == "xor" else op, ha, hb), reads=reads(a, b))
+    if op in ("shl", "shr") and "bool" in known:
+        raise error(TypeError, f"{sym} on a bool operand: shifts need integer operands")
+    if op in ("shl", "shr"):
+        return binary(op, a, b, hint_b=False)
+    return binary("bit" + op, a, b)
+
+
+def bitwise_not(x: Any) -> Value:
+    """~x: the complement in x's integer dtype; logical not of a bool mask."""
+    tr = current_tracer()
+    h = to_handle(tr, x)
+    d = tr.b.dtype(h)
+    if dtypes.is_float(d):
+        raise error(TypeError, f"~ on a {d} operand: bitwise operators need integer operands "
+                               f"(or bool masks)")
+    op = "not" if d == "bool" else "bitnot"
+    return Value(tr.b.unary(op, h), reads=reads(x))
 
 
 _INTRINSICS = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "abs")
@@ -492,6 +529,12 @@ class VarBuffer(BufferProxy):
     def __rand__(self, o): return o & self.load()
     def __or__(self, o): return self.load() | o
     def __ror__(self, o): return o | self.load()
+    def __xor__(self, o): return self.load() ^ o
+    def __rxor__(self, o): return o ^ self.load()
+    def __lshift__(self, o): return self.load() << o
+    def __rlshift__(self, o): return o << self.load()
+    def __rshift__(self, o): return self.load() >> o
+    def __rrshift__(self, o): return o >> self.load()
     def __invert__(self): return ~self.load()
 
 

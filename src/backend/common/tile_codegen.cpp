@@ -83,6 +83,7 @@ class ExprEmitter : public ir::ExprFunctor<std::string> {
     const std::string b = is_unsigned ? unsigned_operand(op->b, operand_type) : visit_expr(op->b);
     const bool is_float = op->a.dtype().is_float() || op->b.dtype().is_float();
     const char* ct = TileCodegen::compute_type(operand_type);
+    if (ir::is_bitwise_kind(op->kind)) return bitwise(op->kind, a, b, operand_type);
     if (is_unsigned) {
       // Non-negative operands: floor division is C's; min and max are plain.
       switch (op->kind) {
@@ -123,8 +124,41 @@ class ExprEmitter : public ir::ExprFunctor<std::string> {
     }
     ir::unhandled_expr(walk_name(), e);
   }
+  // Note [Bitwise operators] (ir/expr.h) on values held as Note [Unsigned
+  // arithmetic] says: a narrow signed value sign-extended, a narrow unsigned
+  // one zero-extended in int64, so & | ^ and >> of them are the dtype's
+  // (>> arithmetic for signed values, logical for the non-negative
+  // unsigned ones). << and ~ would leave bits above a narrow width, so their
+  // results are wrapped to it; << shifts the unsigned bits (a negative
+  // value's left shift is undefined in C++17).
+  static std::string bitwise(ExprKind kind, const std::string& a, const std::string& b,
+                             DataType t) {
+    switch (kind) {
+      case ExprKind::kBitAnd: return "(" + a + " & " + b + ")";
+      case ExprKind::kBitOr: return "(" + a + " | " + b + ")";
+      case ExprKind::kBitXor: return "(" + a + " ^ " + b + ")";
+      case ExprKind::kShiftRight: return "(" + a + " >> " + b + ")";
+      default: break;  // kShiftLeft
+    }
+    if (t == DataType::uint32() || t == DataType::uint64()) return "(" + a + " << " + b + ")";
+    const std::string bits = "(uint64_t(" + a + ") << " + b + ")";
+    if (t.bits >= 64) return "int64_t" + bits;
+    return std::string("int64_t(static_cast<") + element_type(t) + ">" + bits + ")";
+  }
   std::string visit_not(const ir::NotNode* op, const Expr&) override {
     return "(!" + visit_expr(op->a) + ")";
+  }
+  std::string visit_bit_not(const ir::BitNotNode* op, const Expr& e) override {
+    const DataType t = e.dtype();
+    const std::string a = visit_expr(op->a);
+    const char* ct = TileCodegen::compute_type(t);
+    if (t == DataType::uint32() || t == DataType::uint64()) {
+      return std::string("(~") + ct + "(" + a + "))";
+    }
+    if (t.is_uint()) {
+      return std::string("int64_t(static_cast<") + element_type(t) + ">(~int64_t(" + a + ")))";
+    }
+    return "(~int64_t(" + a + "))";
   }
   std::string visit_select(const ir::SelectNode* op, const Expr& e) override {
     const std::string ct = TileCodegen::compute_type(e.dtype());
