@@ -37,9 +37,10 @@
 // On sm_90a, a T.copy from a shared tile to a tensor parameter (an
 // epilogue's C_shared -> C, flash attention's O_shared -> Output) is one
 // cp.async.bulk.tensor store by thread 0 instead of every thread's vector
-// stores, when the tile is 2-D, plain row-major (not a swizzled or padded
-// gemm operand, not a pipeline's stage), of the tensor's dtype, its rows
-// a multiple of 16 bytes and at most 256 elements, at most 256 rows; the
+// stores, when the tile is 2-D, row-major (its rows a multiple of 16 bytes
+// and at most 256 elements) or swizzled by Note [Swizzled store tiles] (one
+// box per panel, then one wait), not padded, not a pipeline's stage, of the
+// tensor's dtype, at most 256 rows; the
 // region is the tile (as for loads); the tensor's pitches are multiples of
 // 16 bytes; the kernel never reads the tensor; and the copy is the block's
 // (not inside T.Parallel or a thread's own code). TMA writes nothing outside
