@@ -38,6 +38,33 @@ int64_t dim(const ir::Buffer& b, size_t d);
 FragmentLayout operand_layout(int64_t m, int64_t k, int wm, int wr, bool il_rows);
 
 /// A T.Parallel nest and the candidates it accesses.
+/// The shared tiles a pass may give a layout of its own (`candidates`: id
+/// -> the pass's value, the swizzle's bytes), until a use it does not know
+/// drops one: every region of an op, element load and store drops its
+/// buffer. A subclass keeps the ops it knows (whole-tile copies, gemm
+/// operands) by overriding their visits; `ranges` visits a region's
+/// indices without dropping its buffer.
+class TileCandidates : public ir::IRVisitor {
+ public:
+  std::map<uint64_t, int> candidates;
+
+ protected:
+  void drop(const ir::Buffer& b) { candidates.erase(b.id()); }
+  void ranges(const ir::Region& r) { ir::IRVisitor::visit_region(r); }
+  void visit_region(const ir::Region& r) override {
+    drop(r.buffer);
+    ranges(r);
+  }
+  void visit_load(const ir::LoadNode* op, const ir::Expr& e) override {
+    drop(op->buffer);
+    ir::IRVisitor::visit_load(op, e);
+  }
+  void visit_store(const ir::StoreStmt* op, const ir::Stmt& s) override {
+    drop(op->buffer);
+    ir::IRVisitor::visit_store(op, s);
+  }
+};
+
 struct Nest {
   size_t depth = 0;            // loops (0: not a plain nest over constant extents)
   std::set<uint64_t> tiles;    // 2-D candidates at [i, j]

@@ -10,16 +10,13 @@ namespace {
 
 // A tile stays a candidate while every use is a whole copy into it from a
 // fragment (its sources recorded) or a whole copy from it to a tensor.
-class StoreUses : public ir::IRVisitor {
+class StoreUses : public TileCandidates {
  public:
-  std::map<uint64_t, int> candidates;
   std::map<uint64_t, ir::Buffer> tiles;
   std::map<uint64_t, std::set<uint64_t>> sources;  // tile -> the fragments copied into it
 
  private:
   int own_ = 0;  // inside T.Parallel or a pipelined loop
-
-  void drop(const ir::Buffer& b) { candidates.erase(b.id()); }
 
   void visit_alloc(const ir::AllocStmt* op, const ir::Stmt& s) override {
     const ir::Buffer& b = op->buffer;
@@ -40,18 +37,6 @@ class StoreUses : public ir::IRVisitor {
     ir::IRVisitor::visit_for(op, s);
     own_ -= own;
   }
-  void visit_region(const ir::Region& r) override {
-    drop(r.buffer);
-    ir::IRVisitor::visit_region(r);
-  }
-  void visit_load(const ir::LoadNode* op, const ir::Expr& e) override {
-    drop(op->buffer);
-    ir::IRVisitor::visit_load(op, e);
-  }
-  void visit_store(const ir::StoreStmt* op, const ir::Stmt& s) override {
-    drop(op->buffer);
-    ir::IRVisitor::visit_store(op, s);
-  }
   void visit_copy(const ir::CopyOp* op, const ir::Stmt&) override {
     const ir::Buffer &src = op->src.buffer, &dst = op->dst.buffer;
     // Into the tile: the whole fragment, whole. Out of it: the whole tile
@@ -64,8 +49,8 @@ class StoreUses : public ir::IRVisitor {
       drop(dst);
     }
     if (!(block && dst.scope() == ir::Scope::kGlobal && dst.param() >= 0)) drop(src);
-    ir::IRVisitor::visit_region(op->src);
-    ir::IRVisitor::visit_region(op->dst);
+    ranges(op->src);
+    ranges(op->dst);
   }
 };
 

@@ -12,14 +12,8 @@ namespace {
 // The uses of the kernel's shared tiles: a tile stays a candidate while
 // every use is a whole-tile copy into it from memory the block reads, or a
 // whole operand of a gemm.
-class OperandUses : public ir::IRVisitor {
- public:
-  std::map<uint64_t, int> candidates;
-
+class OperandUses : public TileCandidates {
  private:
-  void drop(const ir::Buffer& b) { candidates.erase(b.id()); }
-  void ranges(const ir::Region& r) { ir::IRVisitor::visit_region(r); }
-
   void visit_alloc(const ir::AllocStmt* op, const ir::Stmt& s) override {
     const ir::Buffer& b = op->buffer;
     if (b.scope() == ir::Scope::kShared && b.rank() == 2 && is_16bit_float(b.dtype()) &&
@@ -27,18 +21,6 @@ class OperandUses : public ir::IRVisitor {
       if (const int sw = swizzle_bytes(dim(b, 1), b.dtype().bytes())) candidates.emplace(b.id(), sw);
     }
     ir::IRVisitor::visit_alloc(op, s);
-  }
-  void visit_region(const ir::Region& r) override {
-    drop(r.buffer);
-    ranges(r);
-  }
-  void visit_load(const ir::LoadNode* op, const ir::Expr& e) override {
-    drop(op->buffer);
-    ir::IRVisitor::visit_load(op, e);
-  }
-  void visit_store(const ir::StoreStmt* op, const ir::Stmt& s) override {
-    drop(op->buffer);
-    ir::IRVisitor::visit_store(op, s);
   }
   void visit_copy(const ir::CopyOp* op, const ir::Stmt&) override {
     // Into the whole tile from global memory or another shared tile: the
