@@ -18,14 +18,14 @@ _HOPPER = ["--gpu-architecture=sm_90a"]
 
 
 def gemm_through_shared(m, n, k, block_m=64, block_n=64, block_k=32, disable_tma=False,
-                        read_tile=False):
+                        read_tile=False, out_dtype="float16"):
     """C = A @ B, each block's result staged in C_s and stored from there
     (read_tile: and C_s's first column also summed into C's first column
     by the threads, which reads the tile element by element)."""
 
     @T.prim_func
     def staged_gemm(A: T.Tensor((m, k), "float16"), B: T.Tensor((k, n), "float16"),
-                    C: T.Tensor((m, n), "float16")):
+                    C: T.Tensor((m, n), out_dtype)):
         with T.Kernel(T.ceildiv(n, block_n), T.ceildiv(m, block_m), threads=128) as (bx, by):
             A_s = T.alloc_shared((block_m, block_k), "float16")
             B_s = T.alloc_shared((block_k, block_n), "float16")
@@ -70,7 +70,8 @@ def copies(kernel):
 # tile the threads also read stays row-major.
 EPILOGUES = {"64 columns": dict(), "128 columns": dict(block_n=128),
              "128 columns, no tma": dict(block_n=128, disable_tma=True),
-             "128 columns, read": dict(block_n=128, read_tile=True)}
+             "128 columns, read": dict(block_n=128, read_tile=True),
+             "128 columns, to float32": dict(block_n=128, out_dtype="float32")}
 
 
 @on_targets
@@ -112,6 +113,12 @@ def test_an_epilogue_tile_is_swizzled_and_stored_a_panel_at_a_time_on_hopper():
                           out_idx=[2], target="cuda", extra_compile_flags=_HOPPER)
     assert "swizzle 128" in layout_of(off, "C_s")
     assert "tilejit::cuda::copy_from_swizzled<128, 64, 128, 128>(C_s, " in off.get_kernel_source()
+    # So do they where the tensor's dtype is not the tile's (converted).
+    wide = tilejit.compile(gemm_through_shared(200, 264, 96, block_n=128, out_dtype="float32"),
+                           out_idx=[2], target="cuda", extra_compile_flags=_HOPPER)
+    assert "swizzle 128" in layout_of(wide, "C_s")
+    assert "dtype conversion" in copies(wide)[-1]["reason"], copies(wide)
+    assert "tilejit::cuda::copy_from_swizzled<128, 64, 128, 128>(C_s, " in wide.get_kernel_source()
     # A tile the threads read, and any tile before sm_90a, stays row-major.
     for kernel in (tilejit.compile(gemm_through_shared(200, 264, 96, block_n=128, read_tile=True),
                                    out_idx=[2], target="cuda", extra_compile_flags=_HOPPER),
