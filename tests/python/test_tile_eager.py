@@ -284,3 +284,31 @@ def test_a_parameter_declared_with_another_annotation():
     with raises_exact(TypeError, f"{at(line - 4, 9)}: odd: 'n' is annotated with <class 'int'>; "
                                  f"a tensor parameter is declared T.Tensor(shape, dtype)"):
         odd(np.zeros(4, np.float32), 3)
+
+
+def _gpu_or_skip():
+    if tilejit_cuda_unavailable():
+        pytest.skip(tilejit_cuda_unavailable())
+    try:
+        import torch
+    except ImportError:
+        pytest.skip("torch is not installed")
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU")
+    return torch
+
+
+def test_the_eager_examples_called_with_gpu_tensors():
+    # TileLang's examples call the eager functions with torch tensors.
+    torch = _gpu_or_skip()
+    add, mm = vector_add.retarget("cuda"), matmul.retarget("cuda")
+    x = torch.randn(200, 136, device="cuda")
+    y = torch.randn(200, 136, device="cuda")
+    z = add(x, y)
+    assert z.is_cuda and z.shape == (200, 136)
+    torch.testing.assert_close(z, x + y)
+    a = torch.randn(256, 128, device="cuda").half()
+    b = torch.randn(128, 192, device="cuda").half()
+    c = mm(a, b, 64, 64, 32, dtype=T.float16)
+    assert c.dtype == torch.float16
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=1e-2, atol=5e-2)
