@@ -10,12 +10,6 @@
 #include "tilejit/core/error.h"
 #include "tilejit/ir/tile_builder.h"
 #include "tilejit/ir/visitor.h"
-#include "tilejit/transform/fold_conditions.h"
-#include "tilejit/transform/split_uniform_conditions.h"
-#include "tilejit/transform/hoist_allocations.h"
-#include "tilejit/transform/hoist_shuffles.h"
-#include "tilejit/transform/predicate.h"
-#include "tilejit/transform/verify.h"
 
 namespace tilejit::backend {
 namespace {
@@ -32,27 +26,6 @@ const char* const kReserved[] = {
     "and", "or", "not", "xor", "std", "tilejit", "min", "max", "floordiv", "floormod", "ceildiv"};
 
 }  // namespace
-
-ir::PrimFunc prepare_tile_func(const runtime::SourceRequest& request,
-                               transform::LayoutTarget target) {
-  TILEJIT_ICHECK(request.func != nullptr) << "SourceRequest without a PrimFunc";
-  ir::PrimFunc f = transform::verify(*request.func);
-  f = transform::hoist_allocations(f);  // Note [Allocations are the kernel's]
-  f = transform::hoist_shuffles(f);  // Note [Warp shuffles]
-  f = transform::predicate(f);
-  f = transform::fold_conditions(f);  // Note [Decided conditions]
-  f = transform::split_uniform_conditions(f);  // Note [Conditions decided per block]
-  f = transform::select_layouts(f, target);
-  const ir::TileBody& tile = *f.tile();
-  TILEJIT_ICHECK(!tile.kernels().empty()) << f.name << ": a tile body without a kernel";
-  if (tile.globals.size() != tile.global_params.size()) {
-    throw Error(ErrorKind::kValueError,
-                ir::diagnostic_prefix(tile.globals[0]->span, f.name, "T.alloc_global") +
-                    "buffer " + tile.globals[0].name() +
-                    " has no workspace: run transform::plan_workspaces first (jit() does)");
-  }
-  return f;
-}
 
 bool has_loop(const ir::Stmt& s) {
   struct Finder : ir::IRVisitor {

@@ -28,7 +28,6 @@
 #include "tilejit/ir/prim_func.h"
 #include "tilejit/ir/stmt.h"
 #include "tilejit/runtime/backend.h"
-#include "tilejit/transform/layout_select.h"
 
 namespace tilejit::backend {
 
@@ -55,13 +54,6 @@ struct BufferAccess {
 /// The C++ literal of an integer (LL past int32) and of a float of `t`.
 std::string int_literal(int64_t v);
 std::string float_literal(double v, DataType t);
-
-/// The request's PrimFunc through the target-neutral passes (verify,
-/// predicate) and the target's layouts; InternalError without a kernel,
-/// ValueError for a T.alloc_global that plan_workspaces did not make a
-/// parameter of.
-ir::PrimFunc prepare_tile_func(const runtime::SourceRequest& request,
-                               transform::LayoutTarget target);
 
 /// True when `s` holds a loop (so a loop around it is not the innermost).
 bool has_loop(const ir::Stmt& s);

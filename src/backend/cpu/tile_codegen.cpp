@@ -35,6 +35,7 @@
 #include "tilejit/ir/visitor.h"
 #include "tilejit/transform/hoist_shuffles.h"
 #include "tilejit/transform/layout_select.h"
+#include "tilejit/transform/lower.h"
 
 namespace tilejit::cpu {
 
@@ -458,7 +459,9 @@ void emit_kernel_entry(std::ostream& os, const ir::PrimFunc& f,
 }  // namespace
 
 runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& request) {
-  const ir::PrimFunc f = backend::prepare_tile_func(request, transform::LayoutTarget::kCpu);
+  TILEJIT_ICHECK(request.func != nullptr) << "SourceRequest without a PrimFunc";
+  // Note [The lowering pipeline]: the CPU target prints what it returns.
+  const ir::PrimFunc f = transform::lower(*request.func, transform::LayoutTarget::kCpu);
   const std::vector<const ir::KernelStmt*> kernels = f.tile()->kernels();
   const std::vector<std::string> symbols(request.symbols.begin(), request.symbols.end());
 

@@ -9,9 +9,12 @@
 //                        CUDA tile library (device/cuda/tilejit/cuda/*.h,
 //                        the CPU library's names and meaning), the register
 //                        operands' calls, the pipelined loops
-//   fragments, pipeline, smem_plan, tile_memory: the decisions made before
-//                        any code (register accumulators, prefetched tiles,
-//                        shared memory)
+//   tile_unit.cpp        the unit: each kernel lowered (lower_kernel.h,
+//                        Note [The lowering pipeline]), then printed
+//   fragments, pipeline, smem_plan, tile_memory, tma_copies,
+//   warp_specialize: the decisions lower_kernel makes before any code
+//                        (register accumulators, prefetched tiles, shared
+//                        memory, TMA, the producer warpgroup)
 //
 // Note [CUDA lowering of tile IR]
 // A T.Kernel is one __global__ entry (tilejit_kernel, tilejit_kernel_1, ...

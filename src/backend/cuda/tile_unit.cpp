@@ -20,95 +20,41 @@
 #include <string>
 #include <vector>
 
-#include "backend/common/accesses.h"
 #include "backend/common/cxx_source.h"
 #include "backend/common/slot_abi.h"
 #include "backend/cuda/cuda_backend_internal.h"
-#include "backend/cuda/infer_layouts.h"
-#include "backend/cuda/inside_copies.h"
-#include "backend/cuda/op_report.h"
-#include "backend/cuda/smem_plan.h"
+#include "backend/cuda/lower_kernel.h"
 #include "backend/cuda/tile_codegen.h"
-#include "backend/cuda/tile_memory.h"
-#include "backend/cuda/tma_copies.h"
 #include "tilejit/core/error.h"
 #include "tilejit/ir/tile_builder.h"
-#include "tilejit/ir/visitor.h"
+#include "tilejit/transform/lower.h"
 
 namespace tilejit::cuda {
-
-using backend::Accessed;
-
 namespace {
 
 // The alignment of the unit's dynamic shared memory, in each entry's text
 // until all are emitted (generate_tile_source).
 constexpr const char* kSmemAlign = "@TILEJIT_SMEM_ALIGN@";
 
-// The buffers the ops of a thread range (not the whole block) touch.
-std::set<uint64_t> group_buffers(const ir::KernelStmt& kernel,
-                                 const transform::ThreadUniformity& u) {
-  struct Finder : ir::IRVisitor {
-    const transform::ThreadUniformity* u = nullptr;
-    std::set<uint64_t> out;
-    void visit_if(const ir::IfStmt* op, const ir::Stmt& s) override {
-      for (bool then_branch : {true, false}) {
-        const auto r = u->branch_range(op, then_branch);
-        const ir::Stmt& branch = then_branch ? op->then_case : op->else_case;
-        if (r && r->count != u->threads() && branch.defined()) {
-          Accessed a;
-          a.visit(branch);
-          out.insert(a.ids.begin(), a.ids.end());
-          out.insert(a.reads.begin(), a.reads.end());
-          out.insert(a.writes.begin(), a.writes.end());
-        }
-      }
-      ir::IRVisitor::visit_if(op, s);
-    }
-  } finder;
-  finder.u = &u;
-  finder.visit(kernel.body);
-  return finder.out;
-}
-
-// The entry `entry` that runs the blocks of `kernel`; returns its shared
-// memory in bytes, and appends what the lowering reports to `diagnostics`.
-int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& given,
-                          const std::vector<std::string>& symbols, size_t index,
-                          const std::string& entry, int threads, bool debug_bounds,
-                          bool warpgroups, bool tma_copies, bool warp_specialize,
-                          std::set<int>* wgmma_columns, TensorMaps* maps, bool* swizzles,
-                          int* launch_threads,
-                          std::vector<runtime::Diagnostic>* diagnostics,
-                          runtime::LoweringReport* report) {
+// The entry `entry` that runs the blocks of the lowered kernel `k`; returns
+// its shared memory in bytes. The printer: every decision is `k`'s.
+int64_t emit_kernel_entry(std::ostream& os, LoweredKernel k,
+                          const std::vector<std::string>& symbols, const std::string& entry,
+                          bool debug_bounds, std::set<int>* wgmma_columns, bool* swizzles,
+                          int* launch_threads) {
   std::ostringstream body;
-  // Note [Layouts]: from here on, every buffer carries its layout.
-  const ir::KernelStmt& row_major = *given.tile()->kernels()[index];
-  const LaidOutKernel laid_out = infer_layouts(
-      given, index, threads,
-      group_buffers(row_major, transform::thread_uniformity(row_major, given.name)), warpgroups);
-  const ir::PrimFunc& f = laid_out.func;
-  const ir::KernelStmt& kernel = *laid_out.kernel;
-  const transform::ThreadUniformity uniformity = transform::thread_uniformity(kernel, f.name);
-  PipelinePlan pipelines = plan_pipelines(kernel);
-  diagnostics->insert(diagnostics->end(), pipelines.diagnostics.begin(),
-                      pipelines.diagnostics.end());
-  fit_pipelines(kernel, pipelines);
-  // Note [TMA copies]: where the target is sm_90a, as wgmma.
-  TmaPlan tma = plan_tma(kernel, symbols, pipelines, uniformity,
-                          warpgroups && tma_copies, maps);
-  SmemPlan tiles = plan_tiles(kernel, pipelines);
-  const WarpSpecialization ws = plan_warp_specialization(kernel, symbols, threads, pipelines, tma,
-                                                         tiles, warp_specialize);
-  report_kernel(kernel, threads, laid_out.reasons, pipelines, tma, ws, report);
+  const ir::PrimFunc& f = k.laid_out.func;
+  const ir::KernelStmt& kernel = *k.laid_out.kernel;
+  const int threads = k.threads;
+  const WarpSpecialization ws = k.ws;
   *launch_threads = ws.launch_threads(threads);
-  CudaTileCodegen cg(f, symbols, body, threads, uniformity, kernel,
-                     std::move(pipelines), std::move(tiles));
-  cg.tma_ = std::move(tma);
+  CudaTileCodegen cg(f, symbols, body, threads, k.uniformity, kernel, std::move(k.pipelines),
+                     std::move(k.tiles));
+  cg.tma_ = std::move(k.tma);
   if (kernel.thread_vars.size() == 1) cg.set_thread_index(kernel.thread_vars[0]);
   cg.ws_ = ws;
   cg.debug_bounds = debug_bounds;
-  cg.inside_copies_ = copies_inside(f, kernel);
+  cg.inside_copies_ = std::move(k.inside_copies);
   static const char* const kBlock[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
   static const char* const kSwizzled[] = {"tilejit_block.x", "tilejit_block.y", "blockIdx.z"};
   std::vector<std::string> decls;
@@ -170,7 +116,10 @@ int64_t emit_kernel_entry(std::ostream& os, const ir::PrimFunc& given,
 }  // namespace
 
 runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& request) {
-  const ir::PrimFunc f = backend::prepare_tile_func(request, transform::LayoutTarget::kCuda);
+  TILEJIT_ICHECK(request.func != nullptr) << "SourceRequest without a PrimFunc";
+  // Note [The lowering pipeline]: the target-neutral passes, then each
+  // kernel's (lower_kernel.h), then the printer.
+  const ir::PrimFunc f = transform::lower(*request.func, transform::LayoutTarget::kCuda);
   const std::vector<const ir::KernelStmt*> kernels = f.tile()->kernels();
   const std::vector<std::string> symbols(request.symbols.begin(), request.symbols.end());
   // Note [Warpgroup gemms]: wgmma where the source is compiled for sm_90a
@@ -196,10 +145,10 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
     l.entry = i == 0 ? std::string(kEntryName) : std::string(kEntryName) + "_" + std::to_string(i);
     os << "\n";
     int launch_threads = threads;
+    const KernelTarget target{warpgroups, request.tma, request.tma && request.warp_specialize};
     l.smem_bytes = uint32_t(emit_kernel_entry(
-        os, f, symbols, i, l.entry, threads, request.debug_bounds, warpgroups, request.tma,
-        request.tma && request.warp_specialize, &wgmma_columns, &maps, &swizzles,
-        &launch_threads, &diagnostics, &report));
+        os, lower_kernel(f, i, threads, symbols, target, &maps, &diagnostics, &report), symbols,
+        l.entry, request.debug_bounds, &wgmma_columns, &swizzles, &launch_threads));
     l.threads[0] = launch_threads;
   }
   std::ostringstream unit;
