@@ -3,6 +3,7 @@
 // semantics] in tilejit/transform/thread_uniformity.h): the hazard sets and
 // the barriers they place, the bodies of loops and branches, a thread's own
 // statements and the branches of an if on a thread range.
+#include <iterator>
 #include <optional>
 #include <set>
 #include <string>
@@ -60,6 +61,19 @@ void CudaTileCodegen::sync() {
   }
   pending_async_ = false;
   synced_at_ = lines_written();
+}
+
+void CudaTileCodegen::barrier_inside(const std::set<uint64_t>& reads,
+                                     const std::set<uint64_t>& writes, uint64_t scratch,
+                                     int64_t threads) {
+  if (group_barrier_ != 0 || pending_async_ || threads != threads_ || async_proxy_fence_due()) {
+    return;
+  }
+  read_since_ = visible(reads);
+  read_since_.insert(scratch);
+  written_since_ = visible(writes);
+  written_since_.erase(scratch);
+  std::erase_if(pending_keys_, [&](const auto& kv) { return !written_since_.count(kv.first); });
 }
 
 std::set<uint64_t> CudaTileCodegen::visible(const std::set<uint64_t>& ids) const {
@@ -136,8 +150,9 @@ void CudaTileCodegen::emit_block(const ir::Stmt& s) {
 Accessed CudaTileCodegen::body_accesses(const ir::Stmt& body) const {
   Accessed all;
   all.visit(body);
-  // The row reductions' scratch (id 0, emit_tile_op) is no buffer of the
-  // IR: a reduction through it in a loop meets the next iteration's.
+  // The row reductions' scratches (kScratchIds, emit_tile_op) are no
+  // buffers of the IR: a reduction through one in a loop meets the next
+  // iteration's.
   struct Scratch : ir::IRVisitor {
     const CudaTileCodegen* cg = nullptr;
     bool found = false;
@@ -148,7 +163,7 @@ Accessed CudaTileCodegen::body_accesses(const ir::Stmt& body) const {
   } scratch;
   scratch.cg = this;
   scratch.visit(body);
-  if (scratch.found) all.writes.insert(0);
+  if (scratch.found) all.writes.insert(std::begin(kScratchIds), std::end(kScratchIds));
   return all;
 }
 

@@ -38,6 +38,8 @@ struct LoweredKernel {
   TmaPlan tma;
   SmemPlan tiles;
   WarpSpecialization ws;
+  /// Note [Alternating reduction scratch]: 1 or 2.
+  int scratch_copies = 1;
   /// Note [Copies inside their tensor]: no edge walk for these.
   std::set<const ir::CopyOp*> inside_copies;
 };
@@ -50,6 +52,7 @@ struct LoweredKernel {
 ///   plan_pipelines, fit_pipelines   the T.Pipelined loops' stages, within shared memory
 ///   plan_tma                  the prefetches TMA performs (their tensor maps to `maps`)
 ///   plan_tiles                the shared tiles' offsets and aliases
+///   scratch_copies            one reduction scratch or two in turn
 ///   plan_warp_specialization  the producer warpgroup and the consumers
 ///   copies_inside             the copies proven inside their tensors
 ///   report_kernel             the lowering report's entries, appended to `report`

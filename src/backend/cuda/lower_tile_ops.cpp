@@ -69,12 +69,21 @@ void CudaTileCodegen::emit_tile_op(const ir::Stmt& s) {
   }
   Accessed a;
   a.visit(s);
+  const FragmentLayout* across = nullptr;  // a row reduction across warps, through a scratch
+  uint64_t scratch = 0;
   if (s.kind() == ir::StmtKind::kReduce) {
     const FragmentLayout* l = register_layout(s.as<ir::ReduceOp>()->src.buffer);
-    if (l != nullptr && l->scratch_floats() > 0) a.writes.insert(0);  // the row reduction's scratch
+    if (l != nullptr && l->scratch_floats() > 0) {
+      across = l;
+      scratch = kScratchIds[next_scratch_];
+      a.writes.insert(scratch);
+    }
   }
   enter(a.reads, a.writes);
-  if (emit_register_op(s)) return;
+  if (emit_register_op(s)) {
+    if (across != nullptr) barrier_inside(a.reads, a.writes, scratch, across->threads());
+    return;
+  }
   if (s.kind() == ir::StmtKind::kCopy && async_copy(*s.as<ir::CopyOp>())) {
     pending_async_ = true;  // copy.h uses cp.async
   }
@@ -535,12 +544,17 @@ bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
            ")");
       std::string scratch = "nullptr";
       if (l->scratch_floats() > 0) {
-        // One scratch for every row reduction of the kernel (each is
-        // behind barriers), as large as the largest needs.
+        // One scratch (or two, taken in turn: Note [Alternating reduction
+        // scratch]) for every row reduction of the kernel, as large as the
+        // largest needs.
+        const int64_t each = (scratch_bytes_ + 15) / 16 * 16;
         if (scratch_offset_ < 0) {
-          scratch_offset_ = take_shared(scratch_bytes_, s.span(), "the row reductions' scratch");
+          scratch_offset_ = take_shared(each * scratch_copies_, s.span(),
+                                        "the row reductions' scratch");
         }
-        scratch = "reinterpret_cast<float*>(tilejit_smem + " + str(scratch_offset_) + ")";
+        scratch = "reinterpret_cast<float*>(tilejit_smem + " +
+                  str(scratch_offset_ + next_scratch_ * each) + ")";
+        next_scratch_ = (next_scratch_ + 1) % scratch_copies_;
       }
       const std::string prefix = l->part() ? "tilejit::cuda::part_" : "tilejit::cuda::acc_";
       if (register_layout(op->dst.buffer) != nullptr) {

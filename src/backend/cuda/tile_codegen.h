@@ -148,6 +148,8 @@ class CudaTileCodegen final : public backend::TileCodegen {
   std::set<const ir::CopyOp*> inside_copies_;
   /// Note [TMA copies]: the prefetches TMA performs.
   TmaPlan tma_;
+  /// Note [Alternating reduction scratch]: 1 or 2 scratches.
+  int scratch_copies_ = 1;
   /// The pipelined loop being emitted: each TMA copy's barriers (one per
   /// stage).
   std::map<const ir::CopyOp*, std::string> tma_bars_;
@@ -300,12 +302,25 @@ class CudaTileCodegen final : public backend::TileCodegen {
   /// A barrier (after this thread's cp.async copies), unless the last line
   /// written was one; the hazard sets restart.
   void sync();
+  /// A row reduction across warps (reading `reads`, writing `writes` and
+  /// `scratch`, run by a layout of `threads` threads) was just emitted: its
+  /// barrier between the scratch's writes and reads (mma_acc.h,
+  /// part_tile.h) orders what came before it, as sync()'s would, where it is
+  /// the barrier sync() would place (the group's threads, no cp.async copy
+  /// in flight, no fence due). The hazard sets then hold the reduction's
+  /// accesses after its barrier. Note [Alternating reduction scratch].
+  void barrier_inside(const std::set<uint64_t>& reads, const std::set<uint64_t>& writes,
+                      uint64_t scratch, int64_t threads);
 
   int threads_;
   /// The kernel's tiles (laid out: infer_layouts.h), by id.
   std::map<uint64_t, ir::Buffer> tiles_by_id_;
   bool swizzles_ = false;       // a tile is swizzled
   int64_t scratch_bytes_ = 0;   // the row reductions' scratch (tile_memory.h)
+  // Note [Alternating reduction scratch]: the scratches' hazard ids (no
+  // buffer's: buffer ids start at 1), and the one the next reduction takes.
+  static constexpr uint64_t kScratchIds[2] = {0, ~uint64_t(0)};
+  int next_scratch_ = 0;
   PipelinePlan pipelines_;
   SmemPlan tiles_;
   // Each tile's tiles sharing bytes with it (Note [Shared-memory liveness]).

@@ -62,6 +62,55 @@ int64_t planned_shared_bytes(const ir::KernelStmt& kernel, const PipelinePlan& p
   return align128(plan_tiles(kernel, pipelines).total) + scratch_bytes(kernel);
 }
 
+namespace {
+
+// The dynamic shared memory a block may take. Static shared memory (the
+// stages' mbarriers, Note [TMA copies]) sits below the dynamic tiles, which
+// start 1024-aligned where a tile is swizzled: it takes 1024 bytes then.
+int64_t dynamic_limit(const ir::KernelStmt& kernel) {
+  const std::vector<ir::Buffer> tiles = kernel_tiles(kernel);
+  const bool swizzles =
+      std::any_of(tiles.begin(), tiles.end(), [](const ir::Buffer& b) { return swizzle_of(b) != 0; });
+  return kMaxSharedBytes - (swizzles ? 1024 : 0);
+}
+
+}  // namespace
+
+// Note [Alternating reduction scratch]
+// A row reduction across warps writes each warp's partial rows to the
+// scratch, waits at a barrier, and reads every warp's (mma_acc.h,
+// part_tile.h). A second reduction through the same scratch must wait until
+// every thread has read it, so the lowering put a barrier before it: MLA
+// decoding's reduce_max and reduce_sum had three barriers between them,
+// where TileLang's program needs two. With two scratches taken in turn, a
+// reduction writes the other scratch than the one before it, and no barrier
+// goes between them. The hazard tracker sees each scratch as a buffer of its
+// own (kScratchIds in tile_codegen.h), so a scratch written again still
+// waits for a barrier after its last reads: where none came between (a
+// third reduction right after, a loop's back edge), the tracker puts one. It
+// is taken where a kernel has two reductions through the scratch or more and
+// the second scratch fits beside the tiles and the stages as fitted.
+//
+// The reduction's own barrier is also one for the tracker
+// (CudaTileCodegen::barrier_inside) where it is the barrier the tracker
+// would have placed: a softmax's store of its result into the shared tile
+// it read its input from then needs no barrier of its own, the reductions'
+// having ordered the reads before it.
+int scratch_copies(const ir::KernelStmt& kernel, const PipelinePlan& pipelines) {
+  struct Count : ir::IRVisitor {
+    int n = 0;
+    void visit_reduce(const ir::ReduceOp* op, const ir::Stmt&) override {
+      const FragmentLayout* l = register_layout(op->src.buffer);
+      n += l != nullptr && l->scratch_floats() > 0;
+    }
+  } count;
+  count.visit(kernel.body);
+  if (count.n < 2) return 1;
+  return planned_shared_bytes(kernel, pipelines) + scratch_bytes(kernel) <= dynamic_limit(kernel)
+             ? 2
+             : 1;
+}
+
 // Note [Fitting the stages]
 // Stages that do not fit in the block's shared memory are cut: first every
 // ring deeper than two stages loses one (the prefetch distance shrinks for
@@ -82,13 +131,7 @@ void fit_pipelines(const ir::KernelStmt& kernel, PipelinePlan& plan) {
     return tile_elements(b) * b.dtype().bytes();
   };
   std::vector<uint64_t> dropped;
-  // Static shared memory (the stages' mbarriers, Note [TMA copies]) sits
-  // below the dynamic tiles, which start 1024-aligned where a tile is
-  // swizzled: it takes 1024 bytes then.
-  const std::vector<ir::Buffer> tiles = kernel_tiles(kernel);
-  const bool swizzles =
-      std::any_of(tiles.begin(), tiles.end(), [](const ir::Buffer& b) { return swizzle_of(b) != 0; });
-  const int64_t limit = kMaxSharedBytes - (swizzles ? 1024 : 0);
+  const int64_t limit = dynamic_limit(kernel);
   while (!plan.stages.empty() && planned_shared_bytes(kernel, plan) > limit) {
     int deepest = 0;
     for (const auto& [id, s] : plan.stages) deepest = std::max(deepest, s);

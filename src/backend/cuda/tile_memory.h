@@ -26,6 +26,10 @@ int64_t stage_bytes(int64_t bytes, bool swizzled);
 /// fragments of `kernel` need.
 int64_t scratch_bytes(const ir::KernelStmt& kernel);
 
+/// Note [Alternating reduction scratch] (tile_memory.cpp): 2 where the row
+/// reductions take two scratches in turn, else 1.
+int scratch_copies(const ir::KernelStmt& kernel, const PipelinePlan& pipelines);
+
 /// Where each tile of `kernel` lies, and the bytes the block needs for them.
 SmemPlan plan_tiles(const ir::KernelStmt& kernel, const PipelinePlan& pipelines);
 

@@ -55,6 +55,7 @@ int64_t emit_kernel_entry(std::ostream& os, LoweredKernel k,
   cg.ws_ = ws;
   cg.debug_bounds = debug_bounds;
   cg.inside_copies_ = std::move(k.inside_copies);
+  cg.scratch_copies_ = k.scratch_copies;
   static const char* const kBlock[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
   static const char* const kSwizzled[] = {"tilejit_block.x", "tilejit_block.y", "blockIdx.z"};
   std::vector<std::string> decls;
