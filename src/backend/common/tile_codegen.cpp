@@ -148,8 +148,12 @@ const BufferAccess& TileCodegen::access(const ir::Buffer& b, const ir::Span& spa
   // transform::plan_workspaces made of it, a View the entry declares.
   std::string view = b.scope() == ir::Scope::kGlobal && b.param() >= 0 ? b.name() : "";
   const ir::TileBody& tile = *func_.tile();
+  int64_t base_align = 0;
   for (size_t i = 0; view.empty() && i < tile.globals.size() && i < tile.global_params.size(); ++i) {
-    if (tile.globals[i] == b) view = func_.params[size_t(tile.global_params[i])].name;
+    if (tile.globals[i] == b) {
+      view = func_.params[size_t(tile.global_params[i])].name;
+      base_align = 256;
+    }
   }
   TILEJIT_CHECK(!view.empty(), kInternalError)
       << func_.name << ": " << display_ << " tile codegen: buffer '" << b.name()
@@ -158,6 +162,7 @@ const BufferAccess& TileCodegen::access(const ir::Buffer& b, const ir::Span& spa
   a.name = view;
   a.dtype = b.dtype();
   a.global = true;
+  a.base_align = base_align;
   a.data = view + ".data()";
   for (const Expr& d : b.shape()) {
     a.shape.push_back("int64_t(" + expr(d) + ")");

@@ -36,6 +36,10 @@ struct BufferAccess {
   std::string name;            ///< C++: a View (tensor parameter) or a T* / T[] (tile)
   DataType dtype;
   bool global = false;         ///< a tensor, whose elements may not exist
+  /// Bytes the data pointer is known to be aligned to (0: unknown): 256 for
+  /// a T.alloc_global workspace, which lies at a 256-byte offset of its
+  /// arena (the pool's, or a caller's that the call checks).
+  int64_t base_align = 0;
   std::vector<std::string> shape;    ///< C++ int64 expressions, one per dimension
   std::vector<int64_t> static_shape; ///< constant extents; -1 where dynamic (globals)
   std::string data;            ///< C++ pointer to element 0

@@ -19,16 +19,20 @@ std::vector<StagedAccess> CudaTileCodegen::plan_run(const ir::Stmt& body, const 
 }
 
 // The template arguments of load_run / store_run for `s`: V, and whether
-// the address is proved aligned to the run's widest piece: a tile (at a
-// 128-byte boundary) indexed by the lane alone in its last dimension, whose
-// rows are whole runs, at a run that starts at a multiple of V.
+// the address is proved aligned to the run's widest piece: a buffer whose
+// start is so aligned (a tile, at a 128-byte boundary; a T.alloc_global
+// workspace, at a 256-byte one), indexed by the lane alone in its last
+// dimension, whose rows are whole runs (every stride a multiple of the
+// last extent, a multiple of V), at a run that starts at a multiple of V.
+// A tensor parameter's start is the caller's, and its runs stay unproven.
 std::string CudaTileCodegen::run_args(const StagedAccess& s, const ir::Expr& lane, int64_t v,
                                       bool first_aligned) {
   const backend::BufferAccess& a = access(s.buffer, {}, "load");
   const ir::Expr& last = s.indices.back();
-  const bool aligned = first_aligned && !a.global && !a.static_shape.empty() &&
-                       a.static_shape.back() % v == 0 && last.is_var() &&
-                       last.var_id() == lane.var_id();
+  const bool start_aligned = !a.global || a.base_align >= 16;
+  const bool aligned = first_aligned && start_aligned && !a.static_shape.empty() &&
+                       a.static_shape.back() > 0 && a.static_shape.back() % v == 0 &&
+                       last.is_var() && last.var_id() == lane.var_id();
   return std::to_string(v) + (aligned ? ", true" : "");
 }
 
