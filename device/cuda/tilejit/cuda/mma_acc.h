@@ -534,10 +534,16 @@ __device__ __forceinline__ void acc_reduce_rows_to(const float* acc, float* rows
 #pragma unroll
     for (int s = 0; s < L::MT * 2; ++s) {
       const int row = L::block_row(s / 2) + L::lane() / 4 + (s % 2) * 8;
-      float x = scratch[row];
+      if constexpr (L::kWN == 2) {
+        // Two warps: this one's value is in hand, and x + y == y + x, so
+        // both get the same bits from one load (MLA decoding's rows).
+        v[s] = combine<kKind>(v[s], scratch[(1 - wn) * L::kM + row]);
+      } else {
+        float x = scratch[row];
 #pragma unroll
-      for (int w = 1; w < L::kWN; ++w) x = combine<kKind>(x, scratch[w * L::kM + row]);
-      v[s] = x;
+        for (int w = 1; w < L::kWN; ++w) x = combine<kKind>(x, scratch[w * L::kM + row]);
+        v[s] = x;
+      }
     }
   }
 #pragma unroll

@@ -94,11 +94,15 @@ __device__ __forceinline__ Descriptor operand_base(unsigned base) {
 template <int SW, int ROWS, bool K_MAJOR, typename T>
 __device__ __forceinline__ uint64_t operand(Descriptor start, int mn, int k) {
   constexpr int kPanel = SW / int(sizeof(T));
-  const unsigned off = K_MAJOR ? unsigned((k / kPanel) * (ROWS * SW) + mn * SW +
-                                          (k % kPanel) * int(sizeof(T)))
-                               : unsigned((mn / kPanel) * (ROWS * SW) + k * SW);
+  // The offset's two parts, each a multiple of 16 bytes, shifted apart: the
+  // block's (mn: the warpgroup's, known at run time) is the same for every
+  // k step, so start.lo + its share is formed once per gemm and each
+  // instruction adds a constant (one add where the shifted sum cost two).
+  const unsigned mn_off = K_MAJOR ? unsigned(mn * SW) : unsigned((mn / kPanel) * (ROWS * SW));
+  const unsigned k_off = K_MAJOR ? unsigned((k / kPanel) * (ROWS * SW) + (k % kPanel) * int(sizeof(T)))
+                                 : unsigned(k * SW);
   uint64_t d;
-  asm("mov.b64 %0, {%1, %2};" : "=l"(d) : "r"(start.lo + (off >> 4)), "r"(start.hi));
+  asm("mov.b64 %0, {%1, %2};" : "=l"(d) : "r"(start.lo + (mn_off >> 4) + (k_off >> 4)), "r"(start.hi));
   return d;
 }
 
