@@ -11,6 +11,7 @@
 
 #include "backend/common/accesses.h"
 #include "backend/cuda/tile_codegen.h"
+#include "backend/cuda/tile_memory.h"
 #include "tilejit/core/error.h"
 #include "tilejit/ir/stmt.h"
 #include "tilejit/transform/thread_uniformity.h"
@@ -153,17 +154,9 @@ Accessed CudaTileCodegen::body_accesses(const ir::Stmt& body) const {
   // The row reductions' scratches (kScratchIds, emit_tile_op) are no
   // buffers of the IR: a reduction through one in a loop meets the next
   // iteration's.
-  struct Scratch : ir::IRVisitor {
-    const CudaTileCodegen* cg = nullptr;
-    bool found = false;
-    void visit_reduce(const ir::ReduceOp* op, const ir::Stmt&) override {
-      const FragmentLayout* l = register_layout(op->src.buffer);
-      found = found || (l != nullptr && l->scratch_floats() > 0);
-    }
-  } scratch;
-  scratch.cg = this;
-  scratch.visit(body);
-  if (scratch.found) all.writes.insert(std::begin(kScratchIds), std::end(kScratchIds));
+  if (scratch_reductions(body) > 0) {
+    all.writes.insert(std::begin(kScratchIds), std::end(kScratchIds));
+  }
   return all;
 }
 

@@ -156,6 +156,13 @@ std::string layout_type(const FragmentLayout& l);
 inline const FragmentLayout* register_layout(const ir::Buffer& b) {
   return b.defined() ? b->layout.fragment() : nullptr;
 }
+/// The layout of a row reduction's source whose rows span warps, which meet
+/// in a shared scratch (mma_acc.h, part_tile.h); nullptr where warp shuffles
+/// suffice or the source is not in registers.
+inline const FragmentLayout* scratch_layout(const ir::ReduceOp& op) {
+  const FragmentLayout* l = register_layout(op.src.buffer);
+  return l != nullptr && l->scratch_floats() > 0 ? l : nullptr;
+}
 /// The bytes of a swizzled shared tile's panel rows (Note [Warpgroup
 /// gemms]), 0 for a tile that is not swizzled.
 inline int swizzle_of(const ir::Buffer& b) {

@@ -69,16 +69,11 @@ void CudaTileCodegen::emit_tile_op(const ir::Stmt& s) {
   }
   Accessed a;
   a.visit(s);
-  const FragmentLayout* across = nullptr;  // a row reduction across warps, through a scratch
-  uint64_t scratch = 0;
-  if (s.kind() == ir::StmtKind::kReduce) {
-    const FragmentLayout* l = register_layout(s.as<ir::ReduceOp>()->src.buffer);
-    if (l != nullptr && l->scratch_floats() > 0) {
-      across = l;
-      scratch = kScratchIds[next_scratch_];
-      a.writes.insert(scratch);
-    }
-  }
+  // A row reduction across warps, through the scratch next in turn.
+  const FragmentLayout* across =
+      s.kind() == ir::StmtKind::kReduce ? scratch_layout(*s.as<ir::ReduceOp>()) : nullptr;
+  const uint64_t scratch = kScratchIds[next_scratch_];
+  if (across != nullptr) a.writes.insert(scratch);
   enter(a.reads, a.writes);
   if (emit_register_op(s)) {
     if (across != nullptr) barrier_inside(a.reads, a.writes, scratch, across->threads());
@@ -547,13 +542,12 @@ bool CudaTileCodegen::emit_register_op(const ir::Stmt& s) {
         // One scratch (or two, taken in turn: Note [Alternating reduction
         // scratch]) for every row reduction of the kernel, as large as the
         // largest needs.
-        const int64_t each = (scratch_bytes_ + 15) / 16 * 16;
         if (scratch_offset_ < 0) {
-          scratch_offset_ = take_shared(each * scratch_copies_, s.span(),
+          scratch_offset_ = take_shared(scratch_bytes_ * scratch_copies_, s.span(),
                                         "the row reductions' scratch");
         }
         scratch = "reinterpret_cast<float*>(tilejit_smem + " +
-                  str(scratch_offset_ + next_scratch_ * each) + ")";
+                  str(scratch_offset_ + next_scratch_ * scratch_bytes_) + ")";
         next_scratch_ = (next_scratch_ + 1) % scratch_copies_;
       }
       const std::string prefix = l->part() ? "tilejit::cuda::part_" : "tilejit::cuda::acc_";

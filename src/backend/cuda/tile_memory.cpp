@@ -21,7 +21,18 @@ int64_t scratch_bytes(const ir::KernelStmt& kernel) {
   for (const ir::Buffer& b : kernel_tiles(kernel)) {
     if (const FragmentLayout* l = register_layout(b)) bytes = std::max(bytes, 4 * l->scratch_floats());
   }
-  return bytes;
+  return (bytes + 15) / 16 * 16;
+}
+
+int scratch_reductions(const ir::Stmt& body) {
+  struct Count : ir::IRVisitor {
+    int n = 0;
+    void visit_reduce(const ir::ReduceOp* op, const ir::Stmt&) override {
+      n += scratch_layout(*op) != nullptr;
+    }
+  } count;
+  count.visit(body);
+  return count.n;
 }
 
 int64_t tile_elements(const ir::Buffer& b) {
@@ -96,19 +107,9 @@ int64_t dynamic_limit(const ir::KernelStmt& kernel) {
 // would have placed: a softmax's store of its result into the shared tile
 // it read its input from then needs no barrier of its own, the reductions'
 // having ordered the reads before it.
-int scratch_copies(const ir::KernelStmt& kernel, const PipelinePlan& pipelines) {
-  struct Count : ir::IRVisitor {
-    int n = 0;
-    void visit_reduce(const ir::ReduceOp* op, const ir::Stmt&) override {
-      const FragmentLayout* l = register_layout(op->src.buffer);
-      n += l != nullptr && l->scratch_floats() > 0;
-    }
-  } count;
-  count.visit(kernel.body);
-  if (count.n < 2) return 1;
-  return planned_shared_bytes(kernel, pipelines) + scratch_bytes(kernel) <= dynamic_limit(kernel)
-             ? 2
-             : 1;
+int scratch_copies(const ir::KernelStmt& kernel, const SmemPlan& tiles) {
+  if (scratch_reductions(kernel.body) < 2) return 1;
+  return align128(tiles.total) + 2 * scratch_bytes(kernel) <= dynamic_limit(kernel) ? 2 : 1;
 }
 
 // Note [Fitting the stages]

@@ -23,12 +23,16 @@ int64_t tile_elements(const ir::Buffer& b);
 int64_t stage_bytes(int64_t bytes, bool swizzled);
 
 /// The shared memory the row reductions across warps of the register
-/// fragments of `kernel` need.
+/// fragments of `kernel` need, in whole 16-byte lines: one scratch's.
 int64_t scratch_bytes(const ir::KernelStmt& kernel);
 
+/// The row reductions in `body` whose warps meet in a scratch
+/// (scratch_layout).
+int scratch_reductions(const ir::Stmt& body);
+
 /// Note [Alternating reduction scratch] (tile_memory.cpp): 2 where the row
-/// reductions take two scratches in turn, else 1.
-int scratch_copies(const ir::KernelStmt& kernel, const PipelinePlan& pipelines);
+/// reductions take two scratches in turn beside `tiles` (plan_tiles's), else 1.
+int scratch_copies(const ir::KernelStmt& kernel, const SmemPlan& tiles);
 
 /// Where each tile of `kernel` lies, and the bytes the block needs for them.
 SmemPlan plan_tiles(const ir::KernelStmt& kernel, const PipelinePlan& pipelines);

@@ -46,7 +46,7 @@ int64_t emit_kernel_entry(std::ostream& os, LoweredKernel k,
   const ir::PrimFunc& f = k.laid_out.func;
   const ir::KernelStmt& kernel = *k.laid_out.kernel;
   const int threads = k.threads;
-  const WarpSpecialization ws = k.ws;
+  const WarpSpecialization& ws = k.ws;
   *launch_threads = ws.launch_threads(threads);
   CudaTileCodegen cg(f, symbols, body, threads, k.uniformity, kernel, std::move(k.pipelines),
                      std::move(k.tiles));

@@ -22,6 +22,8 @@
 #include "common/test_util.h"
 #include "tilejit/ir/prim_func.h"
 #include "tilejit/runtime/backend.h"
+#include "tilejit/transform/verify.h"
+#include "tilejit/transform/workspace_plan.h"
 
 namespace tilejit::cuda::testing {
 
@@ -57,6 +59,20 @@ inline std::string compile(const ir::PrimFunc& f, const std::vector<std::string>
   runtime::Backend& be = cuda_backend();
   runtime::SourceRequest request{&f, symbols};
   return be.compile(be.generate_source(request), f.name, options, device);
+}
+
+/// The CUDA unit generate() makes of `f` after verify and plan_workspaces
+/// (as jit() hands it on), checked to compile with NVRTC for the default
+/// architecture.
+inline std::string compiled_unit(const ir::PrimFunc& f) {
+  const ir::PrimFunc planned = transform::plan_workspaces(transform::verify(f));
+  const std::vector<std::string> symbols = symbols_of(planned);
+  runtime::SourceRequest request{&planned, symbols};
+  const std::string source = cuda_backend().generate(request).source;
+  runtime::CompileOptions options;
+  EXPECT_FALSE(cuda_backend().compile(source, planned.name, options, Device::cuda(0)).empty())
+      << planned.name;
+  return source;
 }
 
 /// The KernelAbi generate() makes for `f`.

@@ -10,8 +10,6 @@
 #include "cuda/cuda_test_util.h"
 #include "tile/tile_kernels.h"
 #include "tilejit/ir/tile_builder.h"
-#include "tilejit/transform/verify.h"
-#include "tilejit/transform/workspace_plan.h"
 
 namespace tilejit::cuda::testing {
 namespace {
@@ -22,16 +20,6 @@ using ir::ForKind;
 using ir::Range;
 using ir::ReduceKind;
 using ir::Scope;
-
-std::string source_of(const ir::PrimFunc& f) {
-  const ir::PrimFunc planned = transform::plan_workspaces(transform::verify(f));
-  const std::vector<std::string> symbols = symbols_of(planned);
-  runtime::SourceRequest request{&planned, symbols};
-  const runtime::GeneratedSource g = cuda_backend().generate(request);
-  runtime::CompileOptions options;
-  EXPECT_FALSE(cuda_backend().compile(g.source, planned.name, options, Device::cuda(0)).empty());
-  return g.source;
-}
 
 // The code between the first line holding `from` and the next holding `to`.
 std::string between(const std::string& src, const std::string& from, const std::string& to) {
@@ -67,7 +55,7 @@ class ReductionBarriers : public ::testing::Test {
 // meet in the scratch): reduce_max and reduce_sum take the two scratches in
 // turn, with no barrier between them; each has its own inside.
 TEST_F(ReductionBarriers, TwoReductionsTakeTheScratchesInTurn) {
-  const std::string src = source_of(::examples::tile::softmax(8192, 1));
+  const std::string src = compiled_unit(::examples::tile::softmax(8192, 1));
   const std::vector<std::string> s = scratches(src);
   ASSERT_EQ(s.size(), 2u) << src;
   EXPECT_NE(s[0], s[1]) << src;
@@ -102,7 +90,7 @@ ir::PrimFunc normalise_in_place(int64_t n) {
 }
 
 TEST_F(ReductionBarriers, TheReductionsBarrierOrdersTheReadsBeforeIt) {
-  const std::string src = source_of(normalise_in_place(4096));
+  const std::string src = compiled_unit(normalise_in_place(4096));
   EXPECT_FALSE(has_barrier(between(src, "ReduceKind::kSum", "store_run"))) << src;
   EXPECT_TRUE(has_barrier(between(src, "store_run", "// T.copy(X_s"))) << src;
 }
@@ -127,7 +115,7 @@ ir::PrimFunc row_sums_in_a_loop(int64_t n) {
 }
 
 TEST_F(ReductionBarriers, OneReductionALoopKeepsTheBarrierAtTheBackEdge) {
-  const std::string src = source_of(row_sums_in_a_loop(4096));
+  const std::string src = compiled_unit(row_sums_in_a_loop(4096));
   ASSERT_EQ(scratches(src).size(), 1u) << src;
   const std::string loop = between(src, "ReduceKind::kSum", "\n  }\n");
   EXPECT_TRUE(has_barrier(loop)) << src;
