@@ -26,7 +26,8 @@ FLASH = dict(order=[-1, 0, 3, 1, -1, 2], stage=[-1, 0, 0, 1, -1, 1],
              group=[[0], [1, 2], [3, 4, 5, 6, 7, 8, 9, 10], [11], [12], [13]])
 
 
-def flash(batch, heads, seq_len, dim, schedule, block=64, dtype="float16", threads=128):
+def flash(batch, heads, seq_len, dim, schedule, block=64, dtype="float16", threads=128,
+          causal=False):
     scale = (1.0 / dim) ** 0.5 * LOG2E
     shape = [batch, seq_len, heads, dim]
     acc = "float32"
@@ -50,9 +51,16 @@ def flash(batch, heads, seq_len, dim, schedule, block=64, dtype="float16", threa
             T.fill(o, 0)
             T.fill(lsum, 0)
             T.fill(m, -T.infinity(acc))
-            for k in T.Pipelined(T.ceildiv(seq_len, block), num_stages=2, **schedule):
+            # (causal: the blocks up to the diagonal, which leave no row all masked)
+            steps = T.min(T.ceildiv(seq_len, block), bx + 1) if causal else T.ceildiv(seq_len, block)
+            for k in T.Pipelined(steps, num_stages=2, **schedule):
                 T.copy(K[bz, k * block:(k + 1) * block, by, :], K_s)
-                T.clear(s)
+                if causal:
+                    for i, j in T.Parallel(block, block):
+                        s[i, j] = T.if_then_else(bx * block + i >= k * block + j, 0,
+                                                 -T.infinity(acc))
+                else:
+                    T.clear(s)
                 T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
                 T.copy(m, m_prev)
                 T.fill(m, -T.infinity(acc))
@@ -75,9 +83,12 @@ def flash(batch, heads, seq_len, dim, schedule, block=64, dtype="float16", threa
     return attention
 
 
-def reference(q, k, v):
+def reference(q, k, v, causal=False):
     q, k, v = (x.astype(np.float64) for x in (q, k, v))
     s = np.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(q.shape[-1])
+    if causal:
+        n = s.shape[-1]
+        s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
     p = np.exp(s - s.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
     return np.einsum("bhqk,bkhd->bqhd", p, v)
@@ -135,6 +146,64 @@ def test_two_warpgroups_take_turns_at_their_gemms():
                           target="cuda", extra_compile_flags=_HOPPER)
     assert "wg_turn" not in one.get_kernel_source()
     assert "ping-pong" not in pipelined(one)["path"]
+
+
+@on_targets
+def test_two_warpgroups_in_ping_pong_compute_a_causal_program(target):
+    """Causal attention's mask is a condition decided per block on CUDA
+    (Note [Conditions decided per block]): both warpgroups take its branch,
+    so they keep taking turns."""
+    rng = np.random.default_rng(7)
+    q, k, v = (rng.standard_normal((1, 384, 2, 64)).astype(np.float16) for _ in range(3))
+    kernel = tilejit.compile(flash(1, 2, 384, 64, FLASH, block=128, threads=256, causal=True),
+                             out_idx=[3], target=target)
+    o = as_numpy(kernel(*(to_target(target, x) for x in (q, k, v))))
+    np.testing.assert_allclose(o.astype(np.float64), reference(q, k, v, causal=True),
+                               atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.skipif(bool(_NO_CUDA), reason=_NO_CUDA)
+def test_warpgroups_take_turns_across_a_branch_decided_per_block():
+    kernel = tilejit.compile(flash(1, 2, 512, 64, FLASH, block=128, threads=256, causal=True),
+                             out_idx=[3], target="cuda", extra_compile_flags=_HOPPER)
+    assert pipelined(kernel)["path"] == ("warp_specialized, 2 stages, scheduled (order, stage), "
+                                         "warpgroups in ping-pong")
+    src = kernel.get_kernel_source()
+    steady = src.split("for (int64_t k = 0 + 1;")[1].split("const int64_t k_last")[0]
+    assert "if (" in steady.split("wg_turn_wait();")[0], steady  # the mask's branch
+
+
+@on_targets
+def test_an_inferred_schedule_computes_the_program(target):
+    """Note [Inferred schedules]: TileLang's flash attention as written, at
+    head dim 128 and 16 iterations, runs on CUDA in FlashAttention-3's
+    order."""
+    rng = np.random.default_rng(16)
+    q, k, v = (rng.standard_normal((1, 2048, 1, 128)).astype(np.float16) for _ in range(3))
+    kernel = tilejit.compile(flash(1, 1, 2048, 128, {}, block=128, threads=256), out_idx=[3],
+                             target=target)
+    o = as_numpy(kernel(*(to_target(target, x) for x in (q, k, v))))
+    np.testing.assert_allclose(o.astype(np.float64), reference(q, k, v), atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.skipif(bool(_NO_CUDA), reason=_NO_CUDA)
+def test_flash_attention_without_a_schedule_gets_flash_attention_3s():
+    kernel = tilejit.compile(flash(1, 2, 2048, 128, {}, block=128, threads=256), out_idx=[3],
+                             target="cuda", extra_compile_flags=_HOPPER)
+    assert pipelined(kernel)["path"] == ("warp_specialized, 2 stages, scheduled (inferred), "
+                                         "warpgroups in ping-pong")
+    src = kernel.get_kernel_source()
+    steady = src.split("for (int64_t k = 0 + 1;")[1].split("const int64_t k_last")[0]
+    qk = steady.index("acc_gemm_wg_issue<")
+    pv = steady.index("acc_gemm_wg_rs_issue<")
+    assert qk < pv < steady.index(", 1>(s);") < steady.index("T.reduce_max"), steady
+    # Where it does not pay: head dim 64 (128 multiply-adds per score), and
+    # a loop of 8 iterations; there the loop keeps the program's order.
+    for seq_len, dim in ((2048, 64), (1024, 128)):
+        plain = tilejit.compile(flash(1, 2, seq_len, dim, {}, block=128, threads=256),
+                                out_idx=[3], target="cuda", extra_compile_flags=_HOPPER)
+        assert pipelined(plain)["path"] == "warp_specialized, 2 stages", (seq_len, dim)
+        assert "k_previous" not in plain.get_kernel_source()
 
 
 @pytest.mark.skipif(bool(_NO_CUDA), reason=_NO_CUDA)

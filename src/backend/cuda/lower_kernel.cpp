@@ -64,7 +64,7 @@ LoweredKernel lower_kernel(const ir::PrimFunc& f, size_t index, int threads,
   out.tiles = plan_tiles(kernel, out.pipelines);
   out.scratch_copies = scratch_copies(kernel, out.tiles);
   out.ws = plan_warp_specialization(kernel, symbols, threads, out.pipelines, out.tma, out.tiles,
-                                    target.warp_specialize);
+                                    out.uniformity, target.warp_specialize);
   out.inside_copies = copies_inside(out.laid_out.func, kernel);
   report_kernel(kernel, threads, out.laid_out.reasons, out.pipelines, out.tma, out.ws, report);
   return out;

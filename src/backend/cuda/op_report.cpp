@@ -330,7 +330,9 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReason
           if (ws->loop == op) {
             d.path = "warp_specialized, " + str(kept) + " stages" +
                      (ws->gemm_in_flight ? ", gemm kept in flight" : "") +
-                     (ws->schedule.groups.empty() ? "" : ", scheduled (order, stage)") +
+                     (ws->schedule.groups.empty() ? ""
+                      : ws->schedule.inferred ? ", scheduled (inferred)"
+                                              : ", scheduled (order, stage)") +
                      (ws->pingpong ? ", warpgroups in ping-pong" : "");
             if (!ws->schedule.refused.empty()) add(ws->schedule.refused);
           } else {

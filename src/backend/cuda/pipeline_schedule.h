@@ -35,6 +35,24 @@
 // past 1, copies and compute in one group, a reordering that changes the
 // meaning) leaves the loop in program order, which is what the program
 // computes, and the lowering report's T.Pipelined entry says why.
+//
+// Note [Inferred schedules]
+// A T.Pipelined loop without order/stage whose consumers' body is flash
+// attention's (TileLang's example_mha_fwd_bshd.py as written: gemms into a
+// score tile, statements that read it, a run of statements that write only
+// the output accumulator O, and last a gemm that accumulates into O) gets
+// the schedule the pipelined example spells out by hand: the first part of
+// iteration t (through its last gemm before the final one) at order 0, the
+// run into O and the final gemm for t - 1 at orders 1 and 2, the rest of t
+// (the softmax) at order 3. It goes through the same check as a written
+// schedule, and is dropped silently where the check refuses it: program
+// order is then what the program asked for. It is inferred only where it
+// pays (measured on the H200, pipeline_schedule.cpp): gemms of 256
+// multiply-adds or more per score (head dim 128: 601 TFLOP/s against 558
+// in program order, 1.00x cuDNN; head dim 64 loses 3-7%) and loops of 16
+// iterations or more (the prologue and epilogue repeat part of the body,
+// which NVRTC compiles again). The lowering report's T.Pipelined path says
+// "scheduled (inferred)".
 #pragma once
 
 #include <set>
@@ -56,15 +74,24 @@ struct ScheduledGroup {
 struct PipelineScheduling {
   /// The groups that are not prefetches, in their order; empty: program order.
   std::vector<ScheduledGroup> groups;
+  /// Note [Inferred schedules]: the program gave none, tilejit chose it.
+  bool inferred = false;
   /// Why the loop's T.Pipelined schedule is not applied; empty when it is
   /// or there is none.
   std::string refused;
 };
 
-/// Note [Scheduled pipelines] for `loop`, whose body without its prefetched
-/// copies is `body` (in program order) and whose flattened body is `all`.
-PipelineScheduling plan_schedule(const ir::ForStmt& loop, const std::vector<ir::Stmt>& all,
+/// Note [Scheduled pipelines]: `sched` (the loop's T.Pipelined schedule, or
+/// an inferred one) for `loop`, whose body without its prefetched copies is
+/// `body` (in program order) and whose flattened body is `all`.
+PipelineScheduling plan_schedule(const ir::PipelineSchedule& sched,
+                                 const std::vector<ir::Stmt>& all,
                                  const std::vector<ir::Stmt>& body,
                                  const std::vector<const ir::CopyOp*>& prefetched);
+
+/// Note [Inferred schedules]: FlashAttention-3's schedule for `loop`, whose
+/// flattened body is `all`, where it has that shape; empty when it has not.
+ir::PipelineSchedule infer_schedule(const ir::ForStmt& loop, const std::vector<ir::Stmt>& all,
+                                    const std::vector<const ir::CopyOp*>& prefetched);
 
 }  // namespace tilejit::cuda

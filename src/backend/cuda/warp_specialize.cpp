@@ -73,9 +73,13 @@ constexpr int64_t kInFlightFlops = 2 * 128 * 256 * 64;
 // warpgroups in the loop: 256 consumer threads, every register fragment in
 // a warpgroup layout whose rows are its own (wgmma's, one warpgroup a
 // column), no shared memory written in the loop (no barrier across the
-// warpgroups there) and no thread ranges (whose named barriers it would
-// share).
-bool pingpong_fits(const ir::KernelStmt& kernel, const std::vector<ir::Stmt>& body, int threads) {
+// warpgroups there) and no thread ranges or other conditions that send a
+// block's threads different ways (a thread range's ops synchronise on named
+// barriers the turns would share). A condition decided per block (causal
+// attention's diagonal block, Note [Conditions decided per block]) sends
+// both warpgroups the same way and leaves the turns alone.
+bool pingpong_fits(const ir::KernelStmt& kernel, const std::vector<ir::Stmt>& body, int threads,
+                   const transform::ThreadUniformity& uniformity) {
   if (threads != 256) return false;
   for (const ir::Buffer& b : kernel_tiles(kernel)) {
     const FragmentLayout* l = register_layout(b);
@@ -90,15 +94,17 @@ bool pingpong_fits(const ir::KernelStmt& kernel, const std::vector<ir::Stmt>& bo
     }
     if (!registers) return false;
   }
-  struct Ranges : ir::IRVisitor {
-    bool divergent = false;
+  struct Divergent : ir::IRVisitor {
+    const transform::ThreadUniformity* u = nullptr;
+    bool found = false;
     void visit_if(const ir::IfStmt* op, const ir::Stmt& s) override {
-      divergent = true;
+      found = found || u->divergent(s);
       ir::IRVisitor::visit_if(op, s);
     }
-  } ranges;
-  ranges.visit(kernel.body);
-  return !ranges.divergent;
+  } divergent;
+  divergent.u = &uniformity;
+  divergent.visit(kernel.body);
+  return !divergent.found;
 }
 
 }  // namespace
@@ -107,6 +113,7 @@ WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
                                             const std::vector<std::string>& symbols, int threads,
                                             const PipelinePlan& pipelines, const TmaPlan& tma,
                                             const SmemPlan& tiles,
+                                            const transform::ThreadUniformity& uniformity,
                                             bool enabled) {
   WarpSpecialization ws;
   const ir::ForStmt* loop = nullptr;
@@ -199,7 +206,15 @@ WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
     g.last = std::max(g.last, last);
     g.bytes += tma.copies.at(c).bytes;
   }
-  ws.schedule = plan_schedule(*loop, flatten(loop->body), ws.body, copies);
+  const std::vector<ir::Stmt> all = flatten(loop->body);
+  if (!loop->schedule.empty()) {
+    ws.schedule = plan_schedule(loop->schedule, all, ws.body, copies);
+  } else if (const ir::PipelineSchedule inferred = infer_schedule(*loop, all, copies); !inferred.empty()) {
+    // Note [Inferred schedules]: kept only where it checks.
+    ws.schedule = plan_schedule(inferred, all, ws.body, copies);
+    ws.schedule.inferred = !ws.schedule.groups.empty();
+    ws.schedule.refused.clear();
+  }
   // The copy groups each scheduled group reads; every reader of one runs in
   // one iteration of the schedule.
   for (ScheduledGroup& sg : ws.schedule.groups) {
@@ -219,6 +234,10 @@ WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
       if (!sg.stages_read.count(g)) continue;
       if (lag >= 0 && lag != sg.stage) {
         ws.schedule.groups.clear();
+        if (ws.schedule.inferred) {
+          ws.schedule.inferred = false;
+          break;
+        }
         ws.schedule.refused = "order/stage not applied: groups of different stages read " +
                               ws.groups[g].copies.front()->dst.buffer.name();
         break;
@@ -226,7 +245,7 @@ WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
       lag = sg.stage;
     }
   }
-  ws.pingpong = !ws.schedule.groups.empty() && pingpong_fits(kernel, ws.body, threads);
+  ws.pingpong = !ws.schedule.groups.empty() && pingpong_fits(kernel, ws.body, threads, uniformity);
   if (ws.body.size() == 1) {
     const auto* gemm = ws.body[0].as<ir::GemmOp>();
     const WarpgroupGemm wg = gemm ? warpgroup_gemm(*gemm) : WarpgroupGemm{};

@@ -64,6 +64,7 @@
 #include "backend/cuda/smem_plan.h"
 #include "backend/cuda/tma_copies.h"
 #include "tilejit/ir/stmt.h"
+#include "tilejit/transform/thread_uniformity.h"
 
 namespace tilejit::cuda {
 
@@ -114,6 +115,7 @@ WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
                                             const std::vector<std::string>& symbols, int threads,
                                             const PipelinePlan& pipelines, const TmaPlan& tma,
                                             const SmemPlan& tiles,
+                                            const transform::ThreadUniformity& uniformity,
                                             bool enabled);
 
 }  // namespace tilejit::cuda

@@ -257,6 +257,34 @@ TEST(CudaCompile, CubinForSm90aWithEveryDtype) {
   EXPECT_EQ(machine, 190);
 }
 
+// Note [Warpgroup gemms] (cuda_compiler.cpp): a wait that ptxas injects
+// because code reads a wgmma's accumulator before waiting for it (C7517)
+// would end the overlap of a gemm left running; the compile fails instead.
+TEST(CudaCompile, AWaitPtxasInjectsFailsTheCompile) {
+  TILEJIT_SKIP_WITHOUT_NVRTC();
+  const std::string gemm =
+      "extern \"C\" __global__ void early(float* out, unsigned long long a, unsigned long long b) {\n"
+      "  float d0 = 0.f, d1 = 0.f, d2 = 0.f, d3 = 0.f;\n"
+      "  asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");\n"
+      "  asm volatile(\"wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, %4, "
+      "%5, 1, 1, 1, 0, 0;\" : \"+f\"(d0), \"+f\"(d1), \"+f\"(d2), \"+f\"(d3) : \"l\"(a), "
+      "\"l\"(b));\n"
+      "  asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");\n";
+  const std::string wait = "  asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");\n";
+  const std::string store = "  out[threadIdx.x] = d0 + d1 + d2 + d3;\n";
+  runtime::CompileOptions o;
+  o.extra_flags = {"--gpu-architecture=sm_90a"};
+  runtime::Backend& be = cuda_backend();
+  // Waited for, then read: compiles.
+  EXPECT_EQ(be.compile(gemm + wait + store + "}\n", "early", o, Device::cuda(0))[0], 'C');
+  // Read first: ptxas injects the wait.
+  const std::string msg = error_message(
+      [&] { be.compile(gemm + store + wait + "}\n", "early", o, Device::cuda(0)); },
+      ErrorKind::kCompileError);
+  EXPECT_NE(msg.find("early: ptxas serialised the kernel's wgmma"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("C7517"), std::string::npos) << msg;
+}
+
 TEST(CudaCompile, PtxWhenTheFlagsAskForAVirtualArch) {
   TILEJIT_SKIP_WITHOUT_NVRTC();
   runtime::CompileOptions o;
