@@ -197,12 +197,14 @@ def test_flash_attention_without_a_schedule_gets_flash_attention_3s():
     qk = steady.index("acc_gemm_wg_issue<")
     pv = steady.index("acc_gemm_wg_rs_issue<")
     assert qk < pv < steady.index(", 1>(s);") < steady.index("T.reduce_max"), steady
-    # Where it does not pay: head dim 64 (128 multiply-adds per score), and
-    # a loop of 8 iterations; there the loop keeps the program's order.
-    for seq_len, dim in ((2048, 64), (1024, 128)):
-        plain = tilejit.compile(flash(1, 2, seq_len, dim, {}, block=128, threads=256),
+    # Where it does not pay: head dim 64 (128 multiply-adds per score), a
+    # loop of 8 iterations, a body with a branch (the causal mask's cases);
+    # there the loop keeps the program's order.
+    for seq_len, dim, causal in ((2048, 64, False), (1024, 128, False), (2048, 128, True)):
+        plain = tilejit.compile(flash(1, 2, seq_len, dim, {}, block=128, threads=256,
+                                      causal=causal),
                                 out_idx=[3], target="cuda", extra_compile_flags=_HOPPER)
-        assert pipelined(plain)["path"] == "warp_specialized, 2 stages", (seq_len, dim)
+        assert pipelined(plain)["path"] == "warp_specialized, 2 stages", (seq_len, dim, causal)
         assert "k_previous" not in plain.get_kernel_source()
 
 

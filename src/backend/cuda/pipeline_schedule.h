@@ -49,10 +49,11 @@
 // order is then what the program asked for. It is inferred only where it
 // pays (measured on the H200, pipeline_schedule.cpp): gemms of 256
 // multiply-adds or more per score (head dim 128: 601 TFLOP/s against 558
-// in program order, 1.00x cuDNN; head dim 64 loses 3-7%) and loops of 16
-// iterations or more (the prologue and epilogue repeat part of the body,
-// which NVRTC compiles again). The lowering report's T.Pipelined path says
-// "scheduled (inferred)".
+// in program order, 1.00x cuDNN; head dim 64 loses 3-7%), loops of 16
+// iterations or more and bodies without a branch (the prologue and epilogue
+// repeat part of the body, which NVRTC compiles again: a first call's
+// time). The lowering report's T.Pipelined path says "scheduled
+// (inferred)".
 #pragma once
 
 #include <set>
