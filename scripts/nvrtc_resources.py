@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Registers, spills and shared memory of generated CUDA units, from NVRTC's
-ptxas report, without a GPU:
+ptxas report, without a GPU, with ptxas's notes on wgmma (a wait it
+injected, wgmma it serialised):
 
     python3 scripts/nvrtc_resources.py [--ptx] unit.cu [unit.cu ...]
 
@@ -44,8 +45,11 @@ def report(lib, path, ptx=False):
     log = ctypes.create_string_buffer(size.value)
     lib.nvrtcGetProgramLog(prog, log)
     text = log.value.decode(errors="replace")
+    # ptxas's notes on wgmma too: a wait or fence it injected (C7517,
+    # C7519) or wgmma it serialised, which the backend refuses to load.
     lines = [ln for ln in text.splitlines()
-             if "Used" in ln or "spill" in ln or "Compiling entry" in ln or "error" in ln]
+             if "Used" in ln or "spill" in ln or "Compiling entry" in ln or "error" in ln
+             or "(C75" in ln or "serializ" in ln]
     print(f"{path}: {'ok' if rc == 0 else 'FAILED'}")
     for ln in lines:
         print("  " + ln.strip())
