@@ -199,13 +199,20 @@ def test_flash_attention_without_a_schedule_gets_flash_attention_3s():
     assert qk < pv < steady.index(", 1>(s);") < steady.index("T.reduce_max"), steady
     # Where it does not pay: head dim 64 (128 multiply-adds per score), a
     # loop of 8 iterations, a body with a branch (the causal mask's cases);
-    # there the loop keeps the program's order.
-    for seq_len, dim, causal in ((2048, 64, False), (1024, 128, False), (2048, 128, True)):
+    # there the loop keeps the program's order, and the report says why.
+    for seq_len, dim, causal, why in (
+            (2048, 64, False, "its gemms do 128 multiply-adds per score, under 256"),
+            (1024, 128, False, "the loop runs 8 iterations at most, under 16"),
+            (2048, 128, True, "the body has a branch, which a prologue would compile again")):
         plain = tilejit.compile(flash(1, 2, seq_len, dim, {}, block=128, threads=256,
                                       causal=causal),
                                 out_idx=[3], target="cuda", extra_compile_flags=_HOPPER)
-        assert pipelined(plain)["path"] == "warp_specialized, 2 stages", (seq_len, dim, causal)
+        loop = pipelined(plain)
+        assert loop["path"] == "warp_specialized, 2 stages", loop
+        assert loop["reason"] == ("FlashAttention-3's order not inferred: " + why +
+                                  " (T.Pipelined's order=, stage=, group= ask for it)"), loop
         assert "k_previous" not in plain.get_kernel_source()
+    assert pipelined(kernel)["reason"] == ""  # inferred: nothing to say
 
 
 @pytest.mark.skipif(bool(_NO_CUDA), reason=_NO_CUDA)

@@ -182,14 +182,14 @@ PipelineScheduling plan_schedule(const ir::PipelineSchedule& sched,
   return out;
 }
 
-ir::PipelineSchedule infer_schedule(const ir::ForStmt& loop, const std::vector<ir::Stmt>& all,
-                                    const std::vector<const ir::CopyOp*>& prefetched) {
-  if (const std::optional<int64_t> n = most(loop.extent); n && *n < kMinIterations) return {};
+InferredSchedule infer_schedule(const ir::ForStmt& loop, const std::vector<ir::Stmt>& all,
+                                const std::vector<const ir::CopyOp*>& prefetched) {
   const std::set<const ir::StmtNode*> copies(prefetched.begin(), prefetched.end());
   std::vector<int> body;  // the consumers' statements, by index in `all`
+  bool branch = false;
   for (size_t i = 0; i < all.size(); ++i) {
     if (copies.count(all[i].get())) continue;
-    if (has_branch(all[i])) return {};
+    branch = branch || has_branch(all[i]);
     body.push_back(int(i));
   }
   if (body.empty()) return {};
@@ -206,7 +206,7 @@ ir::PipelineSchedule infer_schedule(const ir::ForStmt& loop, const std::vector<i
     first_end = k + 1;
     depth += extent_from_end(g->a, g->trans_a ? 1 : 0);
   }
-  if (first_end == 0 || depth < kMinGemmDepth) return {};
+  if (first_end == 0) return {};
   // The run before the last gemm that writes O alone.
   size_t run = body.size() - 1;
   while (run > first_end) {
@@ -216,7 +216,25 @@ ir::PipelineSchedule infer_schedule(const ir::ForStmt& loop, const std::vector<i
     --run;
   }
   if (run == first_end) return {};  // no softmax to overlap
-  ir::PipelineSchedule sched;
+  // Flash attention's shape: the schedule is inferred where it pays, and
+  // the report says why not elsewhere.
+  auto decline = [](const std::string& why) {
+    InferredSchedule d;
+    d.declined = "FlashAttention-3's order not inferred: " + why +
+                 " (T.Pipelined's order=, stage=, group= ask for it)";
+    return d;
+  };
+  if (depth < kMinGemmDepth) {
+    return decline("its gemms do " + str(depth) + " multiply-adds per score, under " +
+                   str(kMinGemmDepth));
+  }
+  if (const std::optional<int64_t> n = most(loop.extent); n && *n < kMinIterations) {
+    return decline("the loop runs " + str(*n) + " iterations at most, under " +
+                   str(kMinIterations));
+  }
+  if (branch) return decline("the body has a branch, which a prologue would compile again");
+  InferredSchedule out_schedule;
+  ir::PipelineSchedule& sched = out_schedule.schedule;
   auto add = [&](std::vector<int> stmts, int order, int stage) {
     sched.group.push_back(std::move(stmts));
     sched.order.push_back(order);
@@ -233,7 +251,7 @@ ir::PipelineSchedule infer_schedule(const ir::ForStmt& loop, const std::vector<i
     if (!into_out.empty() && at == into_out.front()) add(into_out, 1, 1);
     if (at == body.back()) add({at}, 2, 1);
   }
-  return sched;
+  return out_schedule;
 }
 
 }  // namespace tilejit::cuda

@@ -90,9 +90,16 @@ PipelineScheduling plan_schedule(const ir::PipelineSchedule& sched,
                                  const std::vector<ir::Stmt>& body,
                                  const std::vector<const ir::CopyOp*>& prefetched);
 
+struct InferredSchedule {
+  ir::PipelineSchedule schedule;  ///< empty: program order
+  /// Why a body of flash attention's shape keeps program order; "" where
+  /// the schedule is inferred or the body has another shape.
+  std::string declined;
+};
+
 /// Note [Inferred schedules]: FlashAttention-3's schedule for `loop`, whose
-/// flattened body is `all`, where it has that shape; empty when it has not.
-ir::PipelineSchedule infer_schedule(const ir::ForStmt& loop, const std::vector<ir::Stmt>& all,
-                                    const std::vector<const ir::CopyOp*>& prefetched);
+/// flattened body is `all`, where it has that shape and the schedule pays.
+InferredSchedule infer_schedule(const ir::ForStmt& loop, const std::vector<ir::Stmt>& all,
+                                const std::vector<const ir::CopyOp*>& prefetched);
 
 }  // namespace tilejit::cuda

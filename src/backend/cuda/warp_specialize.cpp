@@ -209,11 +209,14 @@ WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
   const std::vector<ir::Stmt> all = flatten(loop->body);
   if (!loop->schedule.empty()) {
     ws.schedule = plan_schedule(loop->schedule, all, ws.body, copies);
-  } else if (const ir::PipelineSchedule inferred = infer_schedule(*loop, all, copies); !inferred.empty()) {
+  } else if (const InferredSchedule inferred = infer_schedule(*loop, all, copies);
+             !inferred.schedule.empty()) {
     // Note [Inferred schedules]: kept only where it checks.
-    ws.schedule = plan_schedule(inferred, all, ws.body, copies);
+    ws.schedule = plan_schedule(inferred.schedule, all, ws.body, copies);
     ws.schedule.inferred = !ws.schedule.groups.empty();
     ws.schedule.refused.clear();
+  } else {
+    ws.schedule.refused = inferred.declined;
   }
   // The copy groups each scheduled group reads; every reader of one runs in
   // one iteration of the schedule.
