@@ -315,7 +315,7 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReason
                      " dropped: no copy in the loop is prefetched (a global-to-shared copy "
                      "whose address the loop does not compute, within " +
                      str(kMaxSharedBytes) + " bytes of shared memory)";
-          if (!op->schedule.empty()) d.reason += "; order/stage not applied: no prefetch";
+          if (!op->schedule.empty()) d.reason += "; " + std::string(kNotApplied) + ": no prefetch";
         } else {
           const int kept = pipelines->stages.at(loop->second.front()->dst.buffer.id());
           d.path = "pipelined, " + str(kept) + " stages";
@@ -331,7 +331,7 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReason
             d.path = "warp_specialized, " + str(kept) + " stages" +
                      (ws->gemm_in_flight ? ", gemm kept in flight" : "") +
                      (ws->schedule.groups.empty() ? ""
-                      : ws->schedule.inferred ? ", scheduled (inferred)"
+                      : op->schedule.empty()  ? ", scheduled (inferred)"
                                               : ", scheduled (order, stage)") +
                      (ws->pingpong ? ", warpgroups in ping-pong" : "");
             if (!ws->schedule.refused.empty()) add(ws->schedule.refused);
@@ -339,7 +339,7 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReason
             if (!ws->refused.empty()) add(ws->refused);
             // Note [Scheduled pipelines]: only on the warp-specialised path.
             if (!op->schedule.empty()) {
-              add("order/stage not applied: the loop is not warp-specialised");
+              add(std::string(kNotApplied) + ": the loop is not warp-specialised");
             }
           }
         }

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "backend/common/accesses.h"
+#include "backend/cuda/fragment_uses.h"
 #include "tilejit/ir/visitor.h"
 
 namespace tilejit::cuda {
@@ -47,12 +48,9 @@ bool conflict(const Group& a, const Group& b, const std::set<uint64_t>& stages) 
          hits(a.access.reads, b.access.writes);
 }
 
-// The constant extent of a gemm's operand along `dim` from its end (0:
-// the last); 0 when it is not constant.
-int64_t extent_from_end(const ir::Region& r, size_t dim) {
-  const std::vector<ir::Expr> e = r.extents();
-  if (e.size() <= dim || !e[e.size() - 1 - dim].is_const()) return 0;
-  return e[e.size() - 1 - dim].int_value();
+// Dimension d of a gemm operand's 2-D buffer, 0 where it is not constant.
+int64_t gemm_dim(const ir::Buffer& b, size_t d) {
+  return b.rank() == 2 ? std::max<int64_t>(dim(b, d), 0) : 0;
 }
 
 // Note [Inferred schedules]: the gemms' work per element of the score tile,
@@ -101,12 +99,13 @@ std::optional<int64_t> most(const ir::Expr& e) {
 PipelineScheduling plan_schedule(const ir::PipelineSchedule& sched,
                                  const std::vector<ir::Stmt>& all,
                                  const std::vector<ir::Stmt>& body,
-                                 const std::vector<const ir::CopyOp*>& prefetched) {
+                                 const std::vector<const ir::CopyOp*>& prefetched,
+                                 const std::string& refusal) {
   PipelineScheduling out;
   if (sched.empty()) return out;
   auto refuse = [&](const std::string& why) {
     out.groups.clear();
-    out.refused = "order/stage not applied: " + why;
+    out.refused = refusal + ": " + why;
     return out;
   };
   size_t count = 0;
@@ -198,13 +197,13 @@ InferredSchedule infer_schedule(const ir::ForStmt& loop, const std::vector<ir::S
   const uint64_t out = last->c.buffer.id();
   // The gemms before the last one: the first part ends at the latest.
   size_t first_end = 0;  // one past the first part, in `body`
-  int64_t depth = extent_from_end(last->c, 0);
+  int64_t depth = gemm_dim(last->c.buffer, 1);
   for (size_t k = 0; k + 1 < body.size(); ++k) {
     const auto* g = all[size_t(body[k])].as<ir::GemmOp>();
     if (g == nullptr) continue;
     if (g->c.buffer.id() == out) return {};
     first_end = k + 1;
-    depth += extent_from_end(g->a, g->trans_a ? 1 : 0);
+    depth += gemm_dim(g->a.buffer, g->trans_a ? 0 : 1);
   }
   if (first_end == 0) return {};
   // The run before the last gemm that writes O alone.
@@ -220,7 +219,7 @@ InferredSchedule infer_schedule(const ir::ForStmt& loop, const std::vector<ir::S
   // the report says why not elsewhere.
   auto decline = [](const std::string& why) {
     InferredSchedule d;
-    d.declined = "FlashAttention-3's order not inferred: " + why +
+    d.declined = std::string(kNotInferred) + ": " + why +
                  " (T.Pipelined's order=, stage=, group= ask for it)";
     return d;
   };

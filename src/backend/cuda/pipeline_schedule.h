@@ -45,8 +45,8 @@
 // iteration t (through its last gemm before the final one) at order 0, the
 // run into O and the final gemm for t - 1 at orders 1 and 2, the rest of t
 // (the softmax) at order 3. It goes through the same check as a written
-// schedule, and is dropped silently where the check refuses it: program
-// order is then what the program asked for. It is inferred only where it
+// schedule; where the check refuses it the loop keeps program order, which
+// is what the program asked for, and the report says why. It is inferred only where it
 // pays (measured on the H200, pipeline_schedule.cpp): gemms of 256
 // multiply-adds or more per score (head dim 128: 601 TFLOP/s against 558
 // in program order, 1.00x cuDNN; head dim 64 loses 3-7%), loops of 16
@@ -75,20 +75,24 @@ struct ScheduledGroup {
 struct PipelineScheduling {
   /// The groups that are not prefetches, in their order; empty: program order.
   std::vector<ScheduledGroup> groups;
-  /// Note [Inferred schedules]: the program gave none, tilejit chose it.
-  bool inferred = false;
-  /// Why the loop's T.Pipelined schedule is not applied; empty when it is
-  /// or there is none.
+  /// Why the loop's T.Pipelined schedule (written or inferred) is not
+  /// applied; empty when it is or there is none.
   std::string refused;
 };
 
+/// How a refusal of a written schedule, and of an inferred one, begins.
+inline constexpr const char* kNotApplied = "order/stage not applied";
+inline constexpr const char* kNotInferred = "FlashAttention-3's order not inferred";
+
 /// Note [Scheduled pipelines]: `sched` (the loop's T.Pipelined schedule, or
-/// an inferred one) for `loop`, whose body without its prefetched copies is
-/// `body` (in program order) and whose flattened body is `all`.
+/// an inferred one) for a loop whose body without its prefetched copies is
+/// `body` (in program order) and whose flattened body is `all`; a refusal
+/// reads "<refusal>: <why>".
 PipelineScheduling plan_schedule(const ir::PipelineSchedule& sched,
                                  const std::vector<ir::Stmt>& all,
                                  const std::vector<ir::Stmt>& body,
-                                 const std::vector<const ir::CopyOp*>& prefetched);
+                                 const std::vector<const ir::CopyOp*>& prefetched,
+                                 const std::string& refusal);
 
 struct InferredSchedule {
   ir::PipelineSchedule schedule;  ///< empty: program order

@@ -206,18 +206,14 @@ WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
     g.last = std::max(g.last, last);
     g.bytes += tma.copies.at(c).bytes;
   }
+  // Note [Inferred schedules]: a loop without order/stage may get one.
   const std::vector<ir::Stmt> all = flatten(loop->body);
-  if (!loop->schedule.empty()) {
-    ws.schedule = plan_schedule(loop->schedule, all, ws.body, copies);
-  } else if (const InferredSchedule inferred = infer_schedule(*loop, all, copies);
-             !inferred.schedule.empty()) {
-    // Note [Inferred schedules]: kept only where it checks.
-    ws.schedule = plan_schedule(inferred.schedule, all, ws.body, copies);
-    ws.schedule.inferred = !ws.schedule.groups.empty();
-    ws.schedule.refused.clear();
-  } else {
-    ws.schedule.refused = inferred.declined;
-  }
+  const bool written = !loop->schedule.empty();
+  const std::string refusal = written ? kNotApplied : kNotInferred;
+  const InferredSchedule inferred = written ? InferredSchedule{} : infer_schedule(*loop, all, copies);
+  ws.schedule = plan_schedule(written ? loop->schedule : inferred.schedule, all, ws.body, copies,
+                              refusal);
+  if (ws.schedule.refused.empty()) ws.schedule.refused = inferred.declined;
   // The copy groups each scheduled group reads; every reader of one runs in
   // one iteration of the schedule.
   for (ScheduledGroup& sg : ws.schedule.groups) {
@@ -237,11 +233,7 @@ WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
       if (!sg.stages_read.count(g)) continue;
       if (lag >= 0 && lag != sg.stage) {
         ws.schedule.groups.clear();
-        if (ws.schedule.inferred) {
-          ws.schedule.inferred = false;
-          break;
-        }
-        ws.schedule.refused = "order/stage not applied: groups of different stages read " +
+        ws.schedule.refused = refusal + ": groups of different stages read " +
                               ws.groups[g].copies.front()->dst.buffer.name();
         break;
       }
