@@ -70,12 +70,14 @@ struct PyKernel {
 /// workspace_init is None or {name: "empty" | "zero" | "zero_once"};
 /// the flag lists are None or sequences of str; debug_bounds is
 /// JitOptions::debug_bounds, tma JitOptions::tma, warp_specialize
-/// JitOptions::warp_specialize. Returns a Kernel object.
+/// JitOptions::warp_specialize, cluster_multicast
+/// JitOptions::cluster_multicast. Returns a Kernel object.
 nanobind::object make_kernel(const ir::PrimFunc& func, nanobind::handle out_idx,
                              nanobind::handle workspace_idx, const std::string& target,
                              nanobind::handle workspace_init, nanobind::handle compile_flags,
                              nanobind::handle extra_compile_flags, bool disk_cache,
-                             bool debug_bounds, bool tma, bool warp_specialize);
+                             bool debug_bounds, bool tma, bool warp_specialize,
+                             bool cluster_multicast);
 
 /// Creates the Kernel type and binds jit() into `m`.
 void bind_kernel(nanobind::module_& m);

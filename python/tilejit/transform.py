@@ -6,7 +6,7 @@ unchanged. They tune TVM passes that tilejit does not have, so none of them
 changes what tilejit generates; a key that is not one of these names is
 warned about once per process (a typo would otherwise go unnoticed).
 
-Two keys change what tilejit generates:
+These keys change what tilejit generates:
 
 - ``"tl.debug_bounds": True`` (TL_DEBUG_BOUNDS, tilejit's own, or the
   environment's TILEJIT_DEBUG_BOUNDS=1) checks every index of a load or
@@ -16,7 +16,11 @@ Two keys change what tilejit generates:
 - ``TL_DISABLE_TMA_LOWER: True``, as under TileLang, keeps the tile loads
   of pipelined loops on cp.async where Hopper's TMA would take them;
 - ``TL_DISABLE_WARP_SPECIALIZED: True``, as under TileLang, keeps those TMA
-  loads in the kernel's own threads instead of a producer warpgroup.
+  loads in the kernel's own threads instead of a producer warpgroup;
+- ``"tl.disable_cluster_multicast": True`` (TL_DISABLE_CLUSTER_MULTICAST,
+  tilejit's own) launches every block alone where a warp-specialised kernel
+  would run in pairs of blocks that load their shared tiles once (Note
+  [Cluster multicast] in src/backend/cuda/cluster_multicast.h).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import warnings
 from typing import Any, Dict, Optional
 
 __all__ = ["PassConfigKey", "check_pass_configs", "debug_bounds", "disable_tma",
-           "disable_warp_specialized"]
+           "disable_warp_specialized", "disable_cluster_multicast"]
 
 
 class PassConfigKey(str, enum.Enum):
@@ -76,6 +80,7 @@ class PassConfigKey(str, enum.Enum):
     TL_ASCEND_AUTO_CV_SYNC = "tl.ascend_auto_cross_core_sync"
     # tilejit's own (see the top of this file).
     TL_DEBUG_BOUNDS = "tl.debug_bounds"
+    TL_DISABLE_CLUSTER_MULTICAST = "tl.disable_cluster_multicast"
 
     def __str__(self) -> str:
         return self.value
@@ -131,6 +136,12 @@ def disable_warp_specialized(configs: Optional[Dict[str, Any]], where: str) -> b
     """Whether checked configs turn the producer warpgroup off
     (TL_DISABLE_WARP_SPECIALIZED)."""
     return _flag(configs, PassConfigKey.TL_DISABLE_WARP_SPECIALIZED, where)
+
+
+def disable_cluster_multicast(configs: Optional[Dict[str, Any]], where: str) -> bool:
+    """Whether checked configs launch every block alone
+    (TL_DISABLE_CLUSTER_MULTICAST)."""
+    return _flag(configs, PassConfigKey.TL_DISABLE_CLUSTER_MULTICAST, where)
 
 
 def _flag(configs: Optional[Dict[str, Any]], which: PassConfigKey, where: str) -> bool:

@@ -71,6 +71,11 @@ struct JitOptions {
   /// src/backend/cuda/warp_specialize.h); false keeps the loads in the
   /// kernel's own threads (TileLang's tl.disable_warp_specialized).
   bool warp_specialize = true;
+  /// Pairs of blocks that load the tiles they share once, through TMA
+  /// multicast, where a warp-specialised kernel has such tiles (Note
+  /// [Cluster multicast] in src/backend/cuda/cluster_multicast.h); false
+  /// launches every block alone (tilejit's tl.disable_cluster_multicast).
+  bool cluster_multicast = true;
 };
 
 /// Parameter indices by role, legalised.

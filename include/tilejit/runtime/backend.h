@@ -56,6 +56,9 @@ struct SourceRequest {
   /// The CUDA backend may give a TMA loop a producer warpgroup
   /// (JitOptions::warp_specialize).
   bool warp_specialize = true;
+  /// The CUDA backend may launch a warp-specialised kernel in pairs of
+  /// blocks that share their tiles (JitOptions::cluster_multicast).
+  bool cluster_multicast = true;
 };
 
 /// What generate() makes: the translation unit, what its kernel takes, and

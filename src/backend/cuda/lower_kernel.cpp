@@ -65,8 +65,10 @@ LoweredKernel lower_kernel(const ir::PrimFunc& f, size_t index, int threads,
   out.scratch_copies = scratch_copies(kernel, out.tiles);
   out.ws = plan_warp_specialization(kernel, symbols, threads, out.pipelines, out.tma, out.tiles,
                                     out.uniformity, target.warp_specialize);
+  out.cluster = plan_cluster(kernel, out.ws, out.pipelines, out.tma, target.cluster, maps);
   out.inside_copies = copies_inside(out.laid_out.func, kernel);
-  report_kernel(kernel, threads, out.laid_out.reasons, out.pipelines, out.tma, out.ws, report);
+  report_kernel(kernel, threads, out.laid_out.reasons, out.pipelines, out.tma, out.ws, out.cluster,
+                report);
   return out;
 }
 

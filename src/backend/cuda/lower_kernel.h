@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/cluster_multicast.h"
 #include "backend/cuda/infer_layouts.h"
 #include "backend/cuda/pipeline.h"
 #include "backend/cuda/smem_plan.h"
@@ -26,6 +27,7 @@ struct KernelTarget {
   bool warpgroups = false;       ///< sm_90a: wgmma (Note [Warpgroup gemms])
   bool tma = false;              ///< TMA loads and stores (Note [TMA copies])
   bool warp_specialize = false;  ///< a producer warpgroup (Note [Warp specialisation])
+  bool cluster = false;          ///< pairs of blocks (Note [Cluster multicast])
 };
 
 /// One kernel, lowered: the PrimFunc with every buffer in its layout, and
@@ -38,6 +40,7 @@ struct LoweredKernel {
   TmaPlan tma;
   SmemPlan tiles;
   WarpSpecialization ws;
+  ClusterPlan cluster;
   /// Note [Alternating reduction scratch]: 1 or 2.
   int scratch_copies = 1;
   /// Note [Copies inside their tensor]: no edge walk for these.
@@ -54,6 +57,7 @@ struct LoweredKernel {
 ///   plan_tiles                the shared tiles' offsets and aliases
 ///   scratch_copies            one reduction scratch or two in turn
 ///   plan_warp_specialization  the producer warpgroup and the consumers
+///   plan_cluster              pairs of blocks that share tiles (their maps to `maps`)
 ///   copies_inside             the copies proven inside their tensors
 ///   report_kernel             the lowering report's entries, appended to `report`
 /// What the pipelines' planner warns of goes to `diagnostics`.

@@ -166,20 +166,28 @@ void CudaTileCodegen::emit_mbar_wait(const std::string& bars, const std::string&
 }
 
 void CudaTileCodegen::emit_tma_copy(const ir::CopyOp& copy, const TmaCopy& how,
-                                    const std::string& tile, const std::string& bar) {
+                                    const std::string& tile, const std::string& bar,
+                                    const TmaCopy* half, const std::string& rank) {
   line("// T.copy(" + ir::to_string(copy.src) + ", " + ir::to_string(copy.dst) + "): tma, " +
-       str(how.panels) + (how.panels == 1 ? " box" : " boxes"));
+       str(how.panels) + (how.panels == 1 ? " box" : " boxes") +
+       (half ? ", this block's half of the rows into both blocks of the pair" : ""));
   const std::vector<ir::Range>& ranges = copy.src.ranges;
   std::vector<std::string> coords;  // innermost first
   for (size_t d = ranges.size(); d-- > 0;) coords.push_back("int(" + expr(ranges[d].min) + ")");
+  // Note [Cluster multicast]: rows [rank * R/2, (rank + 1) * R/2).
+  const std::string row0 = half ? "int(" + rank + ") * " + str(half->rows) : "";
   for (int p = 0; p < how.panels; ++p) {
-    std::string args = tile + (p > 0 ? " + " + str(p * how.rows * how.panel_cols) : "") +
-                       ", &tilejit_args.tmaps[" + str(how.map) + "], " + bar;
+    std::string dst = tile + (p > 0 ? " + " + str(p * how.rows * how.panel_cols) : "");
+    if (half) dst += " + " + row0 + " * " + str(how.panel_cols);
+    std::string args = dst + ", &tilejit_args.tmaps[" + str(half ? half->map : how.map) + "], " + bar;
+    if (half) args += ", 3";  // both blocks of the pair
     for (size_t d = 0; d < coords.size(); ++d) {
       args += ", " + coords[d];
       if (d == 0 && p > 0) args += " + " + str(p * how.panel_cols);
+      if (half && int(d) == how.rows_box) args += " + " + row0;
     }
-    line("tilejit::cuda::tma_load(" + args + ");");
+    line(std::string(half ? "tilejit::cuda::tma_load_multicast(" : "tilejit::cuda::tma_load(") +
+         args + ");");
   }
 }
 

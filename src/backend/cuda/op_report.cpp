@@ -227,7 +227,8 @@ Diagnostic op_record(const ir::Stmt& s, const LayoutReasons& reasons, int thread
 
 void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReasons& reasons,
                    const PipelinePlan& pipelines, const TmaPlan& tma,
-                   const WarpSpecialization& ws, runtime::LoweringReport* report) {
+                   const WarpSpecialization& ws, const ClusterPlan& cluster,
+                   runtime::LoweringReport* report) {
   struct Walk : ir::IRVisitor {
     int threads = 1;
     int nest = 0;  // T.Parallel loops around the statement
@@ -235,6 +236,7 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReason
     const PipelinePlan* pipelines = nullptr;
     const TmaPlan* tma = nullptr;
     const WarpSpecialization* ws = nullptr;
+    const ClusterPlan* cluster = nullptr;
     runtime::LoweringReport* report = nullptr;
     void visit_alloc(const ir::AllocStmt* op, const ir::Stmt& s) override {
       const ir::Buffer& b = op->buffer;
@@ -276,7 +278,7 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReason
       // Note [TMA copies].
       const ir::CopyOp* copy = s.kind() == ir::StmtKind::kCopy ? s.as<ir::CopyOp>() : nullptr;
       if (tma->copies.count(copy)) {
-        d.path = "tma_load";
+        d.path = cluster->halves.count(copy) ? "tma_load_multicast" : "tma_load";
         d.reason = "";
       } else if (tma->stores.count(copy)) {
         d.path = "tma_store";
@@ -333,7 +335,10 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReason
                      (ws->schedule.groups.empty() ? ""
                       : op->schedule.empty()  ? ", scheduled (inferred)"
                                               : ", scheduled (order, stage)") +
-                     (ws->pingpong ? ", warpgroups in ping-pong" : "");
+                     (ws->pingpong ? ", warpgroups in ping-pong" : "") +
+                     (cluster->on() ? std::string(", pairs of blocks along ") +
+                                          (cluster->dim == 0 ? "x" : "y")
+                                    : "");
             if (!ws->schedule.refused.empty()) add(ws->schedule.refused);
           } else {
             if (!ws->refused.empty()) add(ws->refused);
@@ -353,6 +358,7 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReason
   walk.pipelines = &pipelines;
   walk.tma = &tma;
   walk.ws = &ws;
+  walk.cluster = &cluster;
   walk.report = report;
   walk.visit(kernel.body);
 }

@@ -8,6 +8,7 @@
 #include "backend/cuda/fragments.h"
 #include "backend/cuda/pipeline.h"
 #include "backend/cuda/tma_copies.h"
+#include "backend/cuda/cluster_multicast.h"
 #include "backend/cuda/warp_specialize.h"
 #include "tilejit/runtime/lowering_report.h"
 
@@ -25,10 +26,12 @@ runtime::Diagnostic op_record(const ir::Stmt& s, const LayoutReasons& reasons, i
 /// stages dropped to fit shared memory, or a copy left synchronous, says
 /// why), and each tile op's path (op_record; "tma_load" for the copies `tma`
 /// performs, Note [TMA copies]; "warp_specialized" for the loop `ws`
-/// splits, Note [Warp specialisation], or why a TMA loop is not), in program
-/// order; appended to `report`.
+/// splits, Note [Warp specialisation], or why a TMA loop is not;
+/// "tma_load_multicast" and a "2-block cluster" for `cluster`'s, Note
+/// [Cluster multicast]), in program order; appended to `report`.
 void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReasons& reasons,
                    const PipelinePlan& pipelines, const TmaPlan& tma,
-                   const WarpSpecialization& ws, runtime::LoweringReport* report);
+                   const WarpSpecialization& ws, const ClusterPlan& cluster,
+                   runtime::LoweringReport* report);
 
 }  // namespace tilejit::cuda

@@ -72,6 +72,7 @@
 
 #include "backend/common/accesses.h"
 #include "backend/common/tile_codegen.h"
+#include "backend/cuda/cluster_multicast.h"
 #include "backend/cuda/exclusive_writes.h"
 #include "backend/cuda/fragments.h"
 #include "backend/cuda/pipeline.h"
@@ -156,6 +157,8 @@ class CudaTileCodegen final : public backend::TileCodegen {
   /// Note [Warp specialisation]: the loop whose tiles a producer warpgroup
   /// loads, if any.
   WarpSpecialization ws_;
+  /// Note [Cluster multicast]: the pairs of blocks, if any.
+  ClusterPlan cluster_;
   /// Note [Warp specialisation]: the barriers, the producer's branch, and
   /// the consumers' registers; before the kernel's body, once the block and
   /// symbol names are bound.
@@ -245,9 +248,12 @@ class CudaTileCodegen final : public backend::TileCodegen {
   void emit_mbar_wait(const std::string& bars, const std::string& stage,
                       const std::string& parity);
   /// The TMA instructions of `copy` (the copy the prefetch issues) into the
-  /// tile at `tile` (C++), counted on `bar` (C++).
+  /// tile at `tile` (C++), counted on `bar` (C++). With `half` (Note [Cluster
+  /// multicast]): half `rank` (C++, the block's in its pair) of the rows,
+  /// into both blocks of the pair.
   void emit_tma_copy(const ir::CopyOp& copy, const TmaCopy& how, const std::string& tile,
-                     const std::string& bar);
+                     const std::string& bar, const TmaCopy* half = nullptr,
+                     const std::string& rank = "");
   /// A statement the block runs together will read `reads` and write
   /// `writes` (buffer ids): a barrier first where that is a hazard.
   /// `keys`: the writes' partitions (Note [Thread-exclusive writes]).
@@ -327,6 +333,11 @@ class CudaTileCodegen final : public backend::TileCodegen {
   std::map<uint64_t, std::set<uint64_t>> aliases_;
   // Note [Warp specialisation]: each StageGroup's landed and free barriers.
   std::vector<std::pair<std::string, std::string>> ws_bars_;
+  /// Note [Cluster multicast]: each group's stages both blocks of a pair
+  /// fill (handed back on both blocks' barriers).
+  std::vector<bool> ws_pair_;
+  /// The consumers' hand-back of stage `stage` (C++) of group `group`.
+  std::string release_line(size_t group, const std::string& stage) const;
   // Each prefetched buffer's stage 0 and its bytes per stage.
   std::map<uint64_t, std::pair<std::string, int64_t>> staged_;
   // cp.async copies issued since the last barrier that must land by the next.

@@ -53,6 +53,7 @@ int64_t emit_kernel_entry(std::ostream& os, LoweredKernel k,
   cg.tma_ = std::move(k.tma);
   if (kernel.thread_vars.size() == 1) cg.set_thread_index(kernel.thread_vars[0]);
   cg.ws_ = ws;
+  cg.cluster_ = std::move(k.cluster);
   cg.debug_bounds = debug_bounds;
   cg.inside_copies_ = std::move(k.inside_copies);
   cg.scratch_copies_ = k.scratch_copies;
@@ -94,9 +95,14 @@ int64_t emit_kernel_entry(std::ostream& os, LoweredKernel k,
   cg.line("tilejit::cuda::async_wait_all();");
 
   // A warp-specialised block's consumers take the registers its producer
-  // gives up, at ws.blocks blocks per multiprocessor.
+  // gives up, at ws.blocks blocks per multiprocessor; Note [Cluster
+  // multicast]: pairs of blocks.
   os << "extern \"C\" __global__ void __launch_bounds__(" << *launch_threads
-     << (ws.loop != nullptr ? ", " + std::to_string(ws.blocks) : "") << ") " << entry
+     << (ws.loop != nullptr ? ", " + std::to_string(ws.blocks) : "") << ") "
+     << (cg.cluster_.dim == 0   ? "__cluster_dims__(2, 1, 1) "
+         : cg.cluster_.dim == 1 ? "__cluster_dims__(1, 2, 1) "
+                                : "")
+     << entry
      << "(const __grid_constant__ tilejit::Args tilejit_args) {\n";
   backend::emit_arguments(os, f, symbols, kCudaEntry);
   wgmma_columns->insert(cg.wgmma_columns().begin(), cg.wgmma_columns().end());
@@ -146,7 +152,8 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
     l.entry = i == 0 ? std::string(kEntryName) : std::string(kEntryName) + "_" + std::to_string(i);
     os << "\n";
     int launch_threads = threads;
-    const KernelTarget target{warpgroups, request.tma, request.tma && request.warp_specialize};
+    const KernelTarget target{warpgroups, request.tma, request.tma && request.warp_specialize,
+                              request.tma && request.warp_specialize && request.cluster_multicast};
     l.smem_bytes = uint32_t(emit_kernel_entry(
         os, lower_kernel(f, i, threads, symbols, target, &maps, &diagnostics, &report), symbols,
         l.entry, request.debug_bounds, &wgmma_columns, &swizzles, &launch_threads));

@@ -103,6 +103,7 @@ std::string plan_box(const ir::Region& global, const ir::Buffer& tile, int swizz
     }
   }
   out->map = maps->add(a);
+  out->rows_box = rank - 1 - rows_dim;
   out->panel_cols = panel_cols;
   out->panels = int(cols / panel_cols);
   out->rows = rows;
@@ -182,10 +183,23 @@ struct Stores : ir::IRVisitor {
 
 int TensorMaps::add(const runtime::AbiArg& a) {
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == a) return int(i);
+    if (args[i] == a) {
+      ++users[i];
+      return int(i);
+    }
   }
   args.push_back(a);
+  users.push_back(1);
   return int(args.size()) - 1;
+}
+
+int TensorMaps::replace(int map, const runtime::AbiArg& a) {
+  if (users[size_t(map)] == 1) {
+    args[size_t(map)] = a;
+    return map;
+  }
+  --users[size_t(map)];
+  return add(a);
 }
 
 TmaPlan plan_tma(const ir::KernelStmt& kernel,

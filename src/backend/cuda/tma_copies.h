@@ -83,8 +83,14 @@ namespace tilejit::cuda {
 /// The unit's tensor maps, in tilejit::Args::tmaps order.
 struct TensorMaps {
   std::vector<runtime::AbiArg> args;  ///< kind kTensorMap; offset and size unset
-  /// The index of `a` in args, added when new.
+  /// The TmaCopy plans that read each map.
+  std::vector<int> users;
+  /// The index of `a` in args, added when new; one more user.
   int add(const runtime::AbiArg& a);
+  /// `map`, which one user had, for `a` instead: changed in place when that
+  /// user was its only one (no map is encoded at a call for nothing), else
+  /// add(a).
+  int replace(int map, const runtime::AbiArg& a);
 };
 
 struct TmaCopy {
@@ -93,6 +99,9 @@ struct TmaCopy {
   int64_t panel_cols = 0;  ///< the tile's columns per panel
   int64_t rows = 0, cols = 0;
   int64_t bytes = 0;  ///< the tile's bytes, which the stage's barrier waits for
+  /// The box dimension (innermost first) and the coordinate of the tile's
+  /// rows.
+  int rows_box = 1;
 };
 
 struct TmaPlan {

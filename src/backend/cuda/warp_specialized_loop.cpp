@@ -19,6 +19,13 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 }  // namespace
 
+std::string CudaTileCodegen::release_line(size_t group, const std::string& stage) const {
+  const std::string bar = "&" + ws_bars_[group].second + "[" + stage + "]";
+  // Note [Cluster multicast]: on both blocks' barriers.
+  return ws_pair_[group] ? "tilejit::cuda::mbar_arrive_pair(" + bar + ");"
+                         : "tilejit::cuda::mbar_arrive(" + bar + ");";
+}
+
 const ir::CopyOp& CudaTileCodegen::issued(const ir::CopyOp* copy) const {
   const auto ahead = pipelines_.ahead.find(copy);
   return ahead == pipelines_.ahead.end() ? *copy : *ahead->second.as<ir::CopyOp>();
@@ -33,26 +40,38 @@ void CudaTileCodegen::emit_producer() {
        ") load the tiles of the T.Pipelined loop at line " + str(op.span.line) +
        ", threads [0, " + str(threads_) + ") run the kernel");
   ws_bars_.clear();
+  ws_pair_.clear();
   for (const StageGroup& g : ws_.groups) {
     std::string names;
-    for (const ir::CopyOp* c : g.copies) names += (names.empty() ? "" : ", ") + c->dst.buffer.name();
+    bool pair = false;  // Note [Cluster multicast]
+    for (const ir::CopyOp* c : g.copies) {
+      names += (names.empty() ? "" : ", ") + c->dst.buffer.name();
+      pair = pair || cluster_.halves.count(c);
+    }
     const std::string name = g.copies.front()->dst.buffer.name();
     ws_bars_.push_back({fresh(name + "_landed"), fresh(name + "_free")});
+    ws_pair_.push_back(pair);
     line("__shared__ uint64_t " + ws_bars_.back().first + "[" + str(stages) + "];  // " + names);
     line("__shared__ uint64_t " + ws_bars_.back().second + "[" + str(stages) + "];");
   }
   line("if (tilejit_tid == 0) {");
   indent();
-  for (const auto& [landed, free] : ws_bars_) {
+  for (size_t g = 0; g < ws_bars_.size(); ++g) {
+    const auto& [landed, free] = ws_bars_[g];
+    // Note [Cluster multicast]: a stage both blocks of a pair fill is free
+    // once a lane of each consumer warp of both has handed it back.
+    const int64_t arrivals = ws_pair_[g] ? 2 * (threads_ / 32) : threads_;
     for (int s = 0; s < stages; ++s) {
       line("tilejit::cuda::mbar_init(&" + landed + "[" + str(s) + "], 1);");
-      line("tilejit::cuda::mbar_init(&" + free + "[" + str(s) + "], " + str(threads_) + ");");
+      line("tilejit::cuda::mbar_init(&" + free + "[" + str(s) + "], " + str(arrivals) + ");");
     }
   }
   line("tilejit::cuda::mbar_init_fence();");
   dedent();
   line("}");
-  line("__syncthreads();");
+  // The other block of the pair arrives on this one's barriers and writes
+  // its tiles: the cluster's barrier orders the initialisation first.
+  line(cluster_.on() ? "tilejit::cuda::cluster_sync();" : "__syncthreads();");
   line("if (tilejit_tid >= " + str(threads_) + ") {");
   indent();
   line("tilejit::cuda::set_registers<false, " + str(WarpSpecialization::kProducerRegisters) +
@@ -60,6 +79,9 @@ void CudaTileCodegen::emit_producer() {
   line("if (tilejit_tid == " + str(threads_) + ") {");
   indent();
   // The loop's variable is the consumers' name again past the producer.
+  // Note [Cluster multicast]: the block's place in its pair.
+  const std::string rank = cluster_.on() ? fresh("tilejit_rank") : "";
+  if (cluster_.on()) line("const unsigned " + rank + " = tilejit::cuda::cluster_rank();");
   const std::string consumer_k = var_name(op.var);
   const std::string k = fresh(consumer_k + "_load");
   const std::string lo = expr(op.min);
@@ -83,12 +105,26 @@ void CudaTileCodegen::emit_producer() {
       const std::string tile = "(reinterpret_cast<" + std::string(st) + "*>(tilejit_smem + " +
                                str(tiles_.offsets.at(dst.id())) + ") + " + stage + " * " +
                                str(stride) + ")";
-      emit_tma_copy(issued(copy), tma_.copies.at(copy), tile, landed);
+      const auto half = cluster_.halves.find(copy);
+      emit_tma_copy(issued(copy), tma_.copies.at(copy), tile, landed,
+                    half == cluster_.halves.end() ? nullptr : &half->second, rank);
     }
   }
   bind_var(op.var, consumer_k);
   dedent();
   line("}");
+  if (cluster_.on()) {
+    // Note [Cluster multicast]: the block leaves once the other block's
+    // consumers have made their last arrivals on its barriers.
+    line("for (int64_t " + k + " = " + end + "; " + k + " < " + end + " + " + str(stages) + "; ++" +
+         k + ") {");
+    indent();
+    for (size_t gi = 0; gi < ws_.groups.size(); ++gi) {
+      if (ws_pair_[gi]) emit_mbar_wait(ws_bars_[gi].second, stage, parity + " ^ 1u");
+    }
+    dedent();
+    line("}");
+  }
   dedent();
   line("}");
   line("return;");
@@ -138,7 +174,7 @@ void CudaTileCodegen::emit_consumer_loop(const ir::ForStmt& op,
     emit_mbar_wait(ws_bars_[g].first, stage, "unsigned(" + rel + " / " + str(stages) + ") & 1u");
   };
   auto release = [&](size_t g) {
-    line("tilejit::cuda::mbar_arrive(&" + ws_bars_[g].second + "[" + stage + "]);");
+    line(release_line(g, stage));
   };
   if (ws_.gemm_in_flight) {
     emit_gemm_in_flight(lo, stages);
@@ -161,6 +197,17 @@ void CudaTileCodegen::emit_consumer_loop(const ir::ForStmt& op,
     const auto& gemm = *body.front().as<ir::GemmOp>();
     line("tilejit::cuda::acc_wgmma_wait<" + layout_type(*register_layout(gemm.c.buffer)) + ", 0>(" +
          access(gemm.c.buffer, gemm.span, "T.gemm").name + ");  // the loop's last gemm");
+    // Note [Cluster multicast]: the other block's producer waits for the
+    // last stage too before it leaves.
+    if (cluster_.on()) {
+      line("if (" + end + " > " + lo + ") {");
+      indent();
+      for (size_t g = 0; g < ws_bars_.size(); ++g) {
+        if (ws_pair_[g]) line(release_line(g, "(" + end + " - 1 - " + lo + ") % " + str(stages)));
+      }
+      dedent();
+      line("}");
+    }
   }
   merge_pending(pre_r, pre_w);
 }
@@ -184,7 +231,7 @@ void CudaTileCodegen::emit_gemm_in_flight(const std::string& lo, int stages) {
   indent();
   const std::string previous = "(" + rel + " + " + str(stages - 1) + ") % " + str(stages);
   for (const auto& bars : ws_bars_) {
-    line("tilejit::cuda::mbar_arrive(&" + bars.second + "[" + previous + "]);");
+    line(release_line(size_t(&bars - ws_bars_.data()), previous));
   }
   dedent();
   line("}");

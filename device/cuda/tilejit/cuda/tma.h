@@ -23,6 +23,16 @@
 //                                   of the stage come before the refill)
 //   set_registers<INC, N>()         setmaxnreg for the warpgroup (Note [Warp
 //                                   specialisation])
+//   cluster_rank(), cluster_sync()  the block's rank in its cluster, and a
+//                                   barrier of every thread of the cluster
+//                                   (Note [Cluster multicast])
+//   mbar_arrive_peer(bar, rank)     an arrival on the barrier at bar's offset
+//                                   in block `rank` of the cluster
+//   mbar_arrive_pair(bar)           a warp's arrival on bar in both blocks of
+//                                   a pair (Note [Cluster multicast])
+//   tma_load_multicast(dst, map, bar, mask, c...)   tma_load into dst and
+//                                   counted on bar at the same offsets in
+//                                   every block of `mask`
 #pragma once
 
 #include "tilejit/cuda/prelude.h"
@@ -166,6 +176,71 @@ __device__ __forceinline__ void tma_load(void* dst, const TensorMap* map, uint64
       "l"(map), "r"(tma_detail::smem(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
       : "memory");
 }
+
+// Note [Cluster multicast] (src/backend/cuda/cluster_multicast.h).
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::
+                   : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive_peer(uint64_t* bar, unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n"
+               : "=r"(remote)
+               : "r"(tma_detail::smem(bar)), "r"(rank));
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote)
+               : "memory");
+}
+
+// This warp's hand-back of a stage that both blocks of the pair fill: once
+// every lane has read it, one lane arrives on the barrier in each block.
+// The release is the block's (the reads it orders are of this block's
+// shared memory), as CUTLASS's cluster barriers do: a release at cluster
+// scope (mbarrier.arrive.release.cluster) made a GEMM 2.3x slower.
+__device__ __forceinline__ void mbar_arrive_pair(uint64_t* bar) {
+  __syncwarp();
+  if ((threadIdx.x & 31u) == 0) {
+    mbar_arrive(bar);
+    mbar_arrive_peer(bar, cluster_rank() ^ 1u);
+  }
+}
+
+#define TILEJIT_TMA_MULTICAST(D, COORDS, ...)                                                   \
+  asm volatile("cp.async.bulk.tensor." #D                                                      \
+               "d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], " \
+               "[%1, {" COORDS "}], [%2], %3;\n" ::"r"(tma_detail::smem(dst)),                  \
+               "l"(map), "r"(tma_detail::smem(bar)), "h"(mask), __VA_ARGS__                     \
+               : "memory")
+
+__device__ __forceinline__ void tma_load_multicast(void* dst, const TensorMap* map, uint64_t* bar,
+                                                   unsigned short mask, int c0, int c1) {
+  TILEJIT_TMA_MULTICAST(2, "%4, %5", "r"(c0), "r"(c1));
+}
+
+__device__ __forceinline__ void tma_load_multicast(void* dst, const TensorMap* map, uint64_t* bar,
+                                                   unsigned short mask, int c0, int c1, int c2) {
+  TILEJIT_TMA_MULTICAST(3, "%4, %5, %6", "r"(c0), "r"(c1), "r"(c2));
+}
+
+__device__ __forceinline__ void tma_load_multicast(void* dst, const TensorMap* map, uint64_t* bar,
+                                                   unsigned short mask, int c0, int c1, int c2,
+                                                   int c3) {
+  TILEJIT_TMA_MULTICAST(4, "%4, %5, %6, %7", "r"(c0), "r"(c1), "r"(c2), "r"(c3));
+}
+
+__device__ __forceinline__ void tma_load_multicast(void* dst, const TensorMap* map, uint64_t* bar,
+                                                   unsigned short mask, int c0, int c1, int c2,
+                                                   int c3, int c4) {
+  TILEJIT_TMA_MULTICAST(5, "%4, %5, %6, %7, %8", "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4));
+}
+
+#undef TILEJIT_TMA_MULTICAST
 
 // Note [TMA stores]: a whole tile to a tensor through the map, by one thread,
 // which waits until TMA has read the tile (not until the writes land: the
