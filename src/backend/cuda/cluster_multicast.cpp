@@ -65,11 +65,12 @@ ClusterPlan plan_cluster(const ir::KernelStmt& kernel, const WarpSpecialization&
     plan.refused = "no cluster: " + why;
     return plan;
   };
-  if (!enabled) return refuse("turned off (tl.disable_cluster_multicast)");
-  if (ws.body.size() != 1 || ws.body[0].as<ir::GemmOp>() == nullptr) {
-    return refuse("the loop's body is not one gemm");
+  // Pairs are for GEMM main loops: of other loops nothing is said.
+  if (ws.body.size() != 1 || ws.body[0].as<ir::GemmOp>() == nullptr ||
+      !ws.schedule.groups.empty()) {
+    return plan;
   }
-  if (!ws.schedule.groups.empty()) return refuse("the loop is scheduled (order, stage)");
+  if (!enabled) return refuse("turned off (tl.disable_cluster_multicast)");
   // The gemm's multiply-adds per element its tiles load: rows x columns /
   // (rows + columns) of its accumulator.
   const ir::Buffer& acc = ws.body[0].as<ir::GemmOp>()->c.buffer;

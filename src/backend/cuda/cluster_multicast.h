@@ -66,7 +66,9 @@
 //    (R/2 x panel bytes a multiple of 1024: the swizzle is the address's);
 //  - it is on (tl.disable_cluster_multicast turns it off).
 // The lowering report's T.Pipelined entry says "pairs of blocks along x"
-// (or y) and each shared copy's path is "tma_load_multicast".
+// (or y) and each shared copy's path is "tma_load_multicast"; a GEMM's main
+// loop left alone says why in its reason ("no cluster: a grid of 64
+// blocks, under 256").
 #pragma once
 
 #include <map>
@@ -85,7 +87,8 @@ struct ClusterPlan {
   /// The copies both blocks of a pair load, each with the TmaCopy of half
   /// the tile's rows (through its own tensor map).
   std::map<const ir::CopyOp*, TmaCopy> halves;
-  /// Why a warp-specialised kernel is not launched in clusters.
+  /// Why a GEMM's main loop is not run in pairs ("no cluster: ..."; empty
+  /// for other loops).
   std::string refused;
   bool on() const { return dim >= 0; }
 };

@@ -340,6 +340,7 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReason
                                           (cluster->dim == 0 ? "x" : "y")
                                     : "");
             if (!ws->schedule.refused.empty()) add(ws->schedule.refused);
+            if (!cluster->refused.empty()) add(cluster->refused);
           } else {
             if (!ws->refused.empty()) add(ws->refused);
             // Note [Scheduled pipelines]: only on the warp-specialised path.

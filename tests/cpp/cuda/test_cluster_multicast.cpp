@@ -165,30 +165,35 @@ TEST_F(ClusterMulticast, RasterisedBlocksPairInTheirColumnOfTiles) {
   compiles(l);
 }
 
+// Each GEMM left alone says why in its T.Pipelined entry.
 TEST_F(ClusterMulticast, BlocksRunAloneWhereAPairWouldNotShareOrCannotBeFormed) {
-  auto alone = [](const Lowered& l) {
+  auto alone = [](const Lowered& l, const std::string& why) {
     EXPECT_FALSE(l.has("__cluster_dims__")) << l.generated.source;
     EXPECT_FALSE(l.has("multicast")) << l.generated.source;
     EXPECT_FALSE(l.has("cluster_sync")) << l.generated.source;
-    EXPECT_EQ(l.op("T.Pipelined")->path.find("cluster"), std::string::npos);
+    const runtime::Diagnostic* loop = l.op("T.Pipelined");
+    ASSERT_NE(loop, nullptr);
+    EXPECT_EQ(loop->path.find("pairs"), std::string::npos) << loop->path;
+    EXPECT_EQ(loop->reason, "no cluster: " + why);
   };
   Gemm odd;
   odd.n = odd.m = 2176;  // 17 x 17 blocks
-  alone(lower(gemm(odd)));
+  alone(lower(gemm(odd)), "the grid's x extent 17 is not a constant even number");
+  Gemm swizzled;  // a panel of 9 rows: blocks x and x + 1 may run in two columns
+  swizzled.swizzle = 9;
+  alone(lower(gemm(swizzled)),
+        "T.use_swizzle(9) does not keep blocks 2i and 2i + 1 in one column of tiles");
+  alone(lower(gemm({}), /*cluster=*/false), "turned off (tl.disable_cluster_multicast)");
   Gemm small;  // 2 x 2 blocks: measured slower in pairs
   small.n = small.m = 256;
-  alone(lower(gemm(small)));
+  alone(lower(gemm(small)), "a grid of 4 blocks, under 256");
   Gemm wide;  // 128 x 256 tiles: their loads are not what they wait for
   wide.m = wide.n = 4096;
   wide.block_n = 256;
   wide.threads = 256;
   const Lowered w = lower(gemm(wide));
-  alone(w);
+  alone(w, "a 128 x 256 tile reuses each loaded element 85 times, over 64");
   EXPECT_NE(w.op("T.Pipelined")->path.find("warp_specialized"), std::string::npos);
-  Gemm swizzled;  // a panel of 9 rows: blocks x and x + 1 may run in two columns
-  swizzled.swizzle = 9;
-  alone(lower(gemm(swizzled)));
-  alone(lower(gemm({}), /*cluster=*/false));
   // The loop's bounds read bx: pairs along y, where they do not.
   Gemm triangular;
   triangular.triangular = true;
