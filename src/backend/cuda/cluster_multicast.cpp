@@ -1,7 +1,7 @@
 // Note [Cluster multicast] in cluster_multicast.h.
 #include "backend/cuda/cluster_multicast.h"
 
-#include <set>
+#include <string>
 
 #include "tilejit/ir/visitor.h"
 
