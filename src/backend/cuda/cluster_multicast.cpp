@@ -35,10 +35,7 @@ constexpr int64_t kMaxReuse = 64;
 
 // Whether the region of `copy` as the prefetch issues it reads `var`.
 bool region_reads(const ir::CopyOp* copy, const PipelinePlan& pipelines, uint64_t var) {
-  auto ahead = pipelines.ahead.find(copy);
-  const ir::CopyOp& issued =
-      ahead == pipelines.ahead.end() ? *copy : *ahead->second.as<ir::CopyOp>();
-  for (const ir::Range& r : issued.src.ranges) {
+  for (const ir::Range& r : pipelines.issued(copy).src.ranges) {
     if (reads_var(r.min, var) || reads_var(r.extent, var)) return true;
   }
   return false;
@@ -104,10 +101,7 @@ ClusterPlan plan_cluster(const ir::KernelStmt& kernel, const WarpSpecialization&
       }
       runtime::AbiArg half_map = maps->args[size_t(whole.map)];
       half_map.tensor_map.box[whole.rows_box] = uint32_t(whole.rows / 2);
-      TmaCopy half = whole;
-      half.map = maps->replace(whole.map, half_map);
-      half.rows = whole.rows / 2;
-      plan.halves.emplace(c, half);
+      plan.halves.emplace(c, maps->replace(whole.map, half_map));
     }
     if (plan.halves.empty()) {
       if (why.empty()) why = "every tile of the loop depends on " + index.var_name();

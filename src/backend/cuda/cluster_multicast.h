@@ -84,13 +84,21 @@ namespace tilejit::cuda {
 struct ClusterPlan {
   /// The grid dimension of the pair (0: x, 1: y); -1: no cluster.
   int dim = -1;
-  /// The copies both blocks of a pair load, each with the TmaCopy of half
-  /// the tile's rows (through its own tensor map).
-  std::map<const ir::CopyOp*, TmaCopy> halves;
+  /// The copies both blocks of a pair load, each with the tensor map of
+  /// half the tile's rows (its box's rows halved).
+  std::map<const ir::CopyOp*, int> halves;
   /// Why a GEMM's main loop is not run in pairs ("no cluster: ..."; empty
   /// for other loops).
   std::string refused;
   bool on() const { return dim >= 0; }
+  /// Whether both blocks of a pair fill the stages of `group` (and so both
+  /// blocks' consumers hand them back).
+  bool shares(const StageGroup& group) const {
+    for (const ir::CopyOp* c : group.copies) {
+      if (halves.count(c)) return true;
+    }
+    return false;
+  }
 };
 
 /// Note [Cluster multicast] for `kernel`; adds the half boxes' maps to `maps`.

@@ -129,7 +129,7 @@ void CudaTileCodegen::emit_prefetch(const ir::ForStmt& op,
       if (t == tma_.copies.end()) continue;
       const std::string bar = "&" + tma_bars_.at(copy) + "[" + stage + "]";
       line("tilejit::cuda::mbar_expect_tx(" + bar + ", " + str(t->second.bytes) + ");");
-      emit_tma_copy(issued(copy), t->second, stage_tile(copy->dst.buffer), bar);
+      emit_tma_copy(pipelines_.issued(copy), t->second, stage_tile(copy->dst.buffer), bar);
     }
     dedent();
     line("}");
@@ -143,7 +143,7 @@ void CudaTileCodegen::emit_prefetch(const ir::ForStmt& op,
     const backend::BufferAccess saved = a;
     a.name = a.data = stage_tile(dst);
     set_access(dst, a);
-    emit_copy(issued(copy));
+    emit_copy(pipelines_.issued(copy));
     set_access(dst, saved);
   }
   bind_var(op.var, k);
@@ -167,7 +167,8 @@ void CudaTileCodegen::emit_mbar_wait(const std::string& bars, const std::string&
 
 void CudaTileCodegen::emit_tma_copy(const ir::CopyOp& copy, const TmaCopy& how,
                                     const std::string& tile, const std::string& bar,
-                                    const TmaCopy* half, const std::string& rank) {
+                                    int half_map, const std::string& rank) {
+  const bool half = half_map >= 0;
   line("// T.copy(" + ir::to_string(copy.src) + ", " + ir::to_string(copy.dst) + "): tma, " +
        str(how.panels) + (how.panels == 1 ? " box" : " boxes") +
        (half ? ", this block's half of the rows into both blocks of the pair" : ""));
@@ -175,11 +176,11 @@ void CudaTileCodegen::emit_tma_copy(const ir::CopyOp& copy, const TmaCopy& how,
   std::vector<std::string> coords;  // innermost first
   for (size_t d = ranges.size(); d-- > 0;) coords.push_back("int(" + expr(ranges[d].min) + ")");
   // Note [Cluster multicast]: rows [rank * R/2, (rank + 1) * R/2).
-  const std::string row0 = half ? "int(" + rank + ") * " + str(half->rows) : "";
+  const std::string row0 = half ? "int(" + rank + ") * " + str(how.rows / 2) : "";
   for (int p = 0; p < how.panels; ++p) {
     std::string dst = tile + (p > 0 ? " + " + str(p * how.rows * how.panel_cols) : "");
     if (half) dst += " + " + row0 + " * " + str(how.panel_cols);
-    std::string args = dst + ", &tilejit_args.tmaps[" + str(half ? half->map : how.map) + "], " + bar;
+    std::string args = dst + ", &tilejit_args.tmaps[" + str(half ? half_map : how.map) + "], " + bar;
     if (half) args += ", 3";  // both blocks of the pair
     for (size_t d = 0; d < coords.size(); ++d) {
       args += ", " + coords[d];

@@ -69,6 +69,12 @@ struct PipelinePlan {
   /// The copies of pipelined loops left synchronous, and why, in program
   /// order.
   std::vector<runtime::Diagnostic> diagnostics;
+  /// The copy the prefetch of `copy` issues (Note [Prefetched addresses]):
+  /// ahead's, or `copy` itself.
+  const ir::CopyOp& issued(const ir::CopyOp* copy) const {
+    const auto it = ahead.find(copy);
+    return it == ahead.end() ? *copy : *it->second.as<ir::CopyOp>();
+  }
 };
 
 PipelinePlan plan_pipelines(const ir::KernelStmt& kernel);

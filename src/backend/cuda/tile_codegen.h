@@ -238,8 +238,6 @@ class CudaTileCodegen final : public backend::TileCodegen {
       const std::vector<const ir::CopyOp*>& copies, const std::string& stage);
   /// Note [Warp specialisation]: the consumers' side of the loop.
   void emit_consumer_loop(const ir::ForStmt& op, const std::vector<const ir::CopyOp*>& copies);
-  /// The copy a prefetch issues for `copy` (Note [Prefetched addresses]).
-  const ir::CopyOp& issued(const ir::CopyOp* copy) const;
   /// What `body` reads and writes as a block, the row reductions' scratch
   /// (id 0) among its writes where it uses it.
   backend::Accessed body_accesses(const ir::Stmt& body) const;
@@ -250,10 +248,9 @@ class CudaTileCodegen final : public backend::TileCodegen {
   /// The TMA instructions of `copy` (the copy the prefetch issues) into the
   /// tile at `tile` (C++), counted on `bar` (C++). With `half` (Note [Cluster
   /// multicast]): half `rank` (C++, the block's in its pair) of the rows,
-  /// into both blocks of the pair.
+  /// through tensor map `half_map`, into both blocks of the pair.
   void emit_tma_copy(const ir::CopyOp& copy, const TmaCopy& how, const std::string& tile,
-                     const std::string& bar, const TmaCopy* half = nullptr,
-                     const std::string& rank = "");
+                     const std::string& bar, int half_map = -1, const std::string& rank = "");
   /// A statement the block runs together will read `reads` and write
   /// `writes` (buffer ids): a barrier first where that is a hazard.
   /// `keys`: the writes' partitions (Note [Thread-exclusive writes]).
@@ -333,9 +330,6 @@ class CudaTileCodegen final : public backend::TileCodegen {
   std::map<uint64_t, std::set<uint64_t>> aliases_;
   // Note [Warp specialisation]: each StageGroup's landed and free barriers.
   std::vector<std::pair<std::string, std::string>> ws_bars_;
-  /// Note [Cluster multicast]: each group's stages both blocks of a pair
-  /// fill (handed back on both blocks' barriers).
-  std::vector<bool> ws_pair_;
   /// The consumers' hand-back of stage `stage` (C++) of group `group`.
   std::string release_line(size_t group, const std::string& stage) const;
   // Each prefetched buffer's stage 0 and its bytes per stage.

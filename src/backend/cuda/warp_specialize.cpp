@@ -170,9 +170,7 @@ WarpSpecialization plan_warp_specialization(const ir::KernelStmt& kernel,
   reads.visit(loop->extent);
   if (!reads.missing.empty()) return refuse("the loop's bounds read " + reads.missing);
   for (const ir::CopyOp* c : pipelines.loops.begin()->second) {
-    auto ahead = pipelines.ahead.find(c);
-    const ir::CopyOp& issued = ahead == pipelines.ahead.end() ? *c : *ahead->second.as<ir::CopyOp>();
-    for (const ir::Range& r : issued.src.ranges) {
+    for (const ir::Range& r : pipelines.issued(c).src.ranges) {
       reads.visit(r.min);
       reads.visit(r.extent);
     }

@@ -22,13 +22,8 @@ std::string str(int64_t v) { return std::to_string(v); }
 std::string CudaTileCodegen::release_line(size_t group, const std::string& stage) const {
   const std::string bar = "&" + ws_bars_[group].second + "[" + stage + "]";
   // Note [Cluster multicast]: on both blocks' barriers.
-  return ws_pair_[group] ? "tilejit::cuda::mbar_arrive_pair(" + bar + ");"
+  return cluster_.shares(ws_.groups[group]) ? "tilejit::cuda::mbar_arrive_pair(" + bar + ");"
                          : "tilejit::cuda::mbar_arrive(" + bar + ");";
-}
-
-const ir::CopyOp& CudaTileCodegen::issued(const ir::CopyOp* copy) const {
-  const auto ahead = pipelines_.ahead.find(copy);
-  return ahead == pipelines_.ahead.end() ? *copy : *ahead->second.as<ir::CopyOp>();
 }
 
 void CudaTileCodegen::emit_producer() {
@@ -40,17 +35,11 @@ void CudaTileCodegen::emit_producer() {
        ") load the tiles of the T.Pipelined loop at line " + str(op.span.line) +
        ", threads [0, " + str(threads_) + ") run the kernel");
   ws_bars_.clear();
-  ws_pair_.clear();
   for (const StageGroup& g : ws_.groups) {
     std::string names;
-    bool pair = false;  // Note [Cluster multicast]
-    for (const ir::CopyOp* c : g.copies) {
-      names += (names.empty() ? "" : ", ") + c->dst.buffer.name();
-      pair = pair || cluster_.halves.count(c);
-    }
+    for (const ir::CopyOp* c : g.copies) names += (names.empty() ? "" : ", ") + c->dst.buffer.name();
     const std::string name = g.copies.front()->dst.buffer.name();
     ws_bars_.push_back({fresh(name + "_landed"), fresh(name + "_free")});
-    ws_pair_.push_back(pair);
     line("__shared__ uint64_t " + ws_bars_.back().first + "[" + str(stages) + "];  // " + names);
     line("__shared__ uint64_t " + ws_bars_.back().second + "[" + str(stages) + "];");
   }
@@ -60,7 +49,7 @@ void CudaTileCodegen::emit_producer() {
     const auto& [landed, free] = ws_bars_[g];
     // Note [Cluster multicast]: a stage both blocks of a pair fill is free
     // once a lane of each consumer warp of both has handed it back.
-    const int64_t arrivals = ws_pair_[g] ? 2 * (threads_ / 32) : threads_;
+    const int64_t arrivals = cluster_.shares(ws_.groups[g]) ? 2 * (threads_ / 32) : threads_;
     for (int s = 0; s < stages; ++s) {
       line("tilejit::cuda::mbar_init(&" + landed + "[" + str(s) + "], 1);");
       line("tilejit::cuda::mbar_init(&" + free + "[" + str(s) + "], " + str(arrivals) + ");");
@@ -106,8 +95,8 @@ void CudaTileCodegen::emit_producer() {
                                str(tiles_.offsets.at(dst.id())) + ") + " + stage + " * " +
                                str(stride) + ")";
       const auto half = cluster_.halves.find(copy);
-      emit_tma_copy(issued(copy), tma_.copies.at(copy), tile, landed,
-                    half == cluster_.halves.end() ? nullptr : &half->second, rank);
+      emit_tma_copy(pipelines_.issued(copy), tma_.copies.at(copy), tile, landed,
+                    half == cluster_.halves.end() ? -1 : half->second, rank);
     }
   }
   bind_var(op.var, consumer_k);
@@ -120,7 +109,7 @@ void CudaTileCodegen::emit_producer() {
          k + ") {");
     indent();
     for (size_t gi = 0; gi < ws_.groups.size(); ++gi) {
-      if (ws_pair_[gi]) emit_mbar_wait(ws_bars_[gi].second, stage, parity + " ^ 1u");
+      if (cluster_.shares(ws_.groups[gi])) emit_mbar_wait(ws_bars_[gi].second, stage, parity + " ^ 1u");
     }
     dedent();
     line("}");
@@ -203,7 +192,7 @@ void CudaTileCodegen::emit_consumer_loop(const ir::ForStmt& op,
       line("if (" + end + " > " + lo + ") {");
       indent();
       for (size_t g = 0; g < ws_bars_.size(); ++g) {
-        if (ws_pair_[g]) line(release_line(g, "(" + end + " - 1 - " + lo + ") % " + str(stages)));
+        if (cluster_.shares(ws_.groups[g])) line(release_line(g, "(" + end + " - 1 - " + lo + ") % " + str(stages)));
       }
       dedent();
       line("}");
