@@ -50,6 +50,8 @@ device is missing.
 """
 
 import argparse
+import ast
+import dataclasses
 import datetime
 import math
 import os
@@ -447,6 +449,21 @@ def hopper_case_list():
              fa(1, 8, 1024, 64, True), fa(1, 2, 200, 64, True), bshd, ref_flash,
              torch=torch_op("sdpa_cudnn")),
     ]
+
+
+def with_params(case, settings):
+    """The case with KEY=VALUE settings (Python literals, else strings) in each of its shape
+    sets, and its name marked with them."""
+    extra = {}
+    for item in settings:
+        key, _, value = item.partition("=")
+        try:
+            extra[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            extra[key] = value
+    tag = ",".join(f"{k}={v}" for k, v in extra.items())
+    return dataclasses.replace(case, name=f"{case.name}[{tag}]", full={**case.full, **extra},
+                               quick={**case.quick, **extra}, cpu={**case.cpu, **extra})
 
 
 def flops_of(case, p):
@@ -883,6 +900,9 @@ def main(argv=None):
                     help="compile tilejit's CUDA source of each case with NVRTC, run nothing")
     ap.add_argument("--no-tilelang", action="store_true",
                     help="tilejit and torch only (A/B runs of tilejit's own options)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a parameter of the selected cases' programs (block_K=64: "
+                         "another configuration of the same program text); repeatable")
     ap.add_argument("--suite", choices=["tilelang", "hopper"], default="tilelang",
                     help="tilelang: TileLang's 22 programs at their main() shapes; hopper: "
                          "bf16 GEMM and flash attention at issue 22's shapes, beside cuBLAS "
@@ -890,6 +910,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     every = hopper_case_list() if args.suite == "hopper" else case_list()
     cases = [c for c in every if not args.only or re.search(args.only, c.name)]
+    if args.set:
+        cases = [with_params(c, args.set) for c in cases]
     if args.cpu_check:
         return cpu_check(cases)
     if args.nvrtc_check:

@@ -300,7 +300,7 @@ nb::object make_kernel(const ir::PrimFunc& func, nb::handle out_idx, nb::handle 
                        const std::string& target, nb::handle workspace_init,
                        nb::handle compile_flags, nb::handle extra_compile_flags, bool disk_cache,
                        bool debug_bounds, bool tma, bool warp_specialize,
-                       bool cluster_multicast) {
+                       bool cluster_multicast, bool coarse_k_steps) {
   JitOptions options;
   options.out_idx = parse_index_spec(func.name, "out_idx", out_idx);
   options.workspace_idx = parse_index_spec(func.name, "workspace_idx", workspace_idx);
@@ -310,6 +310,7 @@ nb::object make_kernel(const ir::PrimFunc& func, nb::handle out_idx, nb::handle 
   options.tma = tma;
   options.warp_specialize = warp_specialize;
   options.cluster_multicast = cluster_multicast;
+  options.coarse_k_steps = coarse_k_steps;
   if (!workspace_init.is_none()) {
     if (!PyDict_Check(workspace_init.ptr())) {
       throw_error(ErrorKind::kTypeError,
@@ -359,7 +360,8 @@ void bind_kernel(nb::module_& m) {
         nb::arg("workspace_idx").none(), nb::arg("target"), nb::arg("workspace_init").none(),
         nb::arg("compile_flags").none(), nb::arg("extra_compile_flags").none(),
         nb::arg("disk_cache"), nb::arg("debug_bounds") = false, nb::arg("tma") = true,
-        nb::arg("warp_specialize") = true, nb::arg("cluster_multicast") = true);
+        nb::arg("warp_specialize") = true, nb::arg("cluster_multicast") = true,
+        nb::arg("coarse_k_steps") = true);
   m.def(
       "export_library",
       [](nb::handle kernel, const std::string& path) {

@@ -20,7 +20,11 @@ These keys change what tilejit generates:
 - ``"tl.disable_cluster_multicast": True`` (TL_DISABLE_CLUSTER_MULTICAST,
   tilejit's own) launches every block alone where a warp-specialised kernel
   would run in pairs of blocks that load their shared tiles once (Note
-  [Cluster multicast] in src/backend/cuda/cluster_multicast.h).
+  [Cluster multicast] in src/backend/cuda/cluster_multicast.h);
+- ``"tl.disable_coarse_k_steps": True`` (TL_DISABLE_COARSE_K_STEPS,
+  tilejit's own) keeps the K step of a warp-specialised GEMM main loop as
+  the program writes it where a step of under 128 bytes would load several
+  per stage (Note [Coarser K steps] in src/backend/cuda/coarse_k_steps.h).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import warnings
 from typing import Any, Dict, Optional
 
 __all__ = ["PassConfigKey", "check_pass_configs", "debug_bounds", "disable_tma",
-           "disable_warp_specialized", "disable_cluster_multicast"]
+           "disable_warp_specialized", "disable_cluster_multicast", "disable_coarse_k_steps"]
 
 
 class PassConfigKey(str, enum.Enum):
@@ -81,6 +85,7 @@ class PassConfigKey(str, enum.Enum):
     # tilejit's own (see the top of this file).
     TL_DEBUG_BOUNDS = "tl.debug_bounds"
     TL_DISABLE_CLUSTER_MULTICAST = "tl.disable_cluster_multicast"
+    TL_DISABLE_COARSE_K_STEPS = "tl.disable_coarse_k_steps"
 
     def __str__(self) -> str:
         return self.value
@@ -142,6 +147,12 @@ def disable_cluster_multicast(configs: Optional[Dict[str, Any]], where: str) -> 
     """Whether checked configs launch every block alone
     (TL_DISABLE_CLUSTER_MULTICAST)."""
     return _flag(configs, PassConfigKey.TL_DISABLE_CLUSTER_MULTICAST, where)
+
+
+def disable_coarse_k_steps(configs: Optional[Dict[str, Any]], where: str) -> bool:
+    """Whether checked configs keep a GEMM main loop's K step as written
+    (TL_DISABLE_COARSE_K_STEPS)."""
+    return _flag(configs, PassConfigKey.TL_DISABLE_COARSE_K_STEPS, where)
 
 
 def _flag(configs: Optional[Dict[str, Any]], which: PassConfigKey, where: str) -> bool:

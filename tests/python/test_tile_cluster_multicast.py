@@ -91,7 +91,9 @@ def test_the_program_on_the_cpu():
 def test_the_report_and_the_source_name_the_pair():
     k = tilejit.compile(gemm(2048, 2048, 256), out_idx=[2], target="cuda",
                         extra_compile_flags=_HOPPER)
-    assert loop(k)["path"] == "warp_specialized, 3 stages, pairs of blocks along x", loop(k)
+    # (K = 256: two of the program's K steps per stage, Note [Coarser K steps])
+    assert loop(k)["path"] == ("warp_specialized, 3 stages, 2 K steps of 32 per stage, pairs of "
+                               "blocks along x"), loop(k)
     copies = [e["path"] for e in k.lowering_report()
               if e.get("kind") == "op" and e["op"] == "T.copy"]
     assert copies[:2] == ["tma_load_multicast", "tma_load"], copies
@@ -99,7 +101,8 @@ def test_the_report_and_the_source_name_the_pair():
     assert "__cluster_dims__(2, 1, 1)" in src
     alone = tilejit.compile(gemm(2048, 2048, 256), out_idx=[2], target="cuda",
                             extra_compile_flags=_HOPPER, pass_configs=_ALONE)
-    assert loop(alone)["path"] == "warp_specialized, 3 stages", loop(alone)
+    assert loop(alone)["path"] == "warp_specialized, 3 stages, 2 K steps of 32 per stage", \
+        loop(alone)
     assert "__cluster_dims__" not in alone.get_kernel_source()
 
 

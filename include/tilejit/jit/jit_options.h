@@ -76,6 +76,11 @@ struct JitOptions {
   /// [Cluster multicast] in src/backend/cuda/cluster_multicast.h); false
   /// launches every block alone (tilejit's tl.disable_cluster_multicast).
   bool cluster_multicast = true;
+  /// CUDA on sm_90a: a warp-specialised GEMM main loop whose K step covers
+  /// under 128 bytes loads several per stage (Note [Coarser K steps] in
+  /// src/backend/cuda/coarse_k_steps.h); false keeps the program's step
+  /// (tilejit's tl.disable_coarse_k_steps).
+  bool coarse_k_steps = true;
 };
 
 /// Parameter indices by role, legalised.

@@ -59,6 +59,9 @@ struct SourceRequest {
   /// The CUDA backend may launch a warp-specialised kernel in pairs of
   /// blocks that share their tiles (JitOptions::cluster_multicast).
   bool cluster_multicast = true;
+  /// Note [Coarser K steps] in src/backend/cuda/coarse_k_steps.h
+  /// (JitOptions::coarse_k_steps).
+  bool coarse_k_steps = true;
 };
 
 /// What generate() makes: the translation unit, what its kernel takes, and

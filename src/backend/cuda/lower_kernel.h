@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/cuda/cluster_multicast.h"
+#include "backend/cuda/coarse_k_steps.h"
 #include "backend/cuda/infer_layouts.h"
 #include "backend/cuda/pipeline.h"
 #include "backend/cuda/smem_plan.h"
@@ -28,6 +29,7 @@ struct KernelTarget {
   bool tma = false;              ///< TMA loads and stores (Note [TMA copies])
   bool warp_specialize = false;  ///< a producer warpgroup (Note [Warp specialisation])
   bool cluster = false;          ///< pairs of blocks (Note [Cluster multicast])
+  bool coarse_k_steps = false;   ///< Note [Coarser K steps]
 };
 
 /// One kernel, lowered: the PrimFunc with every buffer in its layout, and
@@ -41,6 +43,8 @@ struct LoweredKernel {
   SmemPlan tiles;
   WarpSpecialization ws;
   ClusterPlan cluster;
+  /// Note [Coarser K steps]: `laid_out` is the wider loop's when factor > 1.
+  CoarseKSteps coarse;
   /// Note [Alternating reduction scratch]: 1 or 2.
   int scratch_copies = 1;
   /// Note [Copies inside their tensor]: no edge walk for these.
@@ -59,6 +63,8 @@ struct LoweredKernel {
 ///   plan_warp_specialization  the producer warpgroup and the consumers
 ///   plan_cluster              pairs of blocks that share tiles (their maps to `maps`)
 ///   copies_inside             the copies proven inside their tensors
+///   coarsen_k_steps           a GEMM main loop's short K steps, F per stage:
+///                             the passes above again on the wider loop
 ///   report_kernel             the lowering report's entries, appended to `report`
 /// What the pipelines' planner warns of goes to `diagnostics`.
 LoweredKernel lower_kernel(const ir::PrimFunc& f, size_t index, int threads,

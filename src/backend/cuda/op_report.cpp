@@ -228,7 +228,7 @@ Diagnostic op_record(const ir::Stmt& s, const LayoutReasons& reasons, int thread
 void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReasons& reasons,
                    const PipelinePlan& pipelines, const TmaPlan& tma,
                    const WarpSpecialization& ws, const ClusterPlan& cluster,
-                   runtime::LoweringReport* report) {
+                   const CoarseKSteps& coarse, runtime::LoweringReport* report) {
   struct Walk : ir::IRVisitor {
     int threads = 1;
     int nest = 0;  // T.Parallel loops around the statement
@@ -237,6 +237,7 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReason
     const TmaPlan* tma = nullptr;
     const WarpSpecialization* ws = nullptr;
     const ClusterPlan* cluster = nullptr;
+    const CoarseKSteps* coarse = nullptr;
     runtime::LoweringReport* report = nullptr;
     void visit_alloc(const ir::AllocStmt* op, const ir::Stmt& s) override {
       const ir::Buffer& b = op->buffer;
@@ -332,6 +333,9 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReason
           if (ws->loop == op) {
             d.path = "warp_specialized, " + str(kept) + " stages" +
                      (ws->gemm_in_flight ? ", gemm kept in flight" : "") +
+                     (coarse->factor > 1 ? ", " + str(coarse->factor) + " K steps of " +
+                                               str(coarse->k_step) + " per stage"
+                                         : "") +
                      (ws->schedule.groups.empty() ? ""
                       : op->schedule.empty()  ? ", scheduled (inferred)"
                                               : ", scheduled (order, stage)") +
@@ -341,6 +345,7 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReason
                                     : "");
             if (!ws->schedule.refused.empty()) add(ws->schedule.refused);
             if (!cluster->refused.empty()) add(cluster->refused);
+            if (!coarse->refused.empty()) add(coarse->refused);
           } else {
             if (!ws->refused.empty()) add(ws->refused);
             // Note [Scheduled pipelines]: only on the warp-specialised path.
@@ -360,6 +365,7 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReason
   walk.tma = &tma;
   walk.ws = &ws;
   walk.cluster = &cluster;
+  walk.coarse = &coarse;
   walk.report = report;
   walk.visit(kernel.body);
 }

@@ -73,6 +73,7 @@
 #include "backend/common/accesses.h"
 #include "backend/common/tile_codegen.h"
 #include "backend/cuda/cluster_multicast.h"
+#include "backend/cuda/coarse_k_steps.h"
 #include "backend/cuda/exclusive_writes.h"
 #include "backend/cuda/fragments.h"
 #include "backend/cuda/pipeline.h"
@@ -159,6 +160,8 @@ class CudaTileCodegen final : public backend::TileCodegen {
   WarpSpecialization ws_;
   /// Note [Cluster multicast]: the pairs of blocks, if any.
   ClusterPlan cluster_;
+  /// Note [Coarser K steps]: the program's K steps per iteration of ws_.loop.
+  CoarseKSteps coarse_;
   /// Note [Warp specialisation]: the barriers, the producer's branch, and
   /// the consumers' registers; before the kernel's body, once the block and
   /// symbol names are bound.

@@ -54,6 +54,7 @@ int64_t emit_kernel_entry(std::ostream& os, LoweredKernel k,
   if (kernel.thread_vars.size() == 1) cg.set_thread_index(kernel.thread_vars[0]);
   cg.ws_ = ws;
   cg.cluster_ = std::move(k.cluster);
+  cg.coarse_ = k.coarse;
   cg.debug_bounds = debug_bounds;
   cg.inside_copies_ = std::move(k.inside_copies);
   cg.scratch_copies_ = k.scratch_copies;
@@ -152,8 +153,9 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
     l.entry = i == 0 ? std::string(kEntryName) : std::string(kEntryName) + "_" + std::to_string(i);
     os << "\n";
     int launch_threads = threads;
-    const KernelTarget target{warpgroups, request.tma, request.tma && request.warp_specialize,
-                              request.tma && request.warp_specialize && request.cluster_multicast};
+    const bool ws = request.tma && request.warp_specialize;
+    const KernelTarget target{warpgroups, request.tma, ws, ws && request.cluster_multicast,
+                              ws && request.coarse_k_steps};
     l.smem_bytes = uint32_t(emit_kernel_entry(
         os, lower_kernel(f, i, threads, symbols, target, &maps, &diagnostics, &report), symbols,
         l.entry, request.debug_bounds, &wgmma_columns, &swizzles, &launch_threads));

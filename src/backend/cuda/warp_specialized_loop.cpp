@@ -151,7 +151,11 @@ void CudaTileCodegen::emit_consumer_loop(const ir::ForStmt& op,
     return;
   }
   line("// T.Pipelined(num_stages=" + str(stages) + "): warp-specialised, " +
-       str(int64_t(copies.size())) + " tile loads through " + str(stages) + " stages");
+       str(int64_t(copies.size())) + " tile loads through " + str(stages) + " stages" +
+       (coarse_.factor > 1 ? " (Note [Coarser K steps]: " + str(coarse_.factor) +
+                                 " of the program's K steps of " + str(coarse_.k_step) +
+                                 " per iteration)"
+                           : ""));
   line("for (int64_t " + k + " = " + lo + "; " + k + " < " + end + "; ++" + k + ") {");
   indent();
   const std::string rel = "(" + k + " - " + lo + ")";

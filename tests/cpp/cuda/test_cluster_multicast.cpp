@@ -84,6 +84,9 @@ Lowered lower(const ir::PrimFunc& f, bool cluster = true) {
   const std::vector<std::string> symbols = symbols_of(out.func);
   runtime::SourceRequest request{&out.func, symbols};
   request.cluster_multicast = cluster;
+  // The program's own K steps of 32 (Note [Coarser K steps] would load two
+  // per stage; test_coarse_k_steps.cpp).
+  request.coarse_k_steps = false;
   out.generated = cuda_backend().generate(request);
   return out;
 }
