@@ -300,7 +300,7 @@ nb::object make_kernel(const ir::PrimFunc& func, nb::handle out_idx, nb::handle 
                        const std::string& target, nb::handle workspace_init,
                        nb::handle compile_flags, nb::handle extra_compile_flags, bool disk_cache,
                        bool debug_bounds, bool tma, bool warp_specialize,
-                       bool cluster_multicast, bool coarse_k_steps) {
+                       bool cluster_multicast, bool coarse_k_steps, bool staged_epilogue) {
   JitOptions options;
   options.out_idx = parse_index_spec(func.name, "out_idx", out_idx);
   options.workspace_idx = parse_index_spec(func.name, "workspace_idx", workspace_idx);
@@ -311,6 +311,7 @@ nb::object make_kernel(const ir::PrimFunc& func, nb::handle out_idx, nb::handle 
   options.warp_specialize = warp_specialize;
   options.cluster_multicast = cluster_multicast;
   options.coarse_k_steps = coarse_k_steps;
+  options.staged_epilogue = staged_epilogue;
   if (!workspace_init.is_none()) {
     if (!PyDict_Check(workspace_init.ptr())) {
       throw_error(ErrorKind::kTypeError,
@@ -361,7 +362,7 @@ void bind_kernel(nb::module_& m) {
         nb::arg("compile_flags").none(), nb::arg("extra_compile_flags").none(),
         nb::arg("disk_cache"), nb::arg("debug_bounds") = false, nb::arg("tma") = true,
         nb::arg("warp_specialize") = true, nb::arg("cluster_multicast") = true,
-        nb::arg("coarse_k_steps") = true);
+        nb::arg("coarse_k_steps") = true, nb::arg("staged_epilogue") = true);
   m.def(
       "export_library",
       [](nb::handle kernel, const std::string& path) {

@@ -71,14 +71,16 @@ struct PyKernel {
 /// the flag lists are None or sequences of str; debug_bounds is
 /// JitOptions::debug_bounds, tma JitOptions::tma, warp_specialize
 /// JitOptions::warp_specialize, cluster_multicast
-/// JitOptions::cluster_multicast, coarse_k_steps JitOptions::coarse_k_steps.
+/// JitOptions::cluster_multicast, coarse_k_steps JitOptions::coarse_k_steps,
+/// staged_epilogue JitOptions::staged_epilogue.
 /// Returns a Kernel object.
 nanobind::object make_kernel(const ir::PrimFunc& func, nanobind::handle out_idx,
                              nanobind::handle workspace_idx, const std::string& target,
                              nanobind::handle workspace_init, nanobind::handle compile_flags,
                              nanobind::handle extra_compile_flags, bool disk_cache,
                              bool debug_bounds, bool tma, bool warp_specialize,
-                             bool cluster_multicast, bool coarse_k_steps);
+                             bool cluster_multicast, bool coarse_k_steps,
+                             bool staged_epilogue);
 
 /// Creates the Kernel type and binds jit() into `m`.
 void bind_kernel(nanobind::module_& m);

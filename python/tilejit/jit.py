@@ -92,6 +92,7 @@ def compile(prim_func: _C.PrimFunc, out_idx: IndexArg = None,  # noqa: A001 (the
     warp_specialize = not _transform.disable_warp_specialized(configs, where)
     cluster_multicast = not _transform.disable_cluster_multicast(configs, where)
     coarse_k_steps = not _transform.disable_coarse_k_steps(configs, where)
+    staged_epilogue = not _transform.disable_staged_epilogue(configs, where)
     target = _target_name(target)
     disk_cache = bool(disk_cache) and _cache.is_cache_enabled()
     if not isinstance(prim_func, _C.PrimFunc):
@@ -100,7 +101,8 @@ def compile(prim_func: _C.PrimFunc, out_idx: IndexArg = None,  # noqa: A001 (the
         raise TypeError(f"{prim_func.name}: target must be a str, got {type(target).__name__}")
     return _C.jit(prim_func, _copy_index(out_idx), _copy_index(workspace_idx), target,
                   workspace_init, compile_flags, extra_compile_flags, bool(disk_cache),
-                  debug_bounds, tma, warp_specialize, cluster_multicast, coarse_k_steps)
+                  debug_bounds, tma, warp_specialize, cluster_multicast, coarse_k_steps,
+                  staged_epilogue)
 
 
 class JitFunction:
@@ -283,6 +285,7 @@ def jit(func: Any = None, *, out_idx: IndexArg = None, workspace_idx: IndexArg =
     _transform.disable_warp_specialized(options["pass_configs"], "tilejit.jit")
     _transform.disable_cluster_multicast(options["pass_configs"], "tilejit.jit")
     _transform.disable_coarse_k_steps(options["pass_configs"], "tilejit.jit")
+    _transform.disable_staged_epilogue(options["pass_configs"], "tilejit.jit")
 
     def wrap(f: Any) -> Any:
         if isinstance(f, _C.PrimFunc):

@@ -24,7 +24,11 @@ These keys change what tilejit generates:
 - ``"tl.disable_coarse_k_steps": True`` (TL_DISABLE_COARSE_K_STEPS,
   tilejit's own) keeps the K step of a warp-specialised GEMM main loop as
   the program writes it where a step of under 128 bytes would load several
-  per stage (Note [Coarser K steps] in src/backend/cuda/coarse_k_steps.h).
+  per stage (Note [Coarser K steps] in src/backend/cuda/coarse_k_steps.h);
+- ``"tl.disable_staged_epilogue": True`` (TL_DISABLE_STAGED_EPILOGUE,
+  tilejit's own) stores a warp-specialised GEMM's accumulator from the
+  registers, as written, where it would go through a shared tile and TMA
+  (Note [Staged epilogues] in src/backend/cuda/staged_epilogue.h).
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ import warnings
 from typing import Any, Dict, Optional
 
 __all__ = ["PassConfigKey", "check_pass_configs", "debug_bounds", "disable_tma",
-           "disable_warp_specialized", "disable_cluster_multicast", "disable_coarse_k_steps"]
+           "disable_warp_specialized", "disable_cluster_multicast", "disable_coarse_k_steps",
+           "disable_staged_epilogue"]
 
 
 class PassConfigKey(str, enum.Enum):
@@ -86,6 +91,7 @@ class PassConfigKey(str, enum.Enum):
     TL_DEBUG_BOUNDS = "tl.debug_bounds"
     TL_DISABLE_CLUSTER_MULTICAST = "tl.disable_cluster_multicast"
     TL_DISABLE_COARSE_K_STEPS = "tl.disable_coarse_k_steps"
+    TL_DISABLE_STAGED_EPILOGUE = "tl.disable_staged_epilogue"
 
     def __str__(self) -> str:
         return self.value
@@ -153,6 +159,12 @@ def disable_coarse_k_steps(configs: Optional[Dict[str, Any]], where: str) -> boo
     """Whether checked configs keep a GEMM main loop's K step as written
     (TL_DISABLE_COARSE_K_STEPS)."""
     return _flag(configs, PassConfigKey.TL_DISABLE_COARSE_K_STEPS, where)
+
+
+def disable_staged_epilogue(configs: Optional[Dict[str, Any]], where: str) -> bool:
+    """Whether checked configs store a GEMM's accumulator from the registers
+    (TL_DISABLE_STAGED_EPILOGUE)."""
+    return _flag(configs, PassConfigKey.TL_DISABLE_STAGED_EPILOGUE, where)
 
 
 def _flag(configs: Optional[Dict[str, Any]], which: PassConfigKey, where: str) -> bool:

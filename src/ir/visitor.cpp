@@ -257,4 +257,22 @@ Stmt IRMutator::visit_print(const PrintOp* op, const Stmt& s) {
   return make_stmt<PrintOp>(std::move(v), std::move(r), op->message, op->span);
 }
 
+bool reads_var(const Expr& e, uint64_t var) {
+  struct Finder : IRVisitor {
+    uint64_t var = 0;
+    bool found = false;
+    void visit_var(const VarNode*, const Expr& v) override { found = found || v.var_id() == var; }
+  } f;
+  f.var = var;
+  f.visit(e);
+  return f.found;
+}
+
+bool reads_var(const Region& r, uint64_t var) {
+  for (const Range& x : r.ranges) {
+    if (reads_var(x.min, var) || reads_var(x.extent, var)) return true;
+  }
+  return false;
+}
+
 }  // namespace tilejit::ir

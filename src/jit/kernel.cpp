@@ -562,6 +562,7 @@ Kernel jit(const ir::PrimFunc& func, const JitOptions& options) {
   request.warp_specialize = options.warp_specialize;
   request.cluster_multicast = options.cluster_multicast;
   request.coarse_k_steps = options.coarse_k_steps;
+  request.staged_epilogue = options.staged_epilogue;
   request.arch = impl->backend->source_arch(options.compile, impl->backend->default_device());
   runtime::GeneratedSource generated = impl->backend->generate(request);
   impl->source = std::move(generated.source);

@@ -164,6 +164,11 @@ class IRVisitor : public ExprFunctor<void>, public StmtFunctor<void> {
   void visit_print(const PrintOp* op, const Stmt&) override;
 };
 
+/// Whether `e` reads the IR variable of id `var` (Note [Variables] in expr.h).
+bool reads_var(const Expr& e, uint64_t var);
+/// Whether a range of `r` (its mins and extents) reads it.
+bool reads_var(const Region& r, uint64_t var);
+
 /// Rebuilds the tree bottom-up. Override a visit_* to replace a node; the
 /// defaults mutate the children and rebuild only when one changed.
 /// Binary nodes are rebuilt with make_binary (constants fold again).

@@ -81,6 +81,11 @@ struct JitOptions {
   /// src/backend/cuda/coarse_k_steps.h); false keeps the program's step
   /// (tilejit's tl.disable_coarse_k_steps).
   bool coarse_k_steps = true;
+  /// CUDA on sm_90a: a warp-specialised GEMM's store of its accumulator
+  /// goes through a shared tile and TMA (Note [Staged epilogues] in
+  /// src/backend/cuda/staged_epilogue.h); false stores it from the
+  /// registers as written (tilejit's tl.disable_staged_epilogue).
+  bool staged_epilogue = true;
 };
 
 /// Parameter indices by role, legalised.

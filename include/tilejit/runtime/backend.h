@@ -62,6 +62,9 @@ struct SourceRequest {
   /// Note [Coarser K steps] in src/backend/cuda/coarse_k_steps.h
   /// (JitOptions::coarse_k_steps).
   bool coarse_k_steps = true;
+  /// Note [Staged epilogues] in src/backend/cuda/staged_epilogue.h
+  /// (JitOptions::staged_epilogue).
+  bool staged_epilogue = true;
 };
 
 /// What generate() makes: the translation unit, what its kernel takes, and

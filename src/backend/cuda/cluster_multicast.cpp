@@ -10,20 +10,6 @@ namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-// Whether `e` reads the variable `var`.
-bool reads_var(const ir::Expr& e, uint64_t var) {
-  struct Finder : ir::IRVisitor {
-    uint64_t var = 0;
-    bool found = false;
-    void visit_var(const ir::VarNode*, const ir::Expr& v) override {
-      found = found || v.var_id() == var;
-    }
-  } f;
-  f.var = var;
-  f.visit(e);
-  return f.found;
-}
-
 // Measured on the H200 (TileLang's GEMMs, 128 x 128 x 32 tiles): a grid of
 // 64 blocks ran 2-6% slower in pairs, grids of 1024 and more 7-35% faster.
 constexpr int64_t kMinBlocks = 256;
@@ -35,10 +21,7 @@ constexpr int64_t kMaxReuse = 64;
 
 // Whether the region of `copy` as the prefetch issues it reads `var`.
 bool region_reads(const ir::CopyOp* copy, const PipelinePlan& pipelines, uint64_t var) {
-  for (const ir::Range& r : pipelines.issued(copy).src.ranges) {
-    if (reads_var(r.min, var) || reads_var(r.extent, var)) return true;
-  }
-  return false;
+  return ir::reads_var(pipelines.issued(copy).src, var);
 }
 
 // Why half of `whole`'s rows cannot be loaded apart ("" when they can).
@@ -88,7 +71,8 @@ ClusterPlan plan_cluster(const ir::KernelStmt& kernel, const WarpSpecialization&
   // Blocks 2i and 2i + 1 of the hardware's grid dimension `hw`, which run
   // with block indices that differ in `index` alone.
   auto pair = [&](int hw, const ir::Expr& index) {
-    if (reads_var(ws.loop->min, index.var_id()) || reads_var(ws.loop->extent, index.var_id())) {
+    if (ir::reads_var(ws.loop->min, index.var_id()) ||
+        ir::reads_var(ws.loop->extent, index.var_id())) {
       if (why.empty()) why = "the loop's bounds read " + index.var_name();
       return false;
     }

@@ -67,26 +67,6 @@ ir::Expr widen(const ir::Expr& e, uint64_t id, const ir::Expr& v, int factor) {
   return w.mutate(e);
 }
 
-bool reads_var(const ir::Expr& e, uint64_t id) {
-  struct Finder : ir::IRVisitor {
-    uint64_t id = 0;
-    bool found = false;
-    void visit_var(const ir::VarNode*, const ir::Expr& v) override {
-      found = found || v.var_id() == id;
-    }
-  } f;
-  f.id = id;
-  f.visit(e);
-  return f.found;
-}
-
-bool reads_var(const ir::Region& r, uint64_t id) {
-  for (const ir::Range& x : r.ranges) {
-    if (reads_var(x.min, id) || reads_var(x.extent, id)) return true;
-  }
-  return false;
-}
-
 int64_t extent_of(const ir::Expr& e) { return e.is_const() ? e.int_value() : -1; }
 
 // A 2-D shared tile of constant shape, the region all of it.
@@ -160,8 +140,10 @@ class Coarsen : public ir::IRMutator {
     for (auto& [id, o] : operands_) {
       std::vector<ir::Expr> shape = o.tile.shape();
       shape[o.k_dim] = ir::Expr(shape[o.k_dim].int_value() * factor_);
+      // Laid out as the tile was (row-major, Note [Layouts]).
       wide_.emplace(id, ir::Buffer::make(o.tile.name(), shape, o.tile.dtype(), ir::Scope::kShared,
-                                         o.tile->span));
+                                         o.tile->span)
+                            .with_layout(o.tile->layout));
     }
   }
 
@@ -234,7 +216,7 @@ std::optional<ir::PrimFunc> coarsen_k_steps(const ir::PrimFunc& f, size_t index,
   }
   if (gemm == nullptr || !whole_tile(gemm->a) || !whole_tile(gemm->b) ||
       gemm->a.buffer == gemm->b.buffer || gemm->a.buffer.dtype() != gemm->b.buffer.dtype() ||
-      reads_var(gemm->c, var)) {
+      ir::reads_var(gemm->c, var)) {
     return std::nullopt;
   }
   std::map<uint64_t, Operand> operands;
@@ -276,7 +258,7 @@ std::optional<ir::PrimFunc> coarsen_k_steps(const ir::PrimFunc& f, size_t index,
       const ir::Expr step =
           ir::simplify(substitute(r.min, var, loop_var + ir::Expr(1)) - r.min);
       const int64_t want = int(d) == op.src_dim ? k_step : 0;
-      if (reads_var(r.extent, var) || !step.is_const() || step.int_value() != want) {
+      if (ir::reads_var(r.extent, var) || !step.is_const() || step.int_value() != want) {
         return refuse(c->src.buffer.name() + "'s tile does not move " +
                       (want ? "by its K extent along K" : "along K alone") + " per iteration");
       }

@@ -7,6 +7,7 @@
 #include "backend/common/accesses.h"
 #include "backend/cuda/coarse_k_steps.h"
 #include "backend/cuda/inside_copies.h"
+#include "backend/cuda/staged_epilogue.h"
 #include "backend/cuda/op_report.h"
 #include "backend/cuda/tile_memory.h"
 #include "tilejit/ir/tile_builder.h"
@@ -77,42 +78,79 @@ int ws_stages(const LoweredKernel& k) {
   return k.pipelines.stages.at(loop->second.front()->dst.buffer.id());
 }
 
+// A kernel planned from one version of its function, with the tensor maps
+// and warnings of that plan.
+struct Planned {
+  ir::PrimFunc func;
+  LoweredKernel kernel;
+  TensorMaps maps;
+  std::vector<runtime::Diagnostic> notes;
+};
+
+// Whether the plan of a rewritten kernel keeps what its plan before had: a
+// warp-specialised loop, its stages, its blocks per multiprocessor.
+bool keeps(const LoweredKernel& rewritten, const LoweredKernel& before) {
+  return rewritten.ws.loop != nullptr && ws_stages(rewritten) == ws_stages(before) &&
+         rewritten.ws.blocks >= before.ws.blocks;
+}
+
+// The accumulator of a warp-specialised loop that is one gemm; 0 else.
+uint64_t main_loop_accumulator(const WarpSpecialization& ws) {
+  if (ws.loop == nullptr || ws.body.size() != 1) return 0;
+  const auto* gemm = ws.body[0].as<ir::GemmOp>();
+  return gemm != nullptr ? gemm->c.buffer.id() : 0;
+}
+
 }  // namespace
 
 LoweredKernel lower_kernel(const ir::PrimFunc& f, size_t index, int threads,
                            const std::vector<std::string>& symbols, const KernelTarget& target,
                            TensorMaps* maps, std::vector<runtime::Diagnostic>* diagnostics,
                            runtime::LoweringReport* report) {
-  TensorMaps planned = *maps;
-  std::vector<runtime::Diagnostic> notes;
-  LoweredKernel out = plan_kernel(f, index, threads, symbols, target, &planned, &notes);
-  // Note [Coarser K steps]: the warp-specialised loop planned again with
-  // wider steps, kept where it is still warp-specialised as before.
-  if (out.ws.loop != nullptr && target.coarse_k_steps) {
+  auto plan = [&](const ir::PrimFunc& func) {
+    Planned p{func, {}, *maps, {}};
+    p.kernel = plan_kernel(func, index, threads, symbols, target, &p.maps, &p.notes);
+    return p;
+  };
+  Planned best = plan(f);
+  // Rewrites of the kernel's IR that its plan calls for, each kept where
+  // the kernel planned again keeps what it had.
+  // Note [Coarser K steps]: the warp-specialised loop with wider steps.
+  if (best.kernel.ws.loop != nullptr && target.coarse_k_steps) {
     CoarseKSteps coarse;
-    if (std::optional<ir::PrimFunc> wide = coarsen_k_steps(f, index, out.ws.loop->var, &coarse)) {
-      TensorMaps wide_maps = *maps;
-      std::vector<runtime::Diagnostic> wide_notes;
-      LoweredKernel w = plan_kernel(*wide, index, threads, symbols, target, &wide_maps, &wide_notes);
-      if (w.ws.loop == nullptr || ws_stages(w) != ws_stages(out) || w.ws.blocks < out.ws.blocks) {
-        coarse.factor = 1;
-        coarse.refused = "K steps of " + std::to_string(coarse.k_step) +
-                         " kept: wider stages would not keep " + std::to_string(ws_stages(out)) +
-                         " stages at " + std::to_string(out.ws.blocks) +
-                         " blocks per multiprocessor";
+    if (std::optional<ir::PrimFunc> wide =
+            coarsen_k_steps(best.func, index, best.kernel.ws.loop->var, &coarse)) {
+      Planned w = plan(*wide);
+      if (keeps(w.kernel, best.kernel)) {
+        best = std::move(w);
       } else {
-        out = std::move(w);
-        planned = std::move(wide_maps);
-        notes = std::move(wide_notes);
+        coarse.refused = "K steps of " + std::to_string(coarse.k_step) +
+                         " kept: wider stages would not keep " +
+                         std::to_string(ws_stages(best.kernel)) + " stages at " +
+                         std::to_string(best.kernel.ws.blocks) + " blocks per multiprocessor";
+        coarse.factor = 1;
       }
     }
-    out.coarse = coarse;
+    best.kernel.coarse = coarse;
   }
-  *maps = std::move(planned);
-  diagnostics->insert(diagnostics->end(), notes.begin(), notes.end());
-  report_kernel(*out.laid_out.kernel, threads, out.laid_out.reasons, out.pipelines, out.tma, out.ws,
-                out.cluster, out.coarse, report);
-  return out;
+  // Note [Staged epilogues]: the main loop's accumulator stored through a
+  // shared tile and TMA.
+  if (const uint64_t acc = main_loop_accumulator(best.kernel.ws); acc != 0 && target.staged_epilogue) {
+    if (std::optional<ir::PrimFunc> staged = stage_epilogue(best.func, index, acc)) {
+      Planned s = plan(*staged);
+      if (keeps(s.kernel, best.kernel) &&
+          s.kernel.tma.stores.size() > best.kernel.tma.stores.size()) {
+        s.kernel.coarse = best.kernel.coarse;
+        best = std::move(s);
+      }
+    }
+  }
+  *maps = std::move(best.maps);
+  diagnostics->insert(diagnostics->end(), best.notes.begin(), best.notes.end());
+  const LoweredKernel& k = best.kernel;
+  report_kernel(*k.laid_out.kernel, threads, k.laid_out.reasons, k.pipelines, k.tma, k.ws,
+                k.cluster, k.coarse, report);
+  return std::move(best.kernel);
 }
 
 }  // namespace tilejit::cuda

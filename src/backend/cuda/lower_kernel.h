@@ -30,6 +30,7 @@ struct KernelTarget {
   bool warp_specialize = false;  ///< a producer warpgroup (Note [Warp specialisation])
   bool cluster = false;          ///< pairs of blocks (Note [Cluster multicast])
   bool coarse_k_steps = false;   ///< Note [Coarser K steps]
+  bool staged_epilogue = false;  ///< Note [Staged epilogues]
 };
 
 /// One kernel, lowered: the PrimFunc with every buffer in its layout, and
@@ -63,8 +64,10 @@ struct LoweredKernel {
 ///   plan_warp_specialization  the producer warpgroup and the consumers
 ///   plan_cluster              pairs of blocks that share tiles (their maps to `maps`)
 ///   copies_inside             the copies proven inside their tensors
-///   coarsen_k_steps           a GEMM main loop's short K steps, F per stage:
-///                             the passes above again on the wider loop
+///   coarsen_k_steps           a GEMM main loop's short K steps, two per stage,
+///                             and the passes above again on the wider loop
+///   stage_epilogue            its accumulator's store through a shared tile,
+///                             and the passes above again
 ///   report_kernel             the lowering report's entries, appended to `report`
 /// What the pipelines' planner warns of goes to `diagnostics`.
 LoweredKernel lower_kernel(const ir::PrimFunc& f, size_t index, int threads,

@@ -155,7 +155,7 @@ runtime::GeneratedSource generate_tile_source(const runtime::SourceRequest& requ
     int launch_threads = threads;
     const bool ws = request.tma && request.warp_specialize;
     const KernelTarget target{warpgroups, request.tma, ws, ws && request.cluster_multicast,
-                              ws && request.coarse_k_steps};
+                              ws && request.coarse_k_steps, ws && request.staged_epilogue};
     l.smem_bytes = uint32_t(emit_kernel_entry(
         os, lower_kernel(f, i, threads, symbols, target, &maps, &diagnostics, &report), symbols,
         l.entry, request.debug_bounds, &wgmma_columns, &swizzles, &launch_threads));

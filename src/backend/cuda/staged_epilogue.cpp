@@ -1,0 +1,100 @@
+// Note [Staged epilogues] in staged_epilogue.h.
+#include "backend/cuda/staged_epilogue.h"
+
+#include <utility>
+#include <vector>
+
+#include "tilejit/ir/stmt.h"
+#include "tilejit/ir/visitor.h"
+
+namespace tilejit::cuda {
+namespace {
+
+int64_t extent_of(const ir::Expr& e) { return e.is_const() ? e.int_value() : -1; }
+
+ir::Region all_of(const ir::Buffer& b) {
+  ir::Region r{b, {}};
+  for (const ir::Expr& e : b.shape()) r.ranges.push_back({ir::Expr(0), e});
+  return r;
+}
+
+// The copy of all of `acc` (2-D, constant shape) to a region of its shape
+// (its dimensions of extent other than 1 the accumulator's) of a tensor of
+// a 16-bit float type.
+bool stores_accumulator(const ir::CopyOp& c, uint64_t acc) {
+  const ir::Buffer& src = c.src.buffer;
+  const DataType t = c.dst.buffer.dtype();
+  if (src.id() != acc || src.rank() != 2 || c.dst.buffer.scope() != ir::Scope::kGlobal ||
+      !(t == DataType::bfloat16() || t == DataType::float16())) {
+    return false;
+  }
+  for (int d = 0; d < 2; ++d) {
+    if (extent_of(src.shape()[d]) <= 0) return false;
+    if (!c.src.is_whole() && (!c.src.ranges[d].min.is_const() || c.src.ranges[d].min.int_value() != 0 ||
+                              extent_of(c.src.ranges[d].extent) != src.shape()[d].int_value())) {
+      return false;
+    }
+  }
+  std::vector<int64_t> tile;
+  for (const ir::Range& r : c.dst.ranges) {
+    const int64_t n = extent_of(r.extent);
+    if (n < 0) return false;
+    if (n != 1) tile.push_back(n);
+  }
+  return tile == std::vector<int64_t>{src.shape()[0].int_value(), src.shape()[1].int_value()};
+}
+
+class Stage : public ir::IRMutator {
+ public:
+  Stage(size_t index, uint64_t acc) : index_(index), acc_(acc) {}
+  bool staged() const { return staged_; }
+
+ private:
+  ir::Stmt visit_kernel(const ir::KernelStmt* op, const ir::Stmt& s) override {
+    if (kernels_++ != index_ || op->body.kind() != ir::StmtKind::kSeq) return s;
+    std::vector<ir::Stmt> stmts = op->body.as<ir::SeqStmt>()->stmts;
+    for (size_t i = 0; i < stmts.size(); ++i) {
+      const auto* c = stmts[i].as<ir::CopyOp>();
+      if (c == nullptr || !stores_accumulator(*c, acc_)) continue;
+      const ir::Span span = stmts[i].span();
+      const ir::Buffer& acc = c->src.buffer;
+      // Row-major, as transform::lower left every tile (Note [Layouts]).
+      const ir::Buffer tile = ir::Buffer::make(acc.name() + "_staged", acc.shape(),
+                                               c->dst.buffer.dtype(), ir::Scope::kShared, span)
+                                  .with_layout(ir::Layout::row_major());
+      stmts[i] = ir::make_stmt<ir::SeqStmt>(
+          std::vector<ir::Stmt>{
+              ir::make_stmt<ir::CopyOp>(c->src, all_of(tile), span, c->disable_tma),
+              ir::make_stmt<ir::CopyOp>(all_of(tile), c->dst, span, c->disable_tma)},
+          span);
+      // (declared with the kernel's other tiles, Note [Allocations are the kernel's])
+      stmts.insert(stmts.begin(), ir::make_stmt<ir::AllocStmt>(tile, span));
+      staged_ = true;
+      break;
+    }
+    if (!staged_) return s;
+    return ir::make_stmt<ir::KernelStmt>(op->grid, op->block_vars, op->threads, op->thread_vars,
+                                         ir::make_stmt<ir::SeqStmt>(std::move(stmts),
+                                                                    op->body.span()),
+                                         op->span, op->raster);
+  }
+
+  size_t index_;
+  uint64_t acc_;
+  size_t kernels_ = 0;
+  bool staged_ = false;
+};
+
+}  // namespace
+
+std::optional<ir::PrimFunc> stage_epilogue(const ir::PrimFunc& f, size_t index, uint64_t acc) {
+  Stage stage(index, acc);
+  ir::TileBody body = *f.tile();
+  body.stmt = stage.mutate(body.stmt);
+  if (!stage.staged()) return std::nullopt;
+  ir::PrimFunc out = f;
+  out.body = std::move(body);
+  return out;
+}
+
+}  // namespace tilejit::cuda
