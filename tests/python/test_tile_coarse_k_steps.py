@@ -19,7 +19,7 @@ _NO_CUDA = tilejit_cuda_unavailable()
 _KEEP = {"tl.disable_coarse_k_steps": True}
 
 
-def gemm(m, n, k, dtype, trans_b=False, block_k=32, c_dtype="float32"):
+def gemm(m, n, k, dtype, trans_b=False, block_k=32, c_dtype="float32", swizzle=0):
     b_shape = (n, k) if trans_b else (k, n)
     b_tile = (128, block_k) if trans_b else (block_k, 128)
 
@@ -27,6 +27,8 @@ def gemm(m, n, k, dtype, trans_b=False, block_k=32, c_dtype="float32"):
     def readme_gemm(A: T.Tensor((m, k), dtype), B: T.Tensor(b_shape, dtype),
                     C: T.Tensor((m, n), c_dtype)):
         with T.Kernel(T.ceildiv(n, 128), T.ceildiv(m, 128), threads=128) as (bx, by):
+            if swizzle:
+                T.use_swizzle(panel_size=swizzle)
             A_s = T.alloc_shared((128, block_k), dtype)
             B_s = T.alloc_shared(b_tile, dtype)
             C_f = T.alloc_fragment((128, 128), "float32")

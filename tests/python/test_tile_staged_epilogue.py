@@ -16,12 +16,13 @@ _DIRECT = {"tl.disable_staged_epilogue": True}
 
 
 # bf16 in pairs of blocks; fp16 with rows and columns past the tensor's end
-# (1000: TMA writes none of them); B as [N, K].
+# (1000: TMA writes none of them); B as [N, K]; blocks rasterised by
+# T.use_swizzle(10).
 @pytest.mark.skipif(bool(_NO_CUDA), reason=_NO_CUDA)
-@pytest.mark.parametrize("shape,dtype,trans_b", [
-    ((2048, 2048, 256), "bfloat16", False), ((1000, 1000, 1000), "float16", False),
-    ((1024, 2048, 512), "float16", True)])
-def test_the_staged_store_writes_the_programs_result(shape, dtype, trans_b):
+@pytest.mark.parametrize("shape,dtype,trans_b,swizzle", [
+    ((2048, 2048, 256), "bfloat16", False, 0), ((1000, 1000, 1000), "float16", False, 0),
+    ((1024, 2048, 512), "float16", True, 0), ((2000, 2048, 256), "bfloat16", False, 10)])
+def test_the_staged_store_writes_the_programs_result(shape, dtype, trans_b, swizzle):
     import torch
     m, n, k = shape
     g = torch.Generator(device="cuda").manual_seed(1)
@@ -29,7 +30,7 @@ def test_the_staged_store_writes_the_programs_result(shape, dtype, trans_b):
     a = torch.randn(m, k, device="cuda", generator=g).to(tdt)
     b = torch.randn(*((n, k) if trans_b else (k, n)), device="cuda", generator=g).to(tdt)
     ref = (a.float() @ (b.float().T if trans_b else b.float())).to(tdt)
-    program = gemm(m, n, k, dtype, trans_b, c_dtype=dtype)
+    program = gemm(m, n, k, dtype, trans_b, c_dtype=dtype, swizzle=swizzle)
     staged = tilejit.compile(program, out_idx=[2], target="cuda")
     direct = tilejit.compile(program, out_idx=[2], target="cuda", pass_configs=_DIRECT)
     report = staged.lowering_report()
