@@ -136,20 +136,34 @@ LoweredKernel lower_kernel(const ir::PrimFunc& f, size_t index, int threads,
   // Note [Staged epilogues]: the main loop's accumulator stored through a
   // shared tile and TMA.
   if (const uint64_t acc = main_loop_accumulator(best.kernel.ws); acc != 0 && target.staged_epilogue) {
-    if (std::optional<ir::PrimFunc> staged = stage_epilogue(best.func, index, acc)) {
+    StagedEpilogue epilogue{acc, ""};
+    if (std::optional<ir::PrimFunc> staged = stage_epilogue(best.func, index, acc, &epilogue.refused)) {
       Planned s = plan(*staged);
-      if (keeps(s.kernel, best.kernel) &&
-          s.kernel.tma.stores.size() > best.kernel.tma.stores.size()) {
+      if (!keeps(s.kernel, best.kernel)) {
+        epilogue.refused = "not staged: a shared tile would not keep " +
+                           std::to_string(ws_stages(best.kernel)) + " stages at " +
+                           std::to_string(best.kernel.ws.blocks) + " blocks per multiprocessor";
+      } else if (s.kernel.tma.stores.size() <= best.kernel.tma.stores.size()) {
+        epilogue.refused = "not staged: the tile's store would not take TMA";
+        for (const auto& [copy, why] : s.kernel.tma.refused) {
+          const std::string& name = copy->src.buffer.name();
+          if (copy->dst.buffer.scope() == ir::Scope::kGlobal && name.size() > 7 &&
+              name.compare(name.size() - 7, 7, "_staged") == 0) {
+            epilogue.refused += " (" + why + ")";
+          }
+        }
+      } else {
         s.kernel.coarse = best.kernel.coarse;
         best = std::move(s);
       }
     }
+    best.kernel.epilogue = epilogue;
   }
   *maps = std::move(best.maps);
   diagnostics->insert(diagnostics->end(), best.notes.begin(), best.notes.end());
   const LoweredKernel& k = best.kernel;
   report_kernel(*k.laid_out.kernel, threads, k.laid_out.reasons, k.pipelines, k.tma, k.ws,
-                k.cluster, k.coarse, report);
+                k.cluster, k.coarse, k.epilogue, report);
   return std::move(best.kernel);
 }
 

@@ -14,6 +14,7 @@
 #include "backend/cuda/infer_layouts.h"
 #include "backend/cuda/pipeline.h"
 #include "backend/cuda/smem_plan.h"
+#include "backend/cuda/staged_epilogue.h"
 #include "backend/cuda/tma_copies.h"
 #include "backend/cuda/warp_specialize.h"
 #include "tilejit/ir/prim_func.h"
@@ -46,6 +47,8 @@ struct LoweredKernel {
   ClusterPlan cluster;
   /// Note [Coarser K steps]: `laid_out` is the wider loop's when factor > 1.
   CoarseKSteps coarse;
+  /// Note [Staged epilogues].
+  StagedEpilogue epilogue;
   /// Note [Alternating reduction scratch]: 1 or 2.
   int scratch_copies = 1;
   /// Note [Copies inside their tensor]: no edge walk for these.

@@ -228,7 +228,8 @@ Diagnostic op_record(const ir::Stmt& s, const LayoutReasons& reasons, int thread
 void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReasons& reasons,
                    const PipelinePlan& pipelines, const TmaPlan& tma,
                    const WarpSpecialization& ws, const ClusterPlan& cluster,
-                   const CoarseKSteps& coarse, runtime::LoweringReport* report) {
+                   const CoarseKSteps& coarse, const StagedEpilogue& epilogue,
+                   runtime::LoweringReport* report) {
   struct Walk : ir::IRVisitor {
     int threads = 1;
     int nest = 0;  // T.Parallel loops around the statement
@@ -238,6 +239,7 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReason
     const WarpSpecialization* ws = nullptr;
     const ClusterPlan* cluster = nullptr;
     const CoarseKSteps* coarse = nullptr;
+    const StagedEpilogue* epilogue = nullptr;
     runtime::LoweringReport* report = nullptr;
     void visit_alloc(const ir::AllocStmt* op, const ir::Stmt& s) override {
       const ir::Buffer& b = op->buffer;
@@ -286,6 +288,12 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReason
         d.reason = "";
       } else if (auto no = tma->refused.find(copy); no != tma->refused.end()) {
         d.reason = d.reason.empty() ? no->second : no->second + "; " + d.reason;
+      }
+      // Note [Staged epilogues]: a store of the main loop's accumulator left
+      // as written.
+      if (copy != nullptr && !epilogue->refused.empty() && nest == 0 &&
+          stores_accumulator(*copy, epilogue->acc)) {
+        d.reason = d.reason.empty() ? epilogue->refused : d.reason + "; " + epilogue->refused;
       }
       report->ops.push_back(std::move(d));
     }
@@ -366,6 +374,7 @@ void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReason
   walk.ws = &ws;
   walk.cluster = &cluster;
   walk.coarse = &coarse;
+  walk.epilogue = &epilogue;
   walk.report = report;
   walk.visit(kernel.body);
 }

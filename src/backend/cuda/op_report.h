@@ -10,6 +10,7 @@
 #include "backend/cuda/tma_copies.h"
 #include "backend/cuda/cluster_multicast.h"
 #include "backend/cuda/coarse_k_steps.h"
+#include "backend/cuda/staged_epilogue.h"
 #include "backend/cuda/warp_specialize.h"
 #include "tilejit/runtime/lowering_report.h"
 
@@ -33,6 +34,7 @@ runtime::Diagnostic op_record(const ir::Stmt& s, const LayoutReasons& reasons, i
 void report_kernel(const ir::KernelStmt& kernel, int threads, const LayoutReasons& reasons,
                    const PipelinePlan& pipelines, const TmaPlan& tma,
                    const WarpSpecialization& ws, const ClusterPlan& cluster,
-                   const CoarseKSteps& coarse, runtime::LoweringReport* report);
+                   const CoarseKSteps& coarse, const StagedEpilogue& epilogue,
+                   runtime::LoweringReport* report);
 
 }  // namespace tilejit::cuda

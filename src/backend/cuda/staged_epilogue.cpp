@@ -1,6 +1,7 @@
 // Note [Staged epilogues] in staged_epilogue.h.
 #include "backend/cuda/staged_epilogue.h"
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -18,14 +19,13 @@ ir::Region all_of(const ir::Buffer& b) {
   return r;
 }
 
-// The copy of all of `acc` (2-D, constant shape) to a region of its shape
-// (its dimensions of extent other than 1 the accumulator's) of a tensor of
-// a 16-bit float type.
+bool is_16bit_float(DataType t) { return t == DataType::bfloat16() || t == DataType::float16(); }
+
+}  // namespace
+
 bool stores_accumulator(const ir::CopyOp& c, uint64_t acc) {
   const ir::Buffer& src = c.src.buffer;
-  const DataType t = c.dst.buffer.dtype();
-  if (src.id() != acc || src.rank() != 2 || c.dst.buffer.scope() != ir::Scope::kGlobal ||
-      !(t == DataType::bfloat16() || t == DataType::float16())) {
+  if (src.id() != acc || src.rank() != 2 || c.dst.buffer.scope() != ir::Scope::kGlobal) {
     return false;
   }
   for (int d = 0; d < 2; ++d) {
@@ -44,10 +44,14 @@ bool stores_accumulator(const ir::CopyOp& c, uint64_t acc) {
   return tile == std::vector<int64_t>{src.shape()[0].int_value(), src.shape()[1].int_value()};
 }
 
+namespace {
+
 class Stage : public ir::IRMutator {
  public:
   Stage(size_t index, uint64_t acc) : index_(index), acc_(acc) {}
   bool staged() const { return staged_; }
+  /// Why the accumulator's store was not staged ("" when it was or none).
+  const std::string& why() const { return why_; }
 
  private:
   ir::Stmt visit_kernel(const ir::KernelStmt* op, const ir::Stmt& s) override {
@@ -56,6 +60,11 @@ class Stage : public ir::IRMutator {
     for (size_t i = 0; i < stmts.size(); ++i) {
       const auto* c = stmts[i].as<ir::CopyOp>();
       if (c == nullptr || !stores_accumulator(*c, acc_)) continue;
+      if (!is_16bit_float(c->dst.buffer.dtype())) {
+        why_ = "not staged: a " + c->dst.buffer.dtype().name() +
+               " tensor (Note [Staged epilogues] stages stores to bf16 and fp16 ones)";
+        continue;
+      }
       const ir::Span span = stmts[i].span();
       const ir::Buffer& acc = c->src.buffer;
       // Row-major, as transform::lower left every tile (Note [Layouts]).
@@ -83,15 +92,20 @@ class Stage : public ir::IRMutator {
   uint64_t acc_;
   size_t kernels_ = 0;
   bool staged_ = false;
+  std::string why_;
 };
 
 }  // namespace
 
-std::optional<ir::PrimFunc> stage_epilogue(const ir::PrimFunc& f, size_t index, uint64_t acc) {
+std::optional<ir::PrimFunc> stage_epilogue(const ir::PrimFunc& f, size_t index, uint64_t acc,
+                                           std::string* why) {
   Stage stage(index, acc);
   ir::TileBody body = *f.tile();
   body.stmt = stage.mutate(body.stmt);
-  if (!stage.staged()) return std::nullopt;
+  if (!stage.staged()) {
+    *why = stage.why();
+    return std::nullopt;
+  }
   ir::PrimFunc out = f;
   out.body = std::move(body);
   return out;

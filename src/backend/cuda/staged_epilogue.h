@@ -27,20 +27,36 @@
 // as before, with its stages and blocks per multiprocessor, and the tile's
 // store takes TMA (Note [TMA stores]); the lowering report then has a buffer
 // entry for the tile and the copy's two entries ("registers" into the tile,
-// "tma_store" from it) at the copy's line. tl.disable_staged_epilogue
-// turns it off.
+// "tma_store" from it) at the copy's line; a store of such an accumulator
+// left as written says why in its reason ("not staged: ..."): a float32
+// tensor, a store that would not take TMA, stages that would not fit.
+// tl.disable_staged_epilogue turns it off.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "tilejit/ir/prim_func.h"
 
 namespace tilejit::cuda {
 
+/// What Note [Staged epilogues] did with a kernel's store of its main
+/// loop's accumulator.
+struct StagedEpilogue {
+  uint64_t acc = 0;     ///< the accumulator's buffer id; 0 without a GEMM main loop
+  std::string refused;  ///< why its store stays as written ("" where staged or none)
+};
+
+/// Whether `copy` stores all of the accumulator `acc` (2-D, constant
+/// shape) to a tensor region of its shape, of any dtype.
+bool stores_accumulator(const ir::CopyOp& copy, uint64_t acc);
+
 /// `f` with kernel `index`'s copy of the accumulator `acc` (a buffer id) to
-/// a tensor staged through a shared tile (Note [Staged epilogues]); nullopt
-/// where the kernel has no such copy.
-std::optional<ir::PrimFunc> stage_epilogue(const ir::PrimFunc& f, size_t index, uint64_t acc);
+/// a bf16 or fp16 tensor staged through a shared tile (Note [Staged
+/// epilogues]); nullopt where the kernel's body has no such copy, with
+/// *why set where it has one to another dtype.
+std::optional<ir::PrimFunc> stage_epilogue(const ir::PrimFunc& f, size_t index, uint64_t acc,
+                                           std::string* why);
 
 }  // namespace tilejit::cuda

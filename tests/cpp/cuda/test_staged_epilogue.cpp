@@ -4,7 +4,7 @@
 // and a TMA store. The kernel is the one the program would get had it staged
 // the tile itself (compared line by line, comments aside); the report has the
 // tile and both copies at the copy's line; off, or for a float32 tensor, the
-// copy stays as written.
+// copy stays as written, and for the tensor the report says why.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -64,6 +64,14 @@ ir::PrimFunc gemm(const Epilogue& e) {
 struct Lowered {
   ir::PrimFunc func;
   runtime::GeneratedSource generated;
+  // The last T.copy's reason (the accumulator's store).
+  std::string store_reason() const {
+    std::string out;
+    for (const runtime::Diagnostic& r : generated.report.ops) {
+      if (r.op == "T.copy") out = r.reason;
+    }
+    return out;
+  }
   std::vector<std::string> copies() const {
     std::vector<std::string> out;
     for (const runtime::Diagnostic& r : generated.report.ops) {
@@ -137,12 +145,17 @@ TEST_F(StagedEpilogue, OffOrForAFloat32TensorTheCopyStaysAsWritten) {
   const Lowered off = lower(gemm({}), /*staged=*/false);
   EXPECT_EQ(off.copies(), direct);
   EXPECT_FALSE(off.has("_staged")) << off.generated.source;
+  EXPECT_EQ(off.store_reason(), "");
   // A float32 tile would not be swizzled (Note [Swizzled store tiles]).
   Epilogue f32;
   f32.c_dtype = DataType::float32();
   const Lowered l = lower(gemm(f32));
   EXPECT_EQ(l.copies(), direct);
   EXPECT_FALSE(l.has("_staged")) << l.generated.source;
+  EXPECT_EQ(l.store_reason(),
+            "not staged: a float32 tensor (Note [Staged epilogues] stages stores to bf16 and fp16 "
+            "ones)");
+  EXPECT_EQ(lower(gemm({})).store_reason(), "");  // staged: nothing to say
 }
 
 }  // namespace
