@@ -11,7 +11,9 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -73,6 +75,63 @@ inline std::string compiled_unit(const ir::PrimFunc& f) {
   EXPECT_FALSE(cuda_backend().compile(source, planned.name, options, Device::cuda(0)).empty())
       << planned.name;
   return source;
+}
+
+/// A tile program as generate() lowers it after verify and plan_workspaces
+/// (as jit() hands it on): the function, its source and report.
+struct Generated {
+  ir::PrimFunc func;
+  runtime::GeneratedSource generated;
+
+  /// The nth report entry of the op `name` ("T.copy", "T.Pipelined"), or
+  /// nullptr.
+  const runtime::Diagnostic* op(const std::string& name, int nth = 0) const {
+    for (const runtime::Diagnostic& r : generated.report.ops) {
+      if (r.op == name && nth-- == 0) return &r;
+    }
+    return nullptr;
+  }
+  bool has(const std::string& text) const {
+    return generated.source.find(text) != std::string::npos;
+  }
+  size_t count(const std::string& text) const {
+    size_t n = 0;
+    for (size_t at = generated.source.find(text); at != std::string::npos;
+         at = generated.source.find(text, at + 1)) {
+      ++n;
+    }
+    return n;
+  }
+  /// The source without its comments and #line directives (which name the
+  /// program's own text): the code two programs compare on.
+  std::string code() const {
+    std::istringstream in(generated.source);
+    std::string out, line;
+    while (std::getline(in, line)) {
+      const size_t first = line.find_first_not_of(' ');
+      if (first != std::string::npos &&
+          (line.compare(first, 2, "//") == 0 || line.compare(first, 5, "#line") == 0)) {
+        continue;
+      }
+      out += line + "\n";
+    }
+    return out;
+  }
+  /// Whether NVRTC compiles the source for the default architecture.
+  bool compiles() const {
+    return !cuda_backend().compile(generated.source, func.name, {}, Device::cuda(0)).empty();
+  }
+};
+
+/// `f` through generate(), `set` changing the request's options first.
+inline Generated generate(const ir::PrimFunc& f,
+                          const std::function<void(runtime::SourceRequest&)>& set = {}) {
+  Generated out{transform::plan_workspaces(transform::verify(f)), {}};
+  const std::vector<std::string> symbols = symbols_of(out.func);
+  runtime::SourceRequest request{&out.func, symbols};
+  if (set) set(request);
+  out.generated = cuda_backend().generate(request);
+  return out;
 }
 
 /// The KernelAbi generate() makes for `f`.

@@ -11,8 +11,6 @@
 
 #include "cuda/cuda_test_util.h"
 #include "tilejit/ir/tile_builder.h"
-#include "tilejit/transform/verify.h"
-#include "tilejit/transform/workspace_plan.h"
 
 namespace tilejit::cuda::testing {
 namespace {
@@ -57,45 +55,19 @@ ir::PrimFunc gemm(const Gemm& g) {
   return b.finish();
 }
 
-struct Lowered {
-  ir::PrimFunc func;
-  runtime::GeneratedSource generated;
-  const runtime::Diagnostic* op(const std::string& name, int nth = 0) const {
-    for (const runtime::Diagnostic& r : generated.report.ops) {
-      if (r.op == name && nth-- == 0) return &r;
-    }
-    return nullptr;
-  }
-  bool has(const std::string& text) const {
-    return generated.source.find(text) != std::string::npos;
-  }
-  size_t count(const std::string& text) const {
-    size_t n = 0;
-    for (size_t at = generated.source.find(text); at != std::string::npos;
-         at = generated.source.find(text, at + 1)) {
-      ++n;
-    }
-    return n;
-  }
-};
+using Lowered = Generated;
 
 Lowered lower(const ir::PrimFunc& f, bool cluster = true) {
-  Lowered out{transform::plan_workspaces(transform::verify(f)), {}};
-  const std::vector<std::string> symbols = symbols_of(out.func);
-  runtime::SourceRequest request{&out.func, symbols};
-  request.cluster_multicast = cluster;
-  // The program's own K steps of 32 (Note [Coarser K steps] would load two
-  // per stage; test_coarse_k_steps.cpp).
-  request.coarse_k_steps = false;
-  out.generated = cuda_backend().generate(request);
-  return out;
+  return generate(f, [&](runtime::SourceRequest& r) {
+    r.cluster_multicast = cluster;
+    // The program's own K steps of 32 (Note [Coarser K steps] would load two
+    // per stage; test_coarse_k_steps.cpp) and its epilogue as written.
+    r.coarse_k_steps = false;
+    r.staged_epilogue = false;
+  });
 }
 
-void compiles(const Lowered& l) {
-  const std::string binary =
-      cuda_backend().compile(l.generated.source, l.func.name, {}, Device::cuda(0));
-  EXPECT_FALSE(binary.empty());
-}
+void compiles(const Lowered& l) { EXPECT_TRUE(l.compiles()); }
 
 class ClusterMulticast : public ::testing::Test {
  protected:

@@ -6,14 +6,11 @@
 // report says why.
 #include <gtest/gtest.h>
 
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "cuda/cuda_test_util.h"
 #include "tilejit/ir/tile_builder.h"
-#include "tilejit/transform/verify.h"
-#include "tilejit/transform/workspace_plan.h"
 
 namespace tilejit::cuda::testing {
 namespace {
@@ -62,43 +59,15 @@ ir::PrimFunc gemm(const Gemm& g) {
   return b.finish();
 }
 
-struct Lowered {
-  ir::PrimFunc func;
-  runtime::GeneratedSource generated;
-  const runtime::Diagnostic& loop() const {
-    for (const runtime::Diagnostic& r : generated.report.ops) {
-      if (r.op == "T.Pipelined") return r;
-    }
-    ADD_FAILURE() << "no T.Pipelined entry";
-    return generated.report.ops.front();
-  }
-  bool has(const std::string& text) const {
-    return generated.source.find(text) != std::string::npos;
-  }
-  // The source without comments and #line directives, which name the
-  // program's own text.
-  std::string code() const {
-    std::istringstream in(generated.source);
-    std::string out, line;
-    while (std::getline(in, line)) {
-      const size_t first = line.find_first_not_of(' ');
-      if (first != std::string::npos &&
-          (line.compare(first, 2, "//") == 0 || line.compare(first, 5, "#line") == 0)) {
-        continue;
-      }
-      out += line + "\n";
-    }
-    return out;
-  }
-};
+// The T.Pipelined entry of a GEMM's report.
+const runtime::Diagnostic& loop_of(const Generated& g) {
+  const runtime::Diagnostic* loop = g.op("T.Pipelined");
+  EXPECT_NE(loop, nullptr);
+  return loop ? *loop : g.generated.report.ops.front();
+}
 
-Lowered lower(const ir::PrimFunc& f, bool coarse = true) {
-  Lowered out{transform::plan_workspaces(transform::verify(f)), {}};
-  const std::vector<std::string> symbols = symbols_of(out.func);
-  runtime::SourceRequest request{&out.func, symbols};
-  request.coarse_k_steps = coarse;
-  out.generated = cuda_backend().generate(request);
-  return out;
+Generated lower(const ir::PrimFunc& f, bool coarse = true) {
+  return generate(f, [&](runtime::SourceRequest& r) { r.coarse_k_steps = coarse; });
 }
 
 Gemm with_step(Gemm g, int64_t block_k) {
@@ -112,18 +81,18 @@ class CoarseKSteps : public ::testing::Test {
 };
 
 TEST_F(CoarseKSteps, TwoStepsOf32PerStageAreTheProgramWithStepsOf64) {
-  const Lowered l = lower(gemm({}));
-  const Lowered w = lower(gemm(with_step({}, 64)));
-  EXPECT_EQ(l.loop().path, "warp_specialized, 3 stages, 2 K steps of 32 per stage, pairs of "
+  const Generated l = lower(gemm({}));
+  const Generated w = lower(gemm(with_step({}, 64)));
+  EXPECT_EQ(loop_of(l).path, "warp_specialized, 3 stages, 2 K steps of 32 per stage, pairs of "
                            "blocks along x");
-  EXPECT_EQ(w.loop().path, "warp_specialized, 3 stages, pairs of blocks along x");
+  EXPECT_EQ(loop_of(w).path, "warp_specialized, 3 stages, pairs of blocks along x");
   EXPECT_EQ(l.code(), w.code());
   // 4 iterations of 64: stages of 128 x 64 + 64 x 128 bf16.
   EXPECT_TRUE(l.has("for (int64_t ko = 0; ko < 4; ++ko) {")) << l.generated.source;
   EXPECT_TRUE(l.has("tilejit::cuda::mbar_expect_tx(&A_s_landed[(ko_load - 0) % 3], 32768);"))
       << l.generated.source;
   EXPECT_TRUE(l.has("2 of the program's K steps of 32 per iteration")) << l.generated.source;
-  EXPECT_FALSE(cuda_backend().compile(l.generated.source, l.func.name, {}, Device::cuda(0)).empty());
+  EXPECT_TRUE(l.compiles());
 }
 
 // fp16 with B as [N, K] and a K that ends inside a step (1000: 32 steps of
@@ -133,17 +102,17 @@ TEST_F(CoarseKSteps, StepsAlongBsRowsAndPastTheEndOfK) {
   nt.dtype = DataType::float16();
   nt.trans_b = true;
   nt.k = 1000;
-  const Lowered l = lower(gemm(nt));
-  EXPECT_NE(l.loop().path.find(", 2 K steps of 32 per stage"), std::string::npos)
-      << l.loop().path;
+  const Generated l = lower(gemm(nt));
+  EXPECT_NE(loop_of(l).path.find(", 2 K steps of 32 per stage"), std::string::npos)
+      << loop_of(l).path;
   EXPECT_EQ(l.code(), lower(gemm(with_step(nt, 64))).code());
 }
 
 // A loop that keeps its steps: the report's reason says why; turned off, the
 // kernel is the program's.
 TEST_F(CoarseKSteps, ALoopThatKeepsItsStepsSaysWhy) {
-  auto kept = [](const Lowered& l, const std::string& why) {
-    const runtime::Diagnostic& loop = l.loop();
+  auto kept = [](const Generated& l, const std::string& why) {
+    const runtime::Diagnostic& loop = loop_of(l);
     EXPECT_EQ(loop.path.find("K steps"), std::string::npos) << loop.path;
     EXPECT_NE(loop.path.find("warp_specialized"), std::string::npos) << loop.path;
     EXPECT_NE(loop.reason.find("K steps of 32 kept: " + why), std::string::npos) << loop.reason;
@@ -158,12 +127,12 @@ TEST_F(CoarseKSteps, ALoopThatKeepsItsStepsSaysWhy) {
   four.stages = 4;
   kept(lower(gemm(four)), "wider stages would not keep 4 stages at 2 blocks per multiprocessor");
   // Off: the program's 8 steps, and no reason given.
-  const Lowered off = lower(gemm({}), /*coarse=*/false);
+  const Generated off = lower(gemm({}), /*coarse=*/false);
   EXPECT_TRUE(off.has("for (int64_t ko = 0; ko < 8; ++ko) {")) << off.generated.source;
-  EXPECT_EQ(off.loop().path, "warp_specialized, 3 stages, pairs of blocks along x");
-  EXPECT_EQ(off.loop().reason, "");
+  EXPECT_EQ(loop_of(off).path, "warp_specialized, 3 stages, pairs of blocks along x");
+  EXPECT_EQ(loop_of(off).reason, "");
   // A step of 128 bytes already: nothing to say.
-  EXPECT_EQ(lower(gemm(with_step({}, 64))).loop().reason, "");
+  EXPECT_EQ(loop_of(lower(gemm(with_step({}, 64)))).reason, "");
 }
 
 }  // namespace
