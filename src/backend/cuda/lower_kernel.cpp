@@ -135,9 +135,11 @@ LoweredKernel lower_kernel(const ir::PrimFunc& f, size_t index, int threads,
   }
   // Note [Staged epilogues]: the main loop's accumulator stored through a
   // shared tile and TMA.
-  if (const uint64_t acc = main_loop_accumulator(best.kernel.ws); acc != 0 && target.staged_epilogue) {
+  const uint64_t acc = main_loop_accumulator(best.kernel.ws);
+  if (acc != 0 && target.staged_epilogue) {
     StagedEpilogue epilogue{acc, ""};
-    if (std::optional<ir::PrimFunc> staged = stage_epilogue(best.func, index, acc, &epilogue.refused)) {
+    if (std::optional<ir::PrimFunc> staged =
+            stage_epilogue(best.func, index, acc, &epilogue.refused)) {
       Planned s = plan(*staged);
       if (!keeps(s.kernel, best.kernel)) {
         epilogue.refused = "not staged: a shared tile would not keep " +

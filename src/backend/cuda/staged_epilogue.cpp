@@ -30,8 +30,10 @@ bool stores_accumulator(const ir::CopyOp& c, uint64_t acc) {
   }
   for (int d = 0; d < 2; ++d) {
     if (extent_of(src.shape()[d]) <= 0) return false;
-    if (!c.src.is_whole() && (!c.src.ranges[d].min.is_const() || c.src.ranges[d].min.int_value() != 0 ||
-                              extent_of(c.src.ranges[d].extent) != src.shape()[d].int_value())) {
+    if (c.src.is_whole()) continue;
+    const ir::Range& r = c.src.ranges[d];
+    if (!r.min.is_const() || r.min.int_value() != 0 ||
+        extent_of(r.extent) != src.shape()[d].int_value()) {
       return false;
     }
   }

@@ -46,8 +46,8 @@ ir::PrimFunc gemm(const Gemm& g) {
                              g.dtype, Scope::kShared);
   const Buffer C_l = b.alloc("C_l", {128, 128}, DataType::float32(), Scope::kFragment);
   b.fill(ir::whole(C_l), 0);
-  const Expr ko = b.begin_for("ko", 0, g.triangular ? bx + 1 : Expr((g.k + g.block_k - 1) / g.block_k),
-                              ForKind::kPipelined, g.stages);
+  const Expr steps = g.triangular ? bx + 1 : Expr((g.k + g.block_k - 1) / g.block_k);
+  const Expr ko = b.begin_for("ko", 0, steps, ForKind::kPipelined, g.stages);
   b.copy(ir::corner(A, {by * 128, ko * g.block_k}), ir::whole(A_s));
   b.copy(g.trans_b ? ir::corner(B, {bx * 128, ko * g.block_k})
                    : ir::corner(B, {ko * g.block_k, bx * 128}),
