@@ -44,6 +44,16 @@ def gemm(m, n, k, dtype, trans_b=False, block_k=32, c_dtype="float32", swizzle=0
     return readme_gemm
 
 
+def operands(m, n, k, dtype, trans_b, seed):
+    """A and B on the GPU (B as [N, K] where trans_b), and A @ B in float32."""
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    tdt = getattr(torch, dtype)
+    a = torch.randn(m, k, device="cuda", generator=g).to(tdt)
+    b = torch.randn(*((n, k) if trans_b else (k, n)), device="cuda", generator=g).to(tdt)
+    return a, b, a.float() @ (b.float().T if trans_b else b.float())
+
+
 def loop(kernel):
     [entry] = [e for e in kernel.lowering_report()
                if e.get("kind") == "op" and e["op"] == "T.Pipelined"]
@@ -59,11 +69,7 @@ def loop(kernel):
 def test_two_steps_per_stage_compute_the_programs_product(shape, dtype, trans_b, coarse):
     import torch
     m, n, k = shape
-    g = torch.Generator(device="cuda").manual_seed(0)
-    tdt = getattr(torch, dtype)
-    a = torch.randn(m, k, device="cuda", generator=g).to(tdt)
-    b = torch.randn(*((n, k) if trans_b else (k, n)), device="cuda", generator=g).to(tdt)
-    ref = a.float() @ (b.float().T if trans_b else b.float())
+    a, b, ref = operands(m, n, k, dtype, trans_b, seed=0)
     wide = tilejit.compile(gemm(m, n, k, dtype, trans_b), out_idx=[2], target="cuda")
     kept = tilejit.compile(gemm(m, n, k, dtype, trans_b), out_idx=[2], target="cuda",
                            pass_configs=_KEEP)

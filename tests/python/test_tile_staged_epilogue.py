@@ -9,7 +9,7 @@ import pytest
 
 import tilejit
 from support import tilejit_cuda_unavailable
-from test_tile_coarse_k_steps import gemm
+from test_tile_coarse_k_steps import gemm, operands
 
 _NO_CUDA = tilejit_cuda_unavailable()
 _DIRECT = {"tl.disable_staged_epilogue": True}
@@ -25,11 +25,8 @@ _DIRECT = {"tl.disable_staged_epilogue": True}
 def test_the_staged_store_writes_the_programs_result(shape, dtype, trans_b, swizzle):
     import torch
     m, n, k = shape
-    g = torch.Generator(device="cuda").manual_seed(1)
-    tdt = getattr(torch, dtype)
-    a = torch.randn(m, k, device="cuda", generator=g).to(tdt)
-    b = torch.randn(*((n, k) if trans_b else (k, n)), device="cuda", generator=g).to(tdt)
-    ref = (a.float() @ (b.float().T if trans_b else b.float())).to(tdt)
+    a, b, ref = operands(m, n, k, dtype, trans_b, seed=1)
+    ref = ref.to(getattr(torch, dtype))
     program = gemm(m, n, k, dtype, trans_b, c_dtype=dtype, swizzle=swizzle)
     staged = tilejit.compile(program, out_idx=[2], target="cuda")
     direct = tilejit.compile(program, out_idx=[2], target="cuda", pass_configs=_DIRECT)

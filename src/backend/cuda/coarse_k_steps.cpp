@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/common/accesses.h"
+#include "backend/cuda/fragment_uses.h"
 #include "backend/cuda/pipeline.h"
 #include "tilejit/ir/simplify.h"
 #include "tilejit/ir/stmt.h"
@@ -72,15 +73,8 @@ int64_t extent_of(const ir::Expr& e) { return e.is_const() ? e.int_value() : -1;
 // A 2-D shared tile of constant shape, the region all of it.
 bool whole_tile(const ir::Region& r) {
   const ir::Buffer& b = r.buffer;
-  if (b.scope() != ir::Scope::kShared || b.rank() != 2) return false;
-  for (int d = 0; d < 2; ++d) {
-    if (extent_of(b.shape()[d]) <= 0) return false;
-    if (!r.is_whole() && (!r.ranges[d].min.is_const() || r.ranges[d].min.int_value() != 0 ||
-                          extent_of(r.ranges[d].extent) != b.shape()[d].int_value())) {
-      return false;
-    }
-  }
-  return true;
+  return b.scope() == ir::Scope::kShared && b.rank() == 2 && dim(b, 0) > 0 && dim(b, 1) > 0 &&
+         is_whole(r);
 }
 
 // The pipelined loop of `body` whose variable is `id`.
@@ -148,12 +142,6 @@ class Coarsen : public ir::IRMutator {
   }
 
  private:
-  ir::Region whole(const ir::Buffer& b) {
-    ir::Region r{b, {}};
-    for (const ir::Expr& e : b.shape()) r.ranges.push_back({ir::Expr(0), e});
-    return r;
-  }
-
   ir::Stmt visit_alloc(const ir::AllocStmt* op, const ir::Stmt& s) override {
     auto w = wide_.find(op->buffer.id());
     return w == wide_.end() ? s : ir::make_stmt<ir::AllocStmt>(w->second, s.span());
@@ -175,7 +163,7 @@ class Coarsen : public ir::IRMutator {
     // ko * K0 + c, read for iteration ko * F of the program.
     k.min = widen(k.min, loop_->var.var_id(), loop_->var, factor_);
     k.extent = ir::Expr(k.extent.int_value() * factor_);
-    return ir::make_stmt<ir::CopyOp>(std::move(src), whole(wide_.at(o->first)), op->span,
+    return ir::make_stmt<ir::CopyOp>(std::move(src), whole_slices(wide_.at(o->first)), op->span,
                                      op->disable_tma);
   }
 
@@ -183,7 +171,7 @@ class Coarsen : public ir::IRMutator {
     auto a = wide_.find(op->a.buffer.id());
     auto b = wide_.find(op->b.buffer.id());
     if (a == wide_.end() || b == wide_.end()) return s;
-    return ir::make_stmt<ir::GemmOp>(whole(a->second), whole(b->second), op->c, op->trans_a,
+    return ir::make_stmt<ir::GemmOp>(whole_slices(a->second), whole_slices(b->second), op->c, op->trans_a,
                                      op->trans_b, op->clear_accum, op->policy, op->span);
   }
 

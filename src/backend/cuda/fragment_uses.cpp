@@ -30,6 +30,12 @@ bool is_whole(const ir::Region& r) {
   return true;
 }
 
+ir::Region whole_slices(const ir::Buffer& b) {
+  ir::Region r{b, {}};
+  for (const Expr& e : b.shape()) r.ranges.push_back({Expr(0), e});
+  return r;
+}
+
 int64_t dim(const ir::Buffer& b, size_t d) {
   const Expr& e = b.shape()[d];
   return e.is_const() ? e.int_value() : -1;

@@ -29,6 +29,8 @@ bool is_reduced_float(DataType t);
 bool is_vector_dtype(DataType t);
 /// The region spans all of its buffer.
 bool is_whole(const ir::Region& r);
+/// All of `b` as the verifier writes it: one slice [0, extent) per dimension.
+ir::Region whole_slices(const ir::Buffer& b);
 /// Dimension d of b's shape, or -1 where it is not a constant.
 int64_t dim(const ir::Buffer& b, size_t d);
 

@@ -94,6 +94,12 @@ bool keeps(const LoweredKernel& rewritten, const LoweredKernel& before) {
          rewritten.ws.blocks >= before.ws.blocks;
 }
 
+// What a rewrite refused with `keeps` would have lost.
+std::string not_kept(const LoweredKernel& before) {
+  return std::to_string(ws_stages(before)) + " stages at " + std::to_string(before.ws.blocks) +
+         " blocks per multiprocessor";
+}
+
 // The accumulator of a warp-specialised loop that is one gemm; 0 else.
 uint64_t main_loop_accumulator(const WarpSpecialization& ws) {
   if (ws.loop == nullptr || ws.body.size() != 1) return 0;
@@ -125,9 +131,7 @@ LoweredKernel lower_kernel(const ir::PrimFunc& f, size_t index, int threads,
         best = std::move(w);
       } else {
         coarse.refused = "K steps of " + std::to_string(coarse.k_step) +
-                         " kept: wider stages would not keep " +
-                         std::to_string(ws_stages(best.kernel)) + " stages at " +
-                         std::to_string(best.kernel.ws.blocks) + " blocks per multiprocessor";
+                         " kept: wider stages would not keep " + not_kept(best.kernel);
         coarse.factor = 1;
       }
     }
@@ -137,22 +141,15 @@ LoweredKernel lower_kernel(const ir::PrimFunc& f, size_t index, int threads,
   // shared tile and TMA.
   const uint64_t acc = main_loop_accumulator(best.kernel.ws);
   if (acc != 0 && target.staged_epilogue) {
-    StagedEpilogue epilogue{acc, ""};
-    if (std::optional<ir::PrimFunc> staged =
-            stage_epilogue(best.func, index, acc, &epilogue.refused)) {
+    StagedEpilogue epilogue{acc, 0, ""};
+    if (std::optional<ir::PrimFunc> staged = stage_epilogue(best.func, index, &epilogue)) {
       Planned s = plan(*staged);
       if (!keeps(s.kernel, best.kernel)) {
-        epilogue.refused = "not staged: a shared tile would not keep " +
-                           std::to_string(ws_stages(best.kernel)) + " stages at " +
-                           std::to_string(best.kernel.ws.blocks) + " blocks per multiprocessor";
+        epilogue.refused = "not staged: a shared tile would not keep " + not_kept(best.kernel);
       } else if (s.kernel.tma.stores.size() <= best.kernel.tma.stores.size()) {
         epilogue.refused = "not staged: the tile's store would not take TMA";
         for (const auto& [copy, why] : s.kernel.tma.refused) {
-          const std::string& name = copy->src.buffer.name();
-          if (copy->dst.buffer.scope() == ir::Scope::kGlobal && name.size() > 7 &&
-              name.compare(name.size() - 7, 7, "_staged") == 0) {
-            epilogue.refused += " (" + why + ")";
-          }
+          if (copy->src.buffer.id() == epilogue.tile) epilogue.refused += " (" + why + ")";
         }
       } else {
         s.kernel.coarse = best.kernel.coarse;

@@ -5,19 +5,12 @@
 #include <utility>
 #include <vector>
 
+#include "backend/cuda/fragment_uses.h"
 #include "tilejit/ir/stmt.h"
 #include "tilejit/ir/visitor.h"
 
 namespace tilejit::cuda {
 namespace {
-
-int64_t extent_of(const ir::Expr& e) { return e.is_const() ? e.int_value() : -1; }
-
-ir::Region all_of(const ir::Buffer& b) {
-  ir::Region r{b, {}};
-  for (const ir::Expr& e : b.shape()) r.ranges.push_back({ir::Expr(0), e});
-  return r;
-}
 
 bool is_16bit_float(DataType t) { return t == DataType::bfloat16() || t == DataType::float16(); }
 
@@ -25,25 +18,16 @@ bool is_16bit_float(DataType t) { return t == DataType::bfloat16() || t == DataT
 
 bool stores_accumulator(const ir::CopyOp& c, uint64_t acc) {
   const ir::Buffer& src = c.src.buffer;
-  if (src.id() != acc || src.rank() != 2 || c.dst.buffer.scope() != ir::Scope::kGlobal) {
+  if (src.id() != acc || src.rank() != 2 || dim(src, 0) <= 0 || dim(src, 1) <= 0 ||
+      !is_whole(c.src) || c.dst.buffer.scope() != ir::Scope::kGlobal) {
     return false;
-  }
-  for (int d = 0; d < 2; ++d) {
-    if (extent_of(src.shape()[d]) <= 0) return false;
-    if (c.src.is_whole()) continue;
-    const ir::Range& r = c.src.ranges[d];
-    if (!r.min.is_const() || r.min.int_value() != 0 ||
-        extent_of(r.extent) != src.shape()[d].int_value()) {
-      return false;
-    }
   }
   std::vector<int64_t> tile;
   for (const ir::Range& r : c.dst.ranges) {
-    const int64_t n = extent_of(r.extent);
-    if (n < 0) return false;
-    if (n != 1) tile.push_back(n);
+    if (!r.extent.is_const()) return false;
+    if (r.extent.int_value() != 1) tile.push_back(r.extent.int_value());
   }
-  return tile == std::vector<int64_t>{src.shape()[0].int_value(), src.shape()[1].int_value()};
+  return tile == std::vector<int64_t>{dim(src, 0), dim(src, 1)};
 }
 
 namespace {
@@ -51,7 +35,8 @@ namespace {
 class Stage : public ir::IRMutator {
  public:
   Stage(size_t index, uint64_t acc) : index_(index), acc_(acc) {}
-  bool staged() const { return staged_; }
+  /// The shared tile it stages the store through; 0 where none.
+  uint64_t tile() const { return tile_; }
   /// Why the accumulator's store was not staged ("" when it was or none).
   const std::string& why() const { return why_; }
 
@@ -75,15 +60,15 @@ class Stage : public ir::IRMutator {
                                   .with_layout(ir::Layout::row_major());
       stmts[i] = ir::make_stmt<ir::SeqStmt>(
           std::vector<ir::Stmt>{
-              ir::make_stmt<ir::CopyOp>(c->src, all_of(tile), span, c->disable_tma),
-              ir::make_stmt<ir::CopyOp>(all_of(tile), c->dst, span, c->disable_tma)},
+              ir::make_stmt<ir::CopyOp>(c->src, whole_slices(tile), span, c->disable_tma),
+              ir::make_stmt<ir::CopyOp>(whole_slices(tile), c->dst, span, c->disable_tma)},
           span);
       // (declared with the kernel's other tiles, Note [Allocations are the kernel's])
       stmts.insert(stmts.begin(), ir::make_stmt<ir::AllocStmt>(tile, span));
-      staged_ = true;
+      tile_ = tile.id();
       break;
     }
-    if (!staged_) return s;
+    if (tile_ == 0) return s;
     return ir::make_stmt<ir::KernelStmt>(op->grid, op->block_vars, op->threads, op->thread_vars,
                                          ir::make_stmt<ir::SeqStmt>(std::move(stmts),
                                                                     op->body.span()),
@@ -93,19 +78,20 @@ class Stage : public ir::IRMutator {
   size_t index_;
   uint64_t acc_;
   size_t kernels_ = 0;
-  bool staged_ = false;
+  uint64_t tile_ = 0;
   std::string why_;
 };
 
 }  // namespace
 
-std::optional<ir::PrimFunc> stage_epilogue(const ir::PrimFunc& f, size_t index, uint64_t acc,
-                                           std::string* why) {
-  Stage stage(index, acc);
+std::optional<ir::PrimFunc> stage_epilogue(const ir::PrimFunc& f, size_t index,
+                                           StagedEpilogue* epilogue) {
+  Stage stage(index, epilogue->acc);
   ir::TileBody body = *f.tile();
   body.stmt = stage.mutate(body.stmt);
-  if (!stage.staged()) {
-    *why = stage.why();
+  epilogue->tile = stage.tile();
+  if (epilogue->tile == 0) {
+    epilogue->refused = stage.why();
     return std::nullopt;
   }
   ir::PrimFunc out = f;

@@ -45,6 +45,7 @@ namespace tilejit::cuda {
 /// loop's accumulator.
 struct StagedEpilogue {
   uint64_t acc = 0;     ///< the accumulator's buffer id; 0 without a GEMM main loop
+  uint64_t tile = 0;    ///< the shared tile the store goes through; 0 where none
   std::string refused;  ///< why its store stays as written ("" where staged or none)
 };
 
@@ -52,11 +53,11 @@ struct StagedEpilogue {
 /// shape) to a tensor region of its shape, of any dtype.
 bool stores_accumulator(const ir::CopyOp& copy, uint64_t acc);
 
-/// `f` with kernel `index`'s copy of the accumulator `acc` (a buffer id) to
-/// a bf16 or fp16 tensor staged through a shared tile (Note [Staged
-/// epilogues]); nullopt where the kernel's body has no such copy, with
-/// *why set where it has one to another dtype.
-std::optional<ir::PrimFunc> stage_epilogue(const ir::PrimFunc& f, size_t index, uint64_t acc,
-                                           std::string* why);
+/// `f` with kernel `index`'s copy of the accumulator epilogue->acc to a bf16
+/// or fp16 tensor staged through a shared tile (Note [Staged epilogues]),
+/// whose id goes to epilogue->tile; nullopt where the kernel's body has no
+/// such copy, with epilogue->refused set where it has one to another dtype.
+std::optional<ir::PrimFunc> stage_epilogue(const ir::PrimFunc& f, size_t index,
+                                           StagedEpilogue* epilogue);
 
 }  // namespace tilejit::cuda
